@@ -1,0 +1,93 @@
+"""Run settings: small keyword-only value objects and the ``RunConfig`` that holds them.
+
+Only settings that change what a run produces go into the config hash (``identity``):
+the same command run again finds the same run and resumes it, while budget, limits,
+concurrency and ``--limit`` may change between resumes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "RateLimit",
+    "RetryPolicy",
+    "RunConfig",
+    "Sampling",
+    "Timeouts",
+]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Timeouts:
+    connect: float = 10.0
+    read: float = 120.0  # between bytes of the answer
+    total: float = 300.0  # one attempt, end to end
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    max_attempts: int = 8
+    base_delay: float = 0.5  # seconds; attempt k waits uniform(0, min(cap, base * 2**k))
+    max_delay: float = 60.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RateLimit:
+    rpm: float | None = None  # requests per minute; None: learn from x-ratelimit headers
+    tpm: float | None = None  # tokens per minute (prompt + max output), same
+    concurrency: int = 64  # most requests in flight at once
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sampling:
+    temperature: float = 1.0
+    max_tokens: int = 256
+    top_p: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """Everything a generation run needs. Build it with keywords only."""
+
+    tasks: tuple[str, ...] = ("qa",)
+    seeds: tuple[str, ...] = ()  # files or globs
+    seed_format: str | None = None  # None: detect from content
+    model: str = "gpt-4o-mini"
+    base_url: str = DEFAULT_BASE_URL
+    api_key: str | None = field(default=None, repr=False)  # never stored, never printed
+    db: Path = Path("halugen.duckdb")
+    budget_usd: float | None = None
+    price_in: float | None = None  # USD per million input tokens, overrides the card
+    price_out: float | None = None
+    rate: RateLimit = RateLimit()
+    retry: RetryPolicy = RetryPolicy()
+    timeouts: Timeouts = Timeouts()
+    sampling: Sampling = Sampling()
+    judge: Sampling = Sampling(temperature=0.0, max_tokens=16)
+    limit: int | None = None  # first N seeds per task
+    run_seed: int = 0
+    fresh: bool = False
+    run_id: str | None = None
+    progress: bool = True
+    long_documents: str = "truncate"  # truncate | skip
+
+    def identity(self, template_hashes: dict[str, str]) -> dict[str, Any]:
+        """The settings that define a run's output; their hash names the run."""
+        return {
+            "tasks": list(self.tasks),
+            "seeds": list(self.seeds),
+            "seed_format": self.seed_format,
+            "model": self.model,
+            "base_url": self.base_url.rstrip("/"),
+            "sampling": [self.sampling.temperature, self.sampling.max_tokens, self.sampling.top_p],
+            "judge": [self.judge.temperature, self.judge.max_tokens, self.judge.top_p],
+            "run_seed": self.run_seed,
+            "templates": dict(sorted(template_hashes.items())),
+            "long_documents": self.long_documents,
+        }

@@ -1,0 +1,99 @@
+"""One exception tree for halugen; everything a user can see is a ``HalugenError``.
+
+    HalugenError                    base; ``str(err)`` is a one-line message for the user
+    ├── UsageError                  bad flag, bad value, unknown model without prices (exit 2)
+    ├── InputError                  a seed file or data file that cannot be read (exit 2)
+    ├── ConfigError                 halugen.toml, price cards, prompt templates (exit 2)
+    ├── StoreError                  the DuckDB store cannot be opened / is corrupt (exit 1)
+    ├── BudgetExhausted             nothing more fits in the budget (exit 3)
+    └── LLMError                    a call to the model endpoint failed
+        ├── RetryableError          429, 408, 409, 5xx, timeouts, connection errors, bad bodies
+        │   └── RateLimited         429; carries the server's retry-after hint
+        └── FatalCallError          400/403/404/422, context length: not retried, per call
+            └── AuthError           401: stops the whole run
+
+Per-record failures travel downstream as values (``records.Rejected``); only systemic
+failures (budget, auth, store) are raised through the pipeline.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthError",
+    "BudgetExhausted",
+    "ConfigError",
+    "FatalCallError",
+    "HalugenError",
+    "InputError",
+    "LLMError",
+    "RateLimited",
+    "RetryableError",
+    "StoreError",
+    "UsageError",
+]
+
+
+class HalugenError(Exception):
+    """Base of every error halugen raises on purpose."""
+
+    exit_code = 1
+
+
+class UsageError(HalugenError):
+    exit_code = 2
+
+
+class InputError(HalugenError):
+    exit_code = 2
+
+
+class ConfigError(HalugenError):
+    exit_code = 2
+
+
+class StoreError(HalugenError):
+    exit_code = 1
+
+
+class BudgetExhausted(HalugenError):
+    exit_code = 3
+
+
+class LLMError(HalugenError):
+    """A failed call. ``status`` is the HTTP status (0 when no response arrived)."""
+
+    def __init__(self, message: str, *, status: int = 0, billed_maybe: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        # True when the provider may have done (and billed) the work although we got no usable
+        # answer: timeouts after sending, dropped connections, unparseable 200 bodies.
+        self.billed_maybe = billed_maybe
+
+    @property
+    def error_class(self) -> str:
+        return type(self).__name__
+
+
+class RetryableError(LLMError):
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 0,
+        billed_maybe: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, status=status, billed_maybe=billed_maybe)
+        self.retry_after = retry_after
+
+
+class RateLimited(RetryableError):
+    pass
+
+
+class FatalCallError(LLMError):
+    pass
+
+
+class AuthError(FatalCallError):
+    pass

@@ -1,0 +1,115 @@
+"""The transport seam: the one object every HTTP call goes through.
+
+``AiohttpTransport`` talks to a real server over one pooled session. ``HandlerTransport``
+calls an in-process handler (the simulator's) so unit tests never open a socket. Both
+translate their failures into halugen's error tree here, at the boundary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+import aiohttp
+
+from ..config import Timeouts
+from ..errors import RetryableError
+
+__all__ = ["AiohttpTransport", "HandlerTransport", "HttpResponse", "Transport"]
+
+
+@dataclass(frozen=True, slots=True)
+class HttpResponse:
+    status: int
+    headers: Mapping[str, str]  # lower-case names
+    body: bytes
+
+
+class Transport(Protocol):
+    async def post(
+        self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
+    ) -> HttpResponse: ...
+
+    async def aclose(self) -> None: ...
+
+
+Handler = Callable[[str, Mapping[str, str], bytes], Awaitable[HttpResponse]]
+
+
+class HandlerTransport:
+    """Calls ``handler(path, headers, body)`` directly; for tests and in-process demos."""
+
+    def __init__(self, handler: Handler) -> None:
+        self._handler = handler
+
+    async def post(
+        self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
+    ) -> HttpResponse:
+        path = "/" + url.split("://", 1)[-1].split("/", 1)[-1] if "://" in url else url
+        try:
+            async with asyncio.timeout(timeouts.total):
+                return await self._handler(path, {k.lower(): v for k, v in headers.items()}, body)
+        except TimeoutError:
+            raise RetryableError(
+                f"no answer within {timeouts.total:g} s", billed_maybe=True
+            ) from None
+
+    async def aclose(self) -> None:
+        return None
+
+
+class AiohttpTransport:
+    """One pooled ``aiohttp.ClientSession`` for the life of a run."""
+
+    def __init__(self, *, limit: int = 0, read_bufsize: int = 2**20) -> None:
+        self._limit = limit  # 0: aiohttp's connector has no cap; our limiter caps concurrency
+        self._read_bufsize = read_bufsize  # long contexts come back in big bodies
+        self._session: aiohttp.ClientSession | None = None
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.TCPConnector(
+                limit=self._limit, ttl_dns_cache=300, enable_cleanup_closed=True
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                read_bufsize=self._read_bufsize,
+                skip_auto_headers=("User-Agent",),
+                json_serialize=None,  # type: ignore[arg-type]  # we send bytes
+                raise_for_status=False,
+            )
+        return self._session
+
+    async def post(
+        self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
+    ) -> HttpResponse:
+        session = self._get_session()
+        timeout = aiohttp.ClientTimeout(
+            total=timeouts.total, sock_connect=timeouts.connect, sock_read=timeouts.read
+        )
+        try:
+            async with session.post(url, data=body, headers=headers, timeout=timeout) as resp:
+                data = await resp.read()
+                return HttpResponse(
+                    status=resp.status,
+                    headers={k.lower(): v for k, v in resp.headers.items()},
+                    body=data,
+                )
+        except TimeoutError:
+            raise RetryableError(
+                "timed out waiting for the server", billed_maybe=True
+            ) from None
+        except aiohttp.ClientConnectorError as exc:
+            # the connection was never made: nothing was sent, nothing can be billed
+            raise RetryableError(f"cannot connect: {exc.os_error}", billed_maybe=False) from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise RetryableError(
+                f"connection failed: {type(exc).__name__}: {exc}", billed_maybe=True
+            ) from None
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

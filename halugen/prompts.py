@@ -1,0 +1,133 @@
+"""Prompt templates: data files under ``prompts/<task>/<name>.txt``, loaded and rendered here.
+
+A template is a chat script. Lines of the form ``=== system`` / ``=== user`` /
+``=== assistant`` start a message; text before the first such line is a comment for the
+reader of the file and is not sent. ``{{field}}`` is replaced by the seed's field of that
+name. Every sample records the template's name and the hash of its whole file, so runs
+with different prompts are told apart and an edited template changes its request keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from .errors import ConfigError
+from .resources import data_dir
+
+__all__ = ["Template", "load_template", "parse_template"]
+
+_HEADER = re.compile(r"^=== (system|user|assistant)\s*$")
+_FIELD = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}")
+_ROLES = ("system", "user", "assistant")
+
+# Tokens a chat format adds around each message, and once per request (OpenAI's figures).
+PER_MESSAGE_TOKENS = 4
+PER_REQUEST_TOKENS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    name: str  # "<task>/<file stem>", e.g. "qa/sample_onepass"
+    hash: str  # first 12 hex digits of sha256 of the file's text
+    # per message: role and the content split into static text (str) and field names (tuples)
+    parts: tuple[tuple[str, tuple[str | tuple[str], ...]], ...]
+
+    @property
+    def fields(self) -> frozenset[str]:
+        return frozenset(p[0] for _, segs in self.parts for p in segs if isinstance(p, tuple))
+
+    def render(self, values: Mapping[str, str]) -> tuple[dict[str, str], ...]:
+        """The messages with every ``{{field}}`` filled from ``values``."""
+        messages = []
+        for role, segs in self.parts:
+            out = []
+            for seg in segs:
+                if isinstance(seg, tuple):
+                    try:
+                        out.append(values[seg[0]])
+                    except KeyError:
+                        raise ConfigError(
+                            f"prompt template {self.name} needs field {seg[0]!r}, which the "
+                            f"record does not have (it has: {', '.join(sorted(values))})"
+                        ) from None
+                else:
+                    out.append(seg)
+            messages.append({"role": role, "content": "".join(out)})
+        return tuple(messages)
+
+    def estimate_tokens(self, values: Mapping[str, str], count: Callable[[str], int]) -> int:
+        """Prompt tokens of the rendered template, counting each static piece once per process.
+
+        Splitting at the fields can differ from counting the joined text by a token or two
+        per boundary; the budget's reservation margin absorbs that.
+        """
+        total = PER_REQUEST_TOKENS
+        for _, segs in self.parts:
+            total += PER_MESSAGE_TOKENS
+            for seg in segs:
+                total += count(values.get(seg[0], "")) if isinstance(seg, tuple) else _static(
+                    seg, count
+                )
+        return total
+
+
+_static_counts: dict[tuple[str, int], int] = {}
+
+
+def _static(text: str, count: Callable[[str], int]) -> int:
+    key = (text, id(count))
+    n = _static_counts.get(key)
+    if n is None:
+        n = _static_counts[key] = count(text)
+    return n
+
+
+def parse_template(name: str, text: str) -> Template:
+    """Parse a template's text; ``name`` is used in error messages and records."""
+    messages: list[tuple[str, list[str]]] = []
+    for line in text.splitlines(keepends=True):
+        m = _HEADER.match(line.rstrip("\r\n"))
+        if m:
+            messages.append((m.group(1), []))
+        elif messages:
+            messages[-1][1].append(line)
+    if not messages:
+        raise ConfigError(
+            f"prompt template {name} has no '=== user' (or system/assistant) section"
+        )
+    parts = []
+    for role, lines in messages:
+        content = "".join(lines).strip()
+        if not content:
+            raise ConfigError(f"prompt template {name} has an empty '=== {role}' section")
+        segs: list[str | tuple[str]] = []
+        pos = 0
+        for m in _FIELD.finditer(content):
+            if m.start() > pos:
+                segs.append(content[pos : m.start()])
+            segs.append((m.group(1),))
+            pos = m.end()
+        if pos < len(content):
+            segs.append(content[pos:])
+        parts.append((role, tuple(segs)))
+    if parts[-1][0] != "user":
+        raise ConfigError(f"prompt template {name} must end with a '=== user' section")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    return Template(name=name, hash=digest, parts=tuple(parts))
+
+
+@cache
+def load_template(task: str, stem: str, directory: Path | None = None) -> Template:
+    """Load ``prompts/<task>/<stem>.txt`` (or from ``directory`` when given)."""
+    base = directory if directory is not None else data_dir("prompts")
+    path = base / task / f"{stem}.txt"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"prompt template {path} not found") from None
+    return parse_template(f"{task}/{stem}", text)

@@ -1,0 +1,21 @@
+"""Where the data directories (prompts/, budgets/) live: in a wheel or in a checkout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["data_dir"]
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def data_dir(name: str) -> Path:
+    """Return the directory of ``prompts`` or ``budgets``.
+
+    An installed wheel carries them under ``halugen/_data/``; an editable install or a
+    checkout has them at the top of the repository.
+    """
+    for candidate in (_PACKAGE / "_data" / name, _PACKAGE.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"halugen's {name}/ directory is missing from the installation")
