@@ -65,6 +65,7 @@ class RunConfig:
     budget_usd: float | None = None
     price_in: float | None = None  # USD per million input tokens, overrides the card
     price_out: float | None = None
+    price_card: str | None = None  # a bundled card's name ("local") or a TOML file
     rate: RateLimit = RateLimit()
     retry: RetryPolicy = RetryPolicy()
     timeouts: Timeouts = Timeouts()

@@ -1,0 +1,366 @@
+"""Money: budget parsing, price cards, and the in-memory ledger that enforces the budget.
+
+Amounts are integers of picodollars (1e-12 USD) so sums are exact: a price of $0.0375 per
+million tokens is 37,500 pUSD per token. The durable side of the ledger (reservation rows
+committed before a request leaves) lives in the store; this object decides what fits.
+
+Reserve -> settle / release / consume:
+    reserve(amount)   waits (first come, first served) until amount fits under the budget
+                      counting what is spent and what is reserved by calls in flight; raises
+                      BudgetExhausted when it cannot fit and nothing is in flight to free money
+    settle(r, cost)   the provider reported usage: spend ``cost``, release the rest
+    release(r)        the call was not billed (e.g. 429, 5xx): give the whole amount back
+    consume(r)        the outcome is unknown (timeout after sending): count it all as spent
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import tomllib
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from .errors import BudgetExhausted, ConfigError, UsageError
+from .resources import data_dir
+
+__all__ = [
+    "PUSD_PER_USD",
+    "Ledger",
+    "ModelPrice",
+    "PriceCard",
+    "PromptMargin",
+    "Reservation",
+    "find_price",
+    "format_usd",
+    "load_price_cards",
+    "parse_budget",
+]
+
+PUSD_PER_USD = 10**12
+_BUDGET = re.compile(r"^\s*(?:\$\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*usd)\s*$", re.IGNORECASE)
+
+
+def parse_budget(text: str) -> int:
+    """'50usd', '$50', '12.5USD' -> picodollars. Anything else is a UsageError."""
+    m = _BUDGET.match(text or "")
+    if not m:
+        raise UsageError(
+            f"budget {text!r} is not an amount in US dollars: write it like 50usd, $50 or 12.5USD"
+        )
+    amount = Decimal(m.group(1) or m.group(2))
+    if amount <= 0:
+        raise UsageError(f"budget {text!r} must be more than zero")
+    return int(amount * PUSD_PER_USD)
+
+
+def usd_to_pusd(usd: float | str | Decimal) -> int:
+    try:
+        return int(Decimal(str(usd)) * PUSD_PER_USD)
+    except InvalidOperation:
+        raise UsageError(f"{usd!r} is not a number of US dollars") from None
+
+
+def format_usd(pusd: int | None) -> str:
+    if pusd is None:
+        return "unlimited"
+    usd = pusd / PUSD_PER_USD
+    if usd == 0:
+        return "$0"
+    if abs(usd) >= 100:
+        return f"${usd:,.2f}"
+    if abs(usd) >= 0.01:
+        return f"${usd:.4f}"
+    return f"${usd:.6f}"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """Prices of one model, in picodollars per token."""
+
+    model: str
+    input: int
+    output: int
+    cached_input: int
+    tokenizer: str = "cl100k_base"
+    context_window: int = 128_000
+    batch_discount: float = 0.0
+    card: str = ""  # where the price came from: card name, or "command line"
+    date: str = ""  # when the card's prices were checked
+
+    @classmethod
+    def per_million(
+        cls,
+        model: str,
+        input_usd: float,
+        output_usd: float,
+        cached_input_usd: float | None = None,
+        **kw: object,
+    ) -> ModelPrice:
+        def conv(x: float) -> int:
+            return int(Decimal(str(x)) * PUSD_PER_USD / 1_000_000)
+
+        cached = input_usd if cached_input_usd is None else cached_input_usd
+        return cls(
+            model=model, input=conv(input_usd), output=conv(output_usd), cached_input=conv(cached),
+            **kw,  # type: ignore[arg-type]
+        )
+
+    def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> int:
+        cached = min(cached_tokens, prompt_tokens)
+        return (
+            (prompt_tokens - cached) * self.input
+            + cached * self.cached_input
+            + completion_tokens * self.output
+        )
+
+    def as_record(self) -> dict[str, object]:
+        per_m = 1_000_000 / PUSD_PER_USD
+        return {
+            "model": self.model,
+            "usd_per_million_input": self.input * per_m,
+            "usd_per_million_cached_input": self.cached_input * per_m,
+            "usd_per_million_output": self.output * per_m,
+            "tokenizer": self.tokenizer,
+            "context_window": self.context_window,
+            "batch_discount": self.batch_discount,
+            "card": self.card,
+            "date": self.date,
+        }
+
+
+@dataclass(frozen=True)
+class PriceCard:
+    name: str
+    date: str
+    models: dict[str, ModelPrice]
+    aliases: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+
+    def lookup(self, model: str) -> ModelPrice | None:
+        name = self.aliases.get(model, model)
+        if name in self.models:
+            return self.models[name]
+        # dated snapshots: gpt-4o-mini-2024-07-18 -> gpt-4o-mini
+        base = re.sub(r"-\d{4}-\d{2}-\d{2}$", "", name)
+        base = self.aliases.get(base, base)
+        if base in self.models:
+            return self.models[base]
+        wildcard = self.models.get("*")
+        if wildcard is not None:
+            return _renamed(wildcard, model)
+        return None
+
+
+def _renamed(price: ModelPrice, model: str) -> ModelPrice:
+    return ModelPrice(
+        model=model, input=price.input, output=price.output, cached_input=price.cached_input,
+        tokenizer=price.tokenizer, context_window=price.context_window,
+        batch_discount=price.batch_discount, card=price.card, date=price.date,
+    )
+
+
+def _load_card(path: Path) -> PriceCard:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"price card {path}: {exc}") from None
+    name = path.stem
+    date = str(data.get("date", ""))
+    if not date:
+        raise ConfigError(f"price card {path} has no 'date' of its prices")
+    discount = float(data.get("batch_discount", 0.0))
+    models: dict[str, ModelPrice] = {}
+    aliases: dict[str, str] = {}
+    for model, spec in (data.get("models") or {}).items():
+        try:
+            models[model] = ModelPrice.per_million(
+                model,
+                float(spec["input"]),
+                float(spec["output"]),
+                float(spec["cached_input"]) if "cached_input" in spec else None,
+                tokenizer=str(spec.get("tokenizer", "cl100k_base")),
+                context_window=int(spec.get("context_window", 128_000)),
+                batch_discount=float(spec.get("batch_discount", discount)),
+                card=name,
+                date=date,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"price card {path}: model {model!r} needs numeric input and output prices "
+                f"(USD per million tokens): {exc}"
+            ) from None
+        for alias in spec.get("aliases", []):
+            aliases[str(alias)] = model
+    return PriceCard(name=name, date=date, models=models, aliases=aliases,
+                     source=str(data.get("source", "")))
+
+
+def load_price_cards(extra: Iterable[Path] = ()) -> list[PriceCard]:
+    """The bundled cards (``budgets/*.toml``) plus any extra card files, extra ones first."""
+    cards = [_load_card(Path(p)) for p in extra]
+    cards += [_load_card(p) for p in sorted(data_dir("budgets").glob("*.toml"))]
+    return cards
+
+
+def find_price(
+    model: str,
+    *,
+    card: str | None = None,
+    price_in: float | None = None,
+    price_out: float | None = None,
+    extra_cards: Iterable[Path] = (),
+) -> ModelPrice | None:
+    """The price of ``model``: command-line prices win, then the named card, then any card.
+
+    ``card`` is a bundled card's name (e.g. "local") or a path to a TOML card. The
+    wildcard ``local`` card is only used when asked for by name.
+    """
+    extra = list(extra_cards)
+    if card and (card.endswith(".toml") or "/" in card):
+        extra.insert(0, Path(card))
+        card = Path(card).stem
+    cards = load_price_cards(extra)
+    found: ModelPrice | None = None
+    if card:
+        named = [c for c in cards if c.name == card]
+        if not named:
+            known = ", ".join(sorted({c.name for c in cards}))
+            raise UsageError(f"price card {card!r} not found (bundled cards: {known})")
+        found = named[0].lookup(model)
+    else:
+        for c in cards:
+            if "*" in c.models:
+                continue
+            found = c.lookup(model)
+            if found:
+                break
+    if price_in is not None or price_out is not None:
+        if price_in is None or price_out is None:
+            raise UsageError("give both --price-in and --price-out (USD per million tokens)")
+        base = found
+        found = ModelPrice.per_million(
+            model,
+            price_in,
+            price_out,
+            tokenizer=base.tokenizer if base else "cl100k_base",
+            context_window=base.context_window if base else 128_000,
+            card="command line",
+            date="",
+        )
+    return found
+
+
+class PromptMargin:
+    """How much to inflate our prompt-token estimate when reserving money.
+
+    Starts generous; once the provider has reported usage for a few calls it follows the
+    largest reported/estimated ratio seen so far (plus a little), so the reservation stays
+    an upper bound without tying up much more money than needed.
+    """
+
+    def __init__(self, initial: float = 1.25, *, warmup: int = 8, floor: float = 1.02) -> None:
+        self._initial = initial
+        self._warmup = warmup
+        self._floor = floor
+        self._max_ratio = 0.0
+        self._seen = 0
+
+    def observe(self, estimated: int, reported: int) -> None:
+        if estimated > 0 and reported > 0:
+            self._seen += 1
+            self._max_ratio = max(self._max_ratio, reported / estimated)
+
+    @property
+    def factor(self) -> float:
+        if self._seen < self._warmup:
+            return max(self._initial, self._max_ratio * 1.05)
+        return max(self._floor, self._max_ratio * 1.05)
+
+    def reserve_tokens(self, estimated: int) -> int:
+        return int(estimated * self.factor) + 8
+
+
+@dataclass(slots=True, eq=False)
+class Reservation:
+    amount: int
+    done: bool = False
+
+
+class Ledger:
+    """The budget in memory. ``budget`` None means unlimited (still counted)."""
+
+    def __init__(self, budget: int | None, *, spent: int = 0) -> None:
+        self.budget = budget
+        self.spent = spent
+        self.reserved = 0
+        self.exhausted = False
+        self._waiters: deque[tuple[int, asyncio.Future[Reservation]]] = deque()
+
+    @property
+    def remaining(self) -> int | None:
+        if self.budget is None:
+            return None
+        return self.budget - self.spent - self.reserved
+
+    def _fits(self, amount: int) -> bool:
+        return self.budget is None or self.spent + self.reserved + amount <= self.budget
+
+    async def reserve(self, amount: int) -> Reservation:
+        if not self._waiters and self._fits(amount):
+            self.reserved += amount
+            return Reservation(amount)
+        if not self._waiters and self.reserved == 0:
+            self.exhausted = True
+            raise BudgetExhausted(f"a call needing {format_usd(amount)} does not fit the budget")
+        fut: asyncio.Future[Reservation] = asyncio.get_running_loop().create_future()
+        self._waiters.append((amount, fut))
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                self.release(fut.result())
+            else:
+                self._waiters = deque(w for w in self._waiters if w[1] is not fut)
+                self._pump()
+            raise
+
+    def _pump(self) -> None:
+        while self._waiters:
+            amount, fut = self._waiters[0]
+            if fut.done():
+                self._waiters.popleft()
+                continue
+            if self._fits(amount):
+                self._waiters.popleft()
+                self.reserved += amount
+                fut.set_result(Reservation(amount))
+            elif self.reserved == 0:
+                # nothing in flight can free money: this one will never fit
+                self._waiters.popleft()
+                self.exhausted = True
+                fut.set_exception(
+                    BudgetExhausted(f"a call needing {format_usd(amount)} does not fit the budget")
+                )
+            else:
+                return  # head of line waits for calls in flight to settle
+
+    def _close(self, r: Reservation, spend: int) -> None:
+        if r.done:
+            return
+        r.done = True
+        self.reserved -= r.amount
+        self.spent += spend
+        self._pump()
+
+    def settle(self, r: Reservation, cost: int) -> None:
+        self._close(r, cost)
+
+    def release(self, r: Reservation) -> None:
+        self._close(r, 0)
+
+    def consume(self, r: Reservation) -> None:
+        self._close(r, r.amount)

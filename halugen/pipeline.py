@@ -1,0 +1,41 @@
+"""Wiring of the generation stages: one task group, bounded streams, shutdown by closing.
+
+    seeds ──► sample workers ──► filter workers ──► sink
+          (Seed)          (Seed, candidates)   (Sample | Rejected)
+
+Each arrow is an anyio memory object stream with a small buffer, so a slow stage holds
+back the ones before it (backpressure) and memory stays flat. When the seed stage runs out
+(or stops admitting), it closes its stream; each stage ends when its input is closed and
+drained, and closes its own output in turn.
+"""
+
+from __future__ import annotations
+
+import anyio
+
+from .records import Candidate, Rejected, Sample, Seed
+from .stages.context import GenContext
+from .stages.filter import run_filter_stage
+from .stages.sample import run_sample_stage
+from .stages.seeds import SeedSource, run_seed_stage
+from .stages.sink import run_sink
+
+__all__ = ["run_pipeline"]
+
+
+async def run_pipeline(
+    ctx: GenContext, sources: list[SeedSource], *, sample_workers: int, filter_workers: int,
+    buffer: int = 16,
+) -> None:
+    seed_tx, seed_rx = anyio.create_memory_object_stream[Seed](buffer)
+    cand_tx, cand_rx = anyio.create_memory_object_stream[tuple[Seed, list[Candidate]]](buffer)
+    out_tx, out_rx = anyio.create_memory_object_stream[Sample | Rejected](buffer)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_seed_stage, ctx, sources, seed_tx)
+        async with seed_rx, cand_tx:
+            for _ in range(max(1, sample_workers)):
+                tg.start_soon(run_sample_stage, ctx, seed_rx.clone(), cand_tx.clone())
+        async with cand_rx, out_tx:
+            for _ in range(max(1, filter_workers)):
+                tg.start_soon(run_filter_stage, ctx, cand_rx.clone(), out_tx.clone())
+        tg.start_soon(run_sink, ctx, out_rx)

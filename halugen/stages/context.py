@@ -1,0 +1,60 @@
+"""What every generation stage shares: the run, the call runner, the writer, the counters."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from ..config import Sampling
+from ..llm.calls import CallRunner
+from ..prompts import Template
+from ..records import fingerprint
+from ..stats import RunStats
+from ..store.writer import StoreWriter
+from ..tasks.base import TaskSpec
+
+__all__ = ["GenContext", "LoadedTask", "StopFlags"]
+
+
+@dataclass(frozen=True)
+class LoadedTask:
+    spec: TaskSpec
+    sample_templates: tuple[Template, ...]
+    filter_template: Template
+
+
+@dataclass
+class StopFlags:
+    """Why the pipeline stops admitting seeds; stages check these, nothing is killed."""
+
+    budget_exhausted: bool = False
+    interrupted: bool = False
+    input_error: BaseException | None = None  # the seed input broke off; the rest finishes
+
+    @property
+    def stop_admitting(self) -> bool:
+        return self.budget_exhausted or self.interrupted
+
+
+@dataclass
+class GenContext:
+    run_id: str
+    model: str
+    run_seed: int
+    runner: CallRunner
+    writer: StoreWriter
+    stats: RunStats
+    tasks: dict[str, LoadedTask]
+    sampling: Sampling
+    judge: Sampling
+    flags: StopFlags = field(default_factory=StopFlags)
+    # candidates stored by an earlier session of this run, for seeds still pending
+    resumed_candidates: dict[str, list[tuple]] = field(default_factory=dict)
+
+    def rng(self, seed_key: str, purpose: str) -> random.Random:
+        """An RNG seeded by (run seed, record key, purpose): never global state."""
+        return random.Random(fingerprint([self.run_seed, seed_key, purpose], size=16))
+
+    def request_seed(self, seed_key: str, index: int) -> int:
+        """The ``seed`` parameter sent with a sampling request (providers' best effort)."""
+        return int(fingerprint([self.run_seed, seed_key, index], size=8), 16) & 0x7FFFFFFF

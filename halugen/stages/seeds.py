@@ -1,0 +1,94 @@
+"""Seed stage: pending seeds of an earlier session first, then new ones read lazily.
+
+A seed is admitted (written to ``seeds``) before any call is made for it, so after a crash
+the run knows which seeds were in progress and finishes them before reading on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import anyio
+import orjson
+from anyio.abc import ObjectSendStream
+
+from ..errors import InputError
+from ..records import BadRecord, Seed
+from ..store.db import KeyIndex, now
+from .context import GenContext
+
+__all__ = ["SeedSource", "run_seed_stage"]
+
+
+@dataclass
+class SeedSource:
+    """The seeds of one task: what a resume left pending, then the reader's records."""
+
+    task: str
+    read: Callable[[], Iterator[Seed | BadRecord]]
+    pending: list[Seed]
+    admitted: KeyIndex  # seeds of this run admitted in earlier sessions (any outcome)
+    bad_seen: set[tuple[str, int]]  # bad records already recorded by earlier sessions
+    limit: int | None = None
+
+
+async def run_seed_stage(
+    ctx: GenContext, sources: list[SeedSource], send: ObjectSendStream[Seed]
+) -> None:
+    async with send:
+        try:
+            await _admit(ctx, sources, send)
+        except InputError as exc:
+            # e.g. a truncated file: what parsed is admitted and finishes; the run then
+            # reports the error
+            ctx.flags.input_error = exc
+
+
+async def _admit(ctx: GenContext, sources: list[SeedSource], send: ObjectSendStream[Seed]) -> None:
+    for source in sources:
+        task = source.task
+        pending_keys = {seed.key for seed in source.pending}
+        for seed in source.pending:  # resume finishes pending work first
+            if ctx.flags.stop_admitting:
+                return
+            ctx.stats.bump(ctx.stats.admitted, task)
+            await send.send(seed)
+        valid = 0
+        since_yield = 0
+        for item in source.read():
+            if isinstance(item, BadRecord):
+                _record_bad(ctx, task, item, source.bad_seen)
+                continue
+            valid += 1
+            if source.limit is not None and valid > source.limit:
+                break
+            if ctx.flags.stop_admitting:
+                return
+            if item.key in pending_keys:
+                continue  # already sent above
+            if item.key in source.admitted:
+                ctx.stats.bump(ctx.stats.already_done, task)
+                since_yield += 1
+                if since_yield >= 1000:  # skipping a long done prefix: stay responsive
+                    since_yield = 0
+                    await anyio.sleep(0)
+                continue
+            source.admitted.add(item.key)  # a duplicate record later in the file is skipped
+            ctx.writer.put([("seeds", (
+                ctx.run_id, task, item.key, item.seed_id, item.dataset, item.source_file,
+                item.source_line, orjson.dumps(dict(item.fields)).decode(), now(),
+            ))])
+            ctx.stats.bump(ctx.stats.admitted, task)
+            await send.send(item)
+        if source.limit is None or valid <= source.limit:
+            ctx.stats.seeds_total[task] = valid  # the whole input is known now
+
+
+def _record_bad(ctx: GenContext, task: str, bad: BadRecord, seen: set[tuple[str, int]]) -> None:
+    ctx.stats.bump(ctx.stats.bad_records, task)
+    if (bad.source_file, bad.source_line) in seen:
+        return
+    seen.add((bad.source_file, bad.source_line))
+    ctx.writer.put([("bad_records", (ctx.run_id, task, bad.source_file, bad.source_line,
+                                     bad.reason, now()))])

@@ -1,0 +1,276 @@
+"""Opening the store, applying migrations, and the reads the engine needs.
+
+One DuckDB file per project. Reads happen on the caller's connection; every write goes
+through the ``StoreWriter`` thread (see writer.py).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import orjson
+
+from ..errors import StoreError
+from .migrations import MIGRATIONS
+from .writer import StoreWriter
+
+__all__ = ["KeyIndex", "RunRow", "Store", "now", "open_store"]
+
+
+def now() -> datetime:
+    """UTC wall time without tzinfo (DuckDB TIMESTAMP)."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def key_prefix(key: str) -> int:
+    """First 8 bytes of a hex key as a signed 64-bit integer."""
+    v = int(key[:16], 16)
+    return v - (1 << 64) if v >= (1 << 63) else v
+
+
+class KeyIndex:
+    """A sorted array of 64-bit key prefixes: 8 bytes per key, membership in O(log n).
+
+    Used to know, without a query, whether the store may hold something for a key; a hit
+    is confirmed against the full key in the store.
+    """
+
+    def __init__(self, prefixes: Iterator[int] | list[int] = ()) -> None:
+        self._sorted = array("q", sorted(prefixes))
+        self._added: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self._sorted) + len(self._added)
+
+    def add(self, key: str) -> None:
+        self._added.add(key_prefix(key))
+
+    def __contains__(self, key: str) -> bool:
+        p = key_prefix(key)
+        if p in self._added:
+            return True
+        i = bisect_left(self._sorted, p)
+        return i < len(self._sorted) and self._sorted[i] == p
+
+
+class RunRow(dict[str, Any]):
+    """A row of the runs table (a dict with attribute-free access, kept simple)."""
+
+
+class Store:
+    def __init__(self, path: Path, conn: duckdb.DuckDBPyConnection) -> None:
+        self.path = path
+        self.conn = conn
+        self._writer: StoreWriter | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+    @property
+    def writer(self) -> StoreWriter:
+        if self._writer is None:
+            self._writer = StoreWriter(self.conn.cursor())
+        return self._writer
+
+    def close(self) -> None:
+        try:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+        finally:
+            self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reads -------------------------------------------------------------------------
+    def query(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+        return self.conn.execute(sql, params or []).fetchall()
+
+    def find_run(self, *, config_hash: str, kind: str) -> RunRow | None:
+        rows = self.conn.execute(
+            "SELECT * FROM runs WHERE config_hash = ? AND kind = ? ORDER BY created_at DESC "
+            "LIMIT 1", [config_hash, kind]
+        ).fetchall()
+        return self._run_rows(rows)[0] if rows else None
+
+    def get_run(self, run_id: str) -> RunRow | None:
+        rows = self.conn.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]).fetchall()
+        return self._run_rows(rows)[0] if rows else None
+
+    def list_runs(self) -> list[RunRow]:
+        return self._run_rows(
+            self.conn.execute("SELECT * FROM runs ORDER BY created_at").fetchall()
+        )
+
+    def _run_rows(self, rows: list[tuple[Any, ...]]) -> list[RunRow]:
+        cols = [d[0] for d in self.conn.execute("SELECT * FROM runs LIMIT 0").description]
+        return [RunRow(zip(cols, r, strict=True)) for r in rows]
+
+    def spent(self, run_id: str) -> int:
+        (value,) = self.conn.execute(
+            "SELECT COALESCE(sum(pusd), 0) FROM ledger WHERE run_id = ? "
+            "AND event IN ('settle', 'consume', 'lost')", [run_id]
+        ).fetchone()
+        return int(value)
+
+    def open_reservations(self, run_id: str) -> list[tuple[int, int, int]]:
+        """(call_id, res_no, pusd) of reservations never closed: in flight at a crash."""
+        return self.conn.execute(
+            """
+            SELECT r.call_id, r.res_no, r.pusd FROM ledger r
+            WHERE r.run_id = ? AND r.event = 'reserve' AND NOT EXISTS (
+                SELECT 1 FROM ledger c WHERE c.call_id = r.call_id AND c.res_no = r.res_no
+                AND c.event <> 'reserve')
+            """, [run_id]
+        ).fetchall()
+
+    def next_call_id(self) -> int:
+        (value,) = self.conn.execute(
+            "SELECT greatest((SELECT COALESCE(max(call_id), 0) FROM ledger),"
+            " (SELECT COALESCE(max(call_id), 0) FROM call_log))"
+        ).fetchone()
+        return int(value) + 1
+
+    def response_index(self) -> KeyIndex:
+        rows = self.conn.execute(
+            "SELECT key_prefix FROM call_log WHERE status = 'ok'"
+        ).fetchall()
+        return KeyIndex(r[0] for r in rows)
+
+    def cached_response(self, key: str) -> tuple[Any, ...] | None:
+        """(response_json, prompt_tokens, completion_tokens, finish_reason) for a key."""
+        return self.conn.execute(
+            "SELECT response_json, prompt_tokens, completion_tokens, cached_tokens, "
+            "usage_estimated FROM call_log WHERE key_prefix = ? AND key = ? AND status = 'ok' "
+            "LIMIT 1", [key_prefix(key), key]
+        ).fetchone()
+
+    def settled_seeds(self, run_id: str, task: str) -> KeyIndex:
+        """Seeds of a run that reached a final outcome (sampled or rejected)."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT seed_key FROM seed_outcomes WHERE run_id = ? AND task = ? "
+            "AND outcome IN ('sampled', 'rejected')", [run_id, task]
+        ).fetchall()
+        return KeyIndex(key_prefix(r[0]) for r in rows)
+
+    def admitted_seeds(self, run_id: str, task: str) -> KeyIndex:
+        rows = self.conn.execute(
+            "SELECT DISTINCT seed_key FROM seeds WHERE run_id = ? AND task = ?", [run_id, task]
+        ).fetchall()
+        return KeyIndex(key_prefix(r[0]) for r in rows)
+
+    def pending_seeds(self, run_id: str, task: str) -> list[tuple[Any, ...]]:
+        """Admitted seeds without a final outcome, oldest first: resume finishes them first."""
+        return self.conn.execute(
+            """
+            SELECT s.seed_key, s.seed_id, s.dataset, s.source_file, s.source_line, s.fields_json
+            FROM seeds s
+            WHERE s.run_id = ? AND s.task = ? AND NOT EXISTS (
+                SELECT 1 FROM seed_outcomes o WHERE o.run_id = s.run_id AND o.task = s.task
+                AND o.seed_key = s.seed_key AND o.outcome IN ('sampled', 'rejected'))
+            QUALIFY row_number() OVER (PARTITION BY s.seed_key ORDER BY s.created_at) = 1
+            ORDER BY s.created_at, s.source_line
+            """, [run_id, task]
+        ).fetchall()
+
+    def stored_candidates(self, run_id: str, task: str, seed_key: str) -> list[tuple[Any, ...]]:
+        return self.conn.execute(
+            "SELECT idx, template, template_hash, call_key, text, pattern, status, detail, raw "
+            "FROM candidates WHERE run_id = ? AND task = ? AND seed_key = ? ORDER BY idx",
+            [run_id, task, seed_key],
+        ).fetchall()
+
+    def iter_rows(self, sql: str, params: list[Any] | None = None,
+                  batch: int = 1000) -> Iterator[tuple[Any, ...]]:
+        cur = self.conn.cursor()
+        cur.execute(sql, params or [])
+        while True:
+            rows = cur.fetchmany(batch)
+            if not rows:
+                return
+            yield from rows
+
+    # -- writes (small, infrequent: directly; hot rows go through the writer) -----------
+    def create_run(self, *, kind: str, config_hash: str, config: dict[str, Any], tasks: str,
+                   model: str, base_url: str, price: dict[str, Any] | None,
+                   budget_pusd: int | None, version: str, run_id: str | None = None) -> str:
+        run_id = run_id or f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+        t = now()
+        self.conn.execute(
+            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', NULL, ?, ?, ?)",
+            [run_id, kind, config_hash, orjson.dumps(config).decode(), tasks, model, base_url,
+             orjson.dumps(price).decode() if price else None, budget_pusd, version, t, t],
+        )
+        return run_id
+
+    def update_run(self, run_id: str, **values: Any) -> None:
+        values["updated_at"] = now()
+        sets = ", ".join(f"{k} = ?" for k in values)
+        self.conn.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", [*values.values(), run_id])
+
+
+def open_store(path: str | os.PathLike[str], *, read_only: bool = False) -> Store:
+    """Open (or create) the store at ``path`` and bring its schema up to date."""
+    p = Path(path)
+    if read_only and not p.exists():
+        raise StoreError(f"store {p} does not exist (run 'halugen run' or 'halugen demo' first)")
+    if p.exists() and p.is_dir():
+        raise StoreError(f"store {p} is a directory; give a file path with --db")
+    try:
+        conn = duckdb.connect(str(p), read_only=read_only)
+    except duckdb.IOException as exc:
+        msg = str(exc).splitlines()[0]
+        if "lock" in msg.lower():
+            raise StoreError(
+                f"store {p} is in use by another halugen process; wait for it to finish or "
+                f"use another --db"
+            ) from None
+        raise StoreError(
+            f"store {p} cannot be opened as a DuckDB file ({msg}); move it aside or use "
+            f"another --db"
+        ) from None
+    except duckdb.Error as exc:
+        raise StoreError(
+            f"store {p} cannot be opened as a DuckDB file ({str(exc).splitlines()[0]}); move "
+            f"it aside or use another --db"
+        ) from None
+    if not read_only:
+        _migrate(conn, p)
+    return Store(p, conn)
+
+
+def _migrate(conn: duckdb.DuckDBPyConnection, path: Path) -> None:
+    try:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations "
+            "(name VARCHAR PRIMARY KEY, applied_at TIMESTAMP NOT NULL)"
+        )
+        applied = {r[0] for r in conn.execute("SELECT name FROM schema_migrations").fetchall()}
+        known = {name for name, _ in MIGRATIONS}
+        unknown = applied - known
+        if unknown:
+            raise StoreError(
+                f"store {path} was written by a newer halugen (migrations {sorted(unknown)}); "
+                f"upgrade halugen to use it"
+            )
+        for name, sql in MIGRATIONS:
+            if name in applied:
+                continue
+            conn.execute("BEGIN TRANSACTION")
+            conn.execute(sql)
+            conn.execute("INSERT INTO schema_migrations VALUES (?, ?)", [name, now()])
+            conn.execute("COMMIT")
+    except duckdb.Error as exc:
+        raise StoreError(
+            f"store {path}: cannot apply schema ({str(exc).splitlines()[0]})"
+        ) from None

