@@ -156,7 +156,7 @@ class Candidate:
     call_key: str
     text: str  # the parsed answer, trimmed; "" when invalid
     pattern: str  # the pattern the model says it used, or "unstated"
-    status: str = "ok"  # ok | unparseable | equals_right_answer | content_filter | call_failed | ...
+    status: str = "ok"  # ok, or why not: unparseable, equals_right_answer, call_failed, ...
     detail: str = ""
     raw: str = ""  # the model's whole reply
 

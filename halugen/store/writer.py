@@ -10,6 +10,7 @@ uses it to make a reservation durable before its request leaves.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections import deque
@@ -128,20 +129,17 @@ class StoreWriter:
                 self.rows_written += sum(len(v) for v in by_table.values())
             except BaseException as exc:  # disk full, corrupt file, schema bug: fatal
                 error = exc
-                try:
+                with contextlib.suppress(duckdb.Error):
                     self._conn.execute("ROLLBACK")
-                except duckdb.Error:
-                    pass
                 self._error = exc
         else:
             error = self._error
         futures = [f for _, f in batch if f is not None]
         if futures:
             loop = futures[0].get_loop()
-            try:
+            # a closed loop means nobody is waiting any more
+            with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(_resolve, futures, error)
-            except RuntimeError:  # loop closed: nobody is waiting any more
-                pass
         with self._idle:
             self._pending -= len(batch)
             self._idle.notify_all()

@@ -1,0 +1,391 @@
+"""Command line: the only place that parses arguments and prints. Errors become exit codes.
+
+Exit codes: 0 done; 1 failure; 2 bad usage or input; 3 budget exhausted; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .budget import format_usd, parse_budget
+from .config import DEFAULT_BASE_URL, RateLimit, RetryPolicy, RunConfig, Sampling, Timeouts
+from .errors import HalugenError, UsageError
+from .settings import INIT_TEMPLATE, load_settings
+
+__all__ = ["main"]
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+# -- argument parsing -------------------------------------------------------------------
+def _llm_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model endpoint")
+    g.add_argument("--base-url", help=f"OpenAI-compatible API root (default: $OPENAI_BASE_URL "
+                   f"or {DEFAULT_BASE_URL})")
+    g.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never stored")
+    g.add_argument("--model", help="model name sent to the endpoint (default: gpt-4o-mini)")
+    g.add_argument("--concurrency", type=int, help="most requests in flight (default: 64)")
+    g.add_argument("--rpm", type=float, help="requests per minute allowed (default: learn from "
+                   "the server's x-ratelimit headers)")
+    g.add_argument("--tpm", type=float, help="tokens per minute allowed (same)")
+    g.add_argument("--price-in", type=float, help="USD per million input tokens (overrides the "
+                   "price card)")
+    g.add_argument("--price-out", type=float, help="USD per million output tokens")
+    g.add_argument("--price-card", help="a bundled price card by name (e.g. 'local' for a "
+                   "self-hosted server at $0) or a TOML file")
+    g.add_argument("--timeout", type=float, help="seconds one attempt may take (default: 300)")
+    g.add_argument("--max-attempts", type=int, help="attempts per call before it fails "
+                   "(default: 8)")
+    r = p.add_argument_group("run")
+    r.add_argument("--db", help="the DuckDB store (default: ./halugen.duckdb)")
+    r.add_argument("--budget", help="most the run may cost, across resumes: 50usd, $50, 12.5USD")
+    r.add_argument("--limit", type=int, help="only the first N seeds of each task")
+    r.add_argument("--seed", type=int, help="run seed (default: 0)")
+    r.add_argument("--no-progress", action="store_true", help="no live view (plain lines)")
+    r.add_argument("--config", help="settings file (default: ./halugen.toml when present)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="halugen",
+        description="Build and run hallucination benchmarks for LLMs (HaluEval-style), "
+                    "budgeted, rate-limited and resumable.",
+    )
+    parser.add_argument("--version", action="version", version=f"halugen {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of failures")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="generate samples (resumes the same run when repeated)")
+    run.add_argument("--task", help="task(s), comma-separated (default: qa)")
+    run.add_argument("--seeds", nargs="+", help="seed files or glob patterns")
+    run.add_argument("--seed-format", help="seed file format (default: detected)")
+    run.add_argument("--fresh", action="store_true", help="start a new run even if one with the "
+                     "same settings exists")
+    run.add_argument("--run-id", help="resume this run")
+    run.add_argument("--temperature", type=float, help="sampling temperature (default: 1.0)")
+    run.add_argument("--max-tokens", type=int, help="max tokens per sampled answer (default 256)")
+    _llm_flags(run)
+
+    est = sub.add_parser("estimate", help="projected cost of a run, without any call")
+    est.add_argument("--task", help="task(s), comma-separated (default: qa)")
+    est.add_argument("--seeds", nargs="+", help="seed files or glob patterns")
+    est.add_argument("--seed-format", help="seed file format (default: detected)")
+    est.add_argument("--temperature", type=float, help=argparse.SUPPRESS)
+    est.add_argument("--max-tokens", type=int, help="max tokens per sampled answer (default 256)")
+    _llm_flags(est)
+
+    demo = sub.add_parser("demo", help="run end to end against the built-in simulator")
+    demo.add_argument("--db", default="halugen-demo.duckdb",
+                      help="store for the demo (default: ./halugen-demo.duckdb, replaced)")
+    demo.add_argument("--no-progress", action="store_true")
+    demo.add_argument("--latency-ms", type=float, default=250.0)
+
+    status = sub.add_parser("status", help="runs in the store, their state and spend per stage")
+    status.add_argument("--db", default=None)
+    status.add_argument("--config", help=argparse.SUPPRESS)
+
+    sql = sub.add_parser("sql", help="run a SQL query on the store (read-only)")
+    sql.add_argument("query")
+    sql.add_argument("--db", default=None)
+    sql.add_argument("--format", choices=("table", "csv", "json", "jsonl"), default="table")
+    sql.add_argument("--config", help=argparse.SUPPRESS)
+
+    sim = sub.add_parser("simulate", help="serve the OpenAI-compatible simulator on loopback")
+    sim.add_argument("--host", default="127.0.0.1")
+    sim.add_argument("--port", type=int, default=8000)
+    sim.add_argument("--latency-ms", type=float, default=0.0)
+    sim.add_argument("--jitter-ms", type=float, default=0.0)
+    sim.add_argument("--rpm", type=float)
+    sim.add_argument("--tpm", type=float)
+    sim.add_argument("--fail-rate", type=float, default=0.0)
+    sim.add_argument("--faults", help="comma-separated fault kinds (default: all): "
+                     "500,503,hang,malformed,content_filter,drop")
+    sim.add_argument("--hang-s", type=float, default=30.0)
+    sim.add_argument("--price-in", type=float, default=0.15)
+    sim.add_argument("--price-out", type=float, default=0.60)
+    sim.add_argument("--api-key", help="require this key (401 otherwise)")
+    sim.add_argument("--garbage-rate", type=float, default=0.0)
+    sim.add_argument("--no-n", action="store_true", help="ignore n>1 like some servers")
+    sim.add_argument("--no-usage", action="store_true", help="omit usage from responses")
+    sim.add_argument("--seed", type=int, default=0)
+
+    init = sub.add_parser("init", help="write a commented halugen.toml here")
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    return parser
+
+
+# -- settings -> RunConfig --------------------------------------------------------------
+def _pick(args: argparse.Namespace, settings: dict[str, Any], flag: str, key: str | None = None,
+          default: Any = None) -> Any:
+    value = getattr(args, flag, None)
+    if value is not None and value is not False:
+        return value
+    return settings.get(key or flag, default)
+
+
+def _positive(name: str, value: float | None) -> None:
+    if value is not None and value <= 0:
+        raise UsageError(f"--{name} must be more than zero (got {value:g})")
+
+
+def run_config(args: argparse.Namespace) -> RunConfig:
+    settings_path = Path(args.config) if getattr(args, "config", None) else Path("halugen.toml")
+    settings = load_settings(settings_path, required=bool(getattr(args, "config", None)))
+    tasks = _pick(args, settings, "task", default="qa")
+    if isinstance(tasks, str):
+        tasks = [t.strip() for t in tasks.split(",") if t.strip()]
+    seeds = _pick(args, settings, "seeds", default=[])
+    if isinstance(seeds, str):
+        seeds = [seeds]
+    budget_text = _pick(args, settings, "budget")
+    budget = parse_budget(str(budget_text)) / 10**12 if budget_text is not None else None
+    concurrency = _pick(args, settings, "concurrency", default=64)
+    rpm = _pick(args, settings, "rpm")
+    tpm = _pick(args, settings, "tpm")
+    limit = _pick(args, settings, "limit")
+    timeout = _pick(args, settings, "timeout", default=300.0)
+    max_attempts = _pick(args, settings, "max_attempts", default=8)
+    temperature = _pick(args, settings, "temperature", default=1.0)
+    max_tokens = _pick(args, settings, "max_tokens", default=256)
+    for name, value in (("concurrency", concurrency), ("rpm", rpm), ("tpm", tpm),
+                        ("limit", limit), ("timeout", timeout), ("max-attempts", max_attempts),
+                        ("max-tokens", max_tokens)):
+        _positive(name, value)
+    if temperature < 0:
+        raise UsageError(f"--temperature must not be negative (got {temperature:g})")
+    return RunConfig(
+        tasks=tuple(tasks),
+        seeds=tuple(seeds),
+        seed_format=_pick(args, settings, "seed_format"),
+        model=_pick(args, settings, "model", default="gpt-4o-mini"),
+        base_url=_pick(args, settings, "base_url",
+                       default=os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL),
+        api_key=getattr(args, "api_key", None) or os.environ.get("OPENAI_API_KEY"),
+        db=Path(_pick(args, settings, "db", default="halugen.duckdb")),
+        budget_usd=budget,
+        price_in=_pick(args, settings, "price_in"),
+        price_out=_pick(args, settings, "price_out"),
+        price_card=_pick(args, settings, "price_card"),
+        rate=RateLimit(rpm=rpm, tpm=tpm, concurrency=int(concurrency)),
+        retry=RetryPolicy(max_attempts=int(max_attempts)),
+        timeouts=Timeouts(total=float(timeout), read=min(120.0, float(timeout))),
+        sampling=Sampling(temperature=float(temperature), max_tokens=int(max_tokens)),
+        limit=limit,
+        run_seed=int(_pick(args, settings, "seed", default=0)),
+        fresh=bool(getattr(args, "fresh", False)),
+        run_id=getattr(args, "run_id", None),
+        progress=not args.no_progress and settings.get("progress", True),
+    )
+
+
+# -- commands ---------------------------------------------------------------------------
+def cmd_run(args: argparse.Namespace) -> int:
+    from .engine import generate
+
+    cfg = run_config(args)
+
+    def on_run(run_id: str, resumed: bool) -> None:
+        verb = "resuming" if resumed else "starting"
+        err.print(f"{verb} run {run_id} ({', '.join(cfg.tasks)} with {cfg.model}, budget "
+                  f"{format_usd(int(cfg.budget_usd * 10**12)) if cfg.budget_usd else 'none'}) "
+                  f"-> {cfg.db}")
+
+    outcome = anyio.run(lambda: generate(cfg, console=err, on_run=on_run))
+    for note in outcome.notes:
+        err.print(f"note: {note}")
+    (err if outcome.exit_code else out).print(outcome.message)
+    return outcome.exit_code
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from .engine import load_tasks, resolve_price
+    from .estimate import estimate_task
+
+    cfg = run_config(args)
+    if not cfg.seeds:
+        raise UsageError("no seed files given: pass --seeds FILE")
+    price, notes = resolve_price(cfg)
+    tasks = load_tasks(cfg.tasks)
+    table = Table(title=f"Projected cost with {cfg.model} ({price.card} prices"
+                        f"{', ' + price.date if price.date else ''})")
+    for col in ("task", "seeds", "bad records", "calls", "prompt tokens", "typical cost",
+                "most it can cost"):
+        table.add_column(col, justify="right" if col != "task" else "left")
+    exact = True
+    for name, task in tasks.items():
+        e = estimate_task(cfg, task, price)
+        exact = exact and e.tokens_exact
+        table.add_row(name, f"{e.seeds:,}", f"{e.bad_records:,}", f"{e.calls:,}",
+                      f"{e.prompt_tokens:,}", format_usd(e.cost_typical_pusd),
+                      format_usd(e.cost_max_pusd))
+    out.print(table)
+    out.print("typical: answers as long as the right answers; most: every call uses max_tokens "
+              "(this is what the budget reserves).")
+    if not exact:
+        out.print("token counts are approximate (the model's tokenizer is not available here).")
+    for note in notes:
+        err.print(f"note: {note}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    outcome, summary = anyio.run(lambda: run_demo(
+        db=Path(args.db), progress=not args.no_progress, console=err,
+        latency_ms=args.latency_ms))
+    out.print(outcome.message)
+    for title, columns, rows in summary:
+        _print_table(title, columns, rows)
+    out.print(f"\nThe store is {args.db}. Try:\n"
+              f"  python -m halugen sql \"SELECT pattern, count(*) FROM samples GROUP BY 1\" "
+              f"--db {args.db}\n  python -m halugen status --db {args.db}")
+    return outcome.exit_code
+
+
+def _db_path(args: argparse.Namespace) -> Path:
+    if args.db:
+        return Path(args.db)
+    settings = load_settings(Path("halugen.toml"))
+    return Path(settings.get("db", "halugen.duckdb"))
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from .store.db import open_store
+    from .store.queries import run_overview, stage_costs
+
+    with open_store(_db_path(args), read_only=True) as store:
+        runs = run_overview(store)
+        if not runs:
+            out.print("no runs yet")
+            return 0
+        _print_table("Runs", list(runs[0]), [list(r.values()) for r in runs])
+        costs = stage_costs(store)
+        if costs:
+            _print_table("Spend per stage", list(costs[0]), [list(r.values()) for r in costs])
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from .store.db import open_store
+
+    with open_store(_db_path(args), read_only=True) as store:
+        try:
+            cur = store.conn.execute(args.query)
+        except duckdb.Error as exc:
+            raise UsageError(f"SQL error: {str(exc).splitlines()[0]}") from None
+        if cur.description is None:
+            return 0
+        columns = [d[0] for d in cur.description]
+        rows = cur.fetchall()
+    if args.format == "csv":
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        w.writerow(columns)
+        w.writerows(rows)
+    elif args.format in ("json", "jsonl"):
+        records = [dict(zip(columns, r, strict=True)) for r in rows]
+        if args.format == "json":
+            sys.stdout.write(orjson.dumps(records, default=str,
+                                          option=orjson.OPT_INDENT_2).decode() + "\n")
+        else:
+            for rec in records:
+                sys.stdout.write(orjson.dumps(rec, default=str).decode() + "\n")
+    else:
+        _print_table(None, columns, rows)
+    return 0
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from .simulate import SimConfig, run_server
+
+    kw: dict[str, Any] = {}
+    if args.faults:
+        kw["faults"] = tuple(f.strip() for f in args.faults.split(",") if f.strip())
+    config = SimConfig(
+        latency_ms=args.latency_ms, jitter_ms=args.jitter_ms, rpm=args.rpm, tpm=args.tpm,
+        fail_rate=args.fail_rate, hang_s=args.hang_s, price_in=args.price_in,
+        price_out=args.price_out, api_key=args.api_key, honour_n=not args.no_n,
+        report_usage=not args.no_usage, seed=args.seed, garbage_rate=args.garbage_rate, **kw,
+    )
+
+    def ready(port: int) -> None:
+        print(f"simulator listening on http://{args.host}:{port}/v1", flush=True)
+
+    try:
+        run_server(config, args.host, args.port, ready=ready)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    path = Path("halugen.toml")
+    if path.exists() and not args.force:
+        raise UsageError(f"{path} exists; use --force to overwrite it")
+    path.write_text(INIT_TEMPLATE, encoding="utf-8")
+    out.print(f"wrote {path}")
+    return 0
+
+
+def _print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    table = Table(title=title)
+    for c in columns:
+        table.add_column(str(c), overflow="fold")
+    for r in rows:
+        table.add_row(*("" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v)
+                        for v in r))
+    out.print(table)
+
+
+COMMANDS = {
+    "run": cmd_run, "estimate": cmd_estimate, "demo": cmd_demo, "status": cmd_status,
+    "sql": cmd_sql, "simulate": cmd_simulate, "init": cmd_init,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed the usage error
+        return 2 if exc.code not in (0, None) else 0
+    if not args.command:
+        parser.print_help()
+        return 2
+    logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
+    try:
+        return COMMANDS[args.command](args)
+    except HalugenError as exc:
+        if args.debug:
+            raise
+        err.print(f"error: {exc}", markup=False)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+    except Exception as exc:
+        if args.debug:
+            raise
+        err.print(f"error: unexpected {type(exc).__name__}: {exc} (this is a bug in halugen; "
+                  f"--debug shows the traceback)", markup=False)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
