@@ -1,0 +1,98 @@
+"""Shared fixtures: a simulator on loopback (in a thread) and small seed files."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+
+
+@dataclass
+class SimHandle:
+    base_url: str
+    port: int
+    sim: Any  # halugen.simulate.Simulator, touched only through its thread-safe reads
+    loop: asyncio.AbstractEventLoop
+
+    def stats(self, *, keys: bool = True) -> dict[str, Any]:
+        """The simulator's counters, read on its own loop (its state is not thread-safe)."""
+
+        async def read() -> dict[str, Any]:
+            return self.sim.stats(keys=keys)
+
+        return asyncio.run_coroutine_threadsafe(read(), self.loop).result(10)
+
+
+@pytest.fixture
+def simulator() -> Iterator[Callable[..., SimHandle]]:
+    """Factory: ``simulator(**SimConfig kwargs)`` serves a simulator on 127.0.0.1."""
+    from halugen.simulate import SIMULATOR, SimConfig, serve
+
+    started: list[tuple[asyncio.AbstractEventLoop, threading.Thread, Any]] = []
+
+    def start(**kwargs: Any) -> SimHandle:
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+
+            async def main() -> None:
+                runner, port = await serve(SimConfig(**kwargs), "127.0.0.1", 0)
+                box["runner"], box["port"] = runner, port
+                ready.set()
+
+            loop.run_until_complete(main())
+            loop.run_forever()
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        assert ready.wait(10), "simulator did not start"
+        runner = box["runner"]
+        started.append((loop, thread, runner))
+        port = box["port"]
+        return SimHandle(f"http://127.0.0.1:{port}/v1", port, runner.app[SIMULATOR], loop)
+
+    yield start
+    for loop, thread, runner in started:
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+
+
+def hotpot_record(i: int) -> dict[str, Any]:
+    """A small HotpotQA-format record with invented facts, distinct per ``i``."""
+    city = f"Vallona{i}"
+    river = f"Serin{i}"
+    return {
+        "_id": f"rec{i:05d}",
+        "question": f"Which river flows through the town where the painter Aldo Brun{i} was born?",
+        "answer": river,
+        "supporting_facts": [[f"Aldo Brun{i}", 0], [city, 1]],
+        "context": [
+            [f"Aldo Brun{i}", [f"Aldo Brun{i} was a painter born in {city} in {1800 + i}.",
+                               " He worked mostly in Lisbon."]],
+            [city, [f"{city} is a small town in the hills.",
+                    f" The {river} flows through {city} before reaching the sea."]],
+        ],
+        "type": "bridge",
+        "level": "easy",
+    }
+
+
+@pytest.fixture
+def hotpot_file(tmp_path: Path) -> Callable[[int], Path]:
+    def write(n: int, name: str = "seeds.json") -> Path:
+        path = tmp_path / name
+        path.write_bytes(orjson.dumps([hotpot_record(i) for i in range(n)]))
+        return path
+
+    return write

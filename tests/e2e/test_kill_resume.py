@@ -1,0 +1,71 @@
+"""kill -9 in the middle of a run, then the same command again."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import orjson
+
+from halugen.records import canonical_json
+
+
+def _command(base_url: str, seeds: Path, db: Path) -> list[str]:
+    return [sys.executable, "-m", "halugen", "run", "--seeds", str(seeds), "--base-url",
+            base_url, "--api-key", "k", "--db", str(db), "--budget", "1usd",
+            "--concurrency", "48", "--no-progress", "--model", "gpt-4o-mini"]
+
+
+def test_kill_9_then_resume_finishes_every_seed_once(simulator, hotpot_file, tmp_path):
+    sim = simulator(latency_ms=20, jitter_ms=40)
+    seeds = hotpot_file(120)
+    db = tmp_path / "h.duckdb"
+    cmd = _command(sim.base_url, seeds, db)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # wait (for an event, not a duration) until the run is well under way
+    deadline = time.monotonic() + 60
+    while sim.stats(keys=False)["ok"] < 120 and proc.poll() is None:
+        assert time.monotonic() < deadline, "the run made no progress"
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    billed_at_kill = sim.stats(keys=False)["billed_usd"]
+    assert billed_at_kill > 0
+
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+    with duckdb.connect(str(db), read_only=True) as conn:
+        n_samples, n_seeds = conn.execute(
+            "SELECT count(*), count(DISTINCT seed_key) FROM sample_rows").fetchone()
+        runs = conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+        lost_keys = {r[0] for r in conn.execute(
+            "SELECT r.key FROM ledger r JOIN ledger l ON l.call_id = r.call_id AND "
+            "l.res_no = r.res_no AND l.event = 'lost' WHERE r.event = 'reserve'").fetchall()}
+        bodies = dict(conn.execute(
+            "SELECT key, any_value(request_json) FROM call_log WHERE request_json IS NOT NULL "
+            "GROUP BY key").fetchall())
+        spent = conn.execute("SELECT sum(pusd) FROM ledger WHERE event IN "
+                             "('settle','consume','lost')").fetchone()[0]
+    assert runs == 1  # the same command resumed the same run
+    assert n_samples == n_seeds  # exactly one sample per seed
+    rejected = 120 - n_seeds
+    assert rejected < 10  # nearly every seed makes a sample with the simulator
+
+    stats = sim.stats()
+    twice = {k for k, v in stats["billed_keys"].items() if v > 1}
+    in_flight_at_kill = {
+        hashlib.sha256(canonical_json(orjson.loads(bodies[k]))).hexdigest()
+        for k in lost_keys if k in bodies
+    }
+    print(f"lost={len(lost_keys)} billed twice={len(twice)} samples={n_samples}")
+    assert twice <= in_flight_at_kill, "a request that was not in flight was billed twice"
+    assert stats["billed_usd"] <= 1.0
+    assert spent / 1e12 >= stats["billed_usd"] - 1e-12
