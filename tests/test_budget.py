@@ -1,0 +1,184 @@
+"""Budget parsing, price cards and the ledger (on a virtual clock: no real waiting)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from halugen.budget import (
+    PUSD_PER_USD,
+    Ledger,
+    ModelPrice,
+    PromptMargin,
+    find_price,
+    format_usd,
+    load_price_cards,
+    parse_budget,
+)
+from halugen.errors import BudgetExhausted, UsageError
+from tests.virtual_time import run_virtual
+
+
+@pytest.mark.parametrize(("text", "usd"), [
+    ("50usd", 50), ("$50", 50), ("12.5USD", 12.5), ("$ 0.25", 0.25), ("7 usd", 7),
+    (" 3Usd ", 3),
+])
+def test_budget_forms(text, usd):
+    assert parse_budget(text) == int(usd * PUSD_PER_USD)
+
+
+@pytest.mark.parametrize("text", ["50", "fifty", "-3usd", "50eur", "$", "", "usd", "$-1",
+                                  "1e3usd", "0usd", "$0"])
+def test_bad_budget_forms_name_the_accepted_ones(text):
+    with pytest.raises(UsageError) as info:
+        parse_budget(text)
+    assert "50usd" in str(info.value) or "more than zero" in str(info.value)
+
+
+def test_bundled_cards_have_dates_and_the_required_models():
+    cards = {c.name: c for c in load_price_cards()}
+    assert {"openai", "local"} <= set(cards)
+    openai = cards["openai"]
+    assert openai.date
+    for model in ("gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano",
+                  "gpt-3.5-turbo"):
+        price = openai.lookup(model)
+        assert price is not None and price.input > 0 and price.output > 0, model
+        assert price.context_window > 0 and price.tokenizer
+
+
+def test_price_lookup_snapshot_names_local_card_and_overrides():
+    mini = find_price("gpt-4o-mini-2024-07-18")
+    assert mini is not None and mini.model == "gpt-4o-mini"
+    # $0.15 / $0.60 per million tokens
+    assert mini.cost(1_000_000, 0) == int(0.15 * PUSD_PER_USD)
+    assert mini.cost(0, 1_000_000) == int(0.60 * PUSD_PER_USD)
+    assert mini.cost(1000, 0, cached_tokens=1000) == 1000 * mini.cached_input
+    assert find_price("llama-3-8b") is None  # never priced at $0 silently
+    local = find_price("llama-3-8b", card="local")
+    assert local is not None and local.cost(10**6, 10**6) == 0
+    given = find_price("llama-3-8b", price_in=1.0, price_out=2.0)
+    assert given is not None and given.cost(10**6, 10**6) == 3 * PUSD_PER_USD
+    with pytest.raises(UsageError):
+        find_price("x", price_in=1.0)
+    with pytest.raises(UsageError):
+        find_price("x", card="no-such-card")
+
+
+def test_own_card_file(tmp_path):
+    card = tmp_path / "mine.toml"
+    card.write_text('date = "2026-01-01"\n[models."m1"]\ninput = 1.0\noutput = 4.0\n')
+    price = find_price("m1", card=str(card))
+    assert price is not None and price.cost(10**6, 0) == PUSD_PER_USD
+
+
+def test_format_usd():
+    assert format_usd(None) == "unlimited"
+    assert format_usd(0) == "$0"
+    assert format_usd(parse_budget("$12.5")) == "$12.5000"
+    assert format_usd(int(0.000123 * PUSD_PER_USD)) == "$0.000123"
+
+
+def test_ledger_reserves_settles_and_exhausts():
+    async def main() -> None:
+        ledger = Ledger(100)
+        a = await ledger.reserve(60)
+        assert ledger.remaining == 40
+        ledger.settle(a, 30)  # reported usage below the worst case: the rest comes back
+        assert (ledger.spent, ledger.reserved) == (30, 0)
+        b = await ledger.reserve(70)
+        ledger.release(b)
+        assert ledger.spent == 30
+        c = await ledger.reserve(70)
+        ledger.consume(c)  # outcome unknown: counted as spent
+        assert ledger.spent == 100 and ledger.remaining == 0
+        with pytest.raises(BudgetExhausted):
+            await ledger.reserve(1)
+        assert ledger.exhausted
+
+    run_virtual(main())
+
+
+def test_ledger_waits_for_in_flight_calls_then_serves_in_order():
+    async def main() -> list[str]:
+        ledger = Ledger(100)
+        first = await ledger.reserve(80)
+        order: list[str] = []
+
+        async def want(name: str, amount: int) -> None:
+            try:
+                r = await ledger.reserve(amount)
+            except BudgetExhausted:
+                order.append(f"{name}:exhausted")
+                return
+            order.append(name)
+            await asyncio.sleep(1)
+            ledger.settle(r, amount)
+
+        tasks = [asyncio.create_task(want("big", 50)), asyncio.create_task(want("small", 10))]
+        await asyncio.sleep(0.1)
+        assert order == []  # the big one waits at the head; the small one may not overtake
+        ledger.settle(first, 40)  # 60 left
+        await asyncio.gather(*tasks)
+        return order
+
+    order = run_virtual(main())
+    assert order == ["big", "small"]
+
+
+def test_ledger_fails_a_waiter_that_can_never_fit():
+    async def main() -> None:
+        ledger = Ledger(100)
+        first = await ledger.reserve(90)
+        waiter = asyncio.create_task(ledger.reserve(50))
+        await asyncio.sleep(0)
+        ledger.settle(first, 90)  # nothing in flight any more and 50 does not fit
+        with pytest.raises(BudgetExhausted):
+            await waiter
+
+    run_virtual(main())
+
+
+def test_cancelled_waiter_gives_its_place_back():
+    async def main() -> None:
+        ledger = Ledger(100)
+        first = await ledger.reserve(90)
+        waiter = asyncio.create_task(ledger.reserve(50))
+        await asyncio.sleep(0)
+        waiter.cancel()
+        await asyncio.sleep(0)
+        ledger.settle(first, 10)
+        r = await ledger.reserve(80)
+        assert ledger.reserved == 80
+        ledger.release(r)
+
+    run_virtual(main())
+
+
+def test_unlimited_ledger_counts():
+    async def main() -> None:
+        ledger = Ledger(None)
+        r = await ledger.reserve(10**15)
+        ledger.settle(r, 5)
+        assert ledger.spent == 5 and ledger.remaining is None
+
+    run_virtual(main())
+
+
+def test_prompt_margin_follows_reported_over_estimated():
+    m = PromptMargin(initial=1.25, warmup=3)
+    assert m.reserve_tokens(1000) == 1258
+    for _ in range(3):
+        m.observe(1000, 1100)
+    assert m.factor == pytest.approx(1.1 * 1.05)
+    assert m.reserve_tokens(1000) >= 1100
+    m.observe(1000, 800)  # lower ratios never lower the bound below the worst seen
+    assert m.factor == pytest.approx(1.1 * 1.05)
+
+
+def test_model_price_record_round_trip():
+    p = ModelPrice.per_million("m", 2.5, 10.0, 1.25)
+    rec = p.as_record()
+    assert rec["usd_per_million_input"] == pytest.approx(2.5)
+    assert rec["usd_per_million_output"] == pytest.approx(10.0)
