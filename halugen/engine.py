@@ -249,7 +249,7 @@ async def _drive(ctx: GenContext, sources: list[SeedSource], cfg: RunConfig, led
 
         async def tick() -> None:
             while True:
-                await anyio.sleep(1.0)
+                await anyio.sleep(0.25)  # the view renders on this thread, 4 times a second
                 if view is not None:
                     view.tick()
 
