@@ -50,6 +50,7 @@ class ChatClient:
     ) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self._headers = {"Content-Type": "application/json"}
+        self._secret = api_key or ""
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._transport = transport
@@ -74,7 +75,7 @@ class ChatClient:
         if self._observe is not None:
             self._observe(response.status, response.headers)
         if response.status != 200:
-            raise _error_for(response)
+            raise _error_for(response, self._secret)
         return self._parse(request, response, (time.perf_counter() - started) * 1000)
 
     def _parse(self, request: ChatRequest, response: HttpResponse, latency_ms: float) -> ChatResult:
@@ -135,9 +136,11 @@ def _provider_message(body: bytes) -> tuple[str, str]:
         return body[:200].decode("utf-8", "replace").strip(), ""
 
 
-def _error_for(response: HttpResponse) -> Exception:
+def _error_for(response: HttpResponse, secret: str) -> Exception:
     status = response.status
     message, code = _provider_message(response.body)
+    if secret and len(secret) >= 4:
+        message = message.replace(secret, "[api key]")  # providers may echo the key
     detail = f": {message}" if message else ""
     if status == 401:
         return AuthError(

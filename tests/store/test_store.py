@@ -1,0 +1,93 @@
+"""The DuckDB store: migrations, the group-commit writer, the key index, bad files."""
+
+from __future__ import annotations
+
+import asyncio
+
+import duckdb
+import pytest
+
+from halugen.errors import StoreError
+from halugen.store.db import KeyIndex, key_prefix, now, open_store
+from halugen.store.migrations import MIGRATIONS, TABLE_COLUMNS
+
+
+def test_migrations_are_recorded_once_and_views_exist(tmp_path):
+    db = tmp_path / "s.duckdb"
+    with open_store(db):
+        pass
+    with open_store(db) as store:  # reopening applies nothing twice
+        names = [r[0] for r in store.query("SELECT name FROM schema_migrations ORDER BY name")]
+        assert names == [name for name, _ in MIGRATIONS]
+        views = {r[0] for r in store.query(
+            "SELECT view_name FROM duckdb_views() WHERE NOT internal")}
+        assert {"samples", "calls", "cost_by_stage", "seed_progress", "qa_samples"} <= views
+
+
+def test_store_from_a_newer_halugen_is_refused(tmp_path):
+    db = tmp_path / "s.duckdb"
+    with open_store(db) as store:
+        store.conn.execute("INSERT INTO schema_migrations VALUES ('9999_future', now())")
+    with pytest.raises(StoreError, match="newer halugen"):
+        open_store(db)
+
+
+@pytest.mark.parametrize("content", [b"not a database at all" * 100, b"\x00" * 10])
+def test_corrupt_store_is_a_one_line_error(tmp_path, content):
+    db = tmp_path / "s.duckdb"
+    db.write_bytes(content)
+    with pytest.raises(StoreError) as info:
+        open_store(db)
+    assert str(db) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_read_only_missing_store(tmp_path):
+    with pytest.raises(StoreError, match="does not exist"):
+        open_store(tmp_path / "nope.duckdb", read_only=True)
+
+
+def test_writer_groups_commit_atomically_and_durable_waits(tmp_path):
+    db = tmp_path / "s.duckdb"
+    store = open_store(db)
+    writer = store.writer
+
+    def outcome(i: int) -> tuple:
+        return ("seed_outcomes", ("r", "qa", f"s{i}", "sampled", "filter", None, None, now()))
+
+    async def main() -> None:
+        for i in range(500):
+            writer.put([outcome(i), ("bad_records", ("r", "qa", "f", i, "why", now()))])
+        await writer.put_durable([outcome(999)])
+        # after a durable put returns, a separate connection sees everything before it
+        n = store.query("SELECT count(*) FROM seed_outcomes")[0][0]
+        assert n == 501
+
+    asyncio.run(main())
+    assert writer.commits < 501  # rows were grouped, not committed one by one
+    store.close()
+    with duckdb.connect(str(db), read_only=True) as conn:
+        assert conn.execute("SELECT count(*) FROM bad_records").fetchone()[0] == 500
+
+
+def test_writer_failure_is_a_store_error(tmp_path):
+    store = open_store(tmp_path / "s.duckdb")
+
+    async def main() -> None:
+        with pytest.raises(StoreError):
+            await store.writer.put_durable([("sql", ("INSERT INTO no_such_table VALUES (1)", []))])
+        with pytest.raises(StoreError):
+            store.writer.put([("seed_outcomes", ("r",) * len(TABLE_COLUMNS["seed_outcomes"]))])
+
+    asyncio.run(main())
+    with pytest.raises(StoreError):
+        store.close()
+
+
+def test_key_index():
+    keys = [f"{i:016x}" + "ab" * 24 for i in (1, 5, 2**63, 2**64 - 1)]
+    index = KeyIndex(key_prefix(k) for k in keys[:3])
+    assert keys[0] in index and keys[2] in index
+    assert keys[3] not in index and f"{7:016x}" + "0" * 48 not in index
+    index.add(keys[3])
+    assert keys[3] in index and len(index) == 4
+    assert key_prefix("f" * 64) == -1
