@@ -33,7 +33,7 @@ from .seeds import read_seeds
 from .stages.context import GenContext, LoadedTask
 from .stages.seeds import SeedSource
 from .stats import RunStats
-from .store.db import Store, now, open_store
+from .store.db import Store, open_store
 from .tasks import get_task
 from .tokens import get_counter
 
@@ -139,7 +139,7 @@ def _mark_lost(store: Store, run_id: str) -> int:
     rows = store.open_reservations(run_id)
     if rows:
         store.writer.put([("ledger", (call_id, res_no, run_id, "lost", pusd, None, None, None,
-                                      None, None, now())) for call_id, res_no, pusd in rows])
+                                      None, None)) for call_id, res_no, pusd in rows])
         store.writer.flush_blocking()
     return len(rows)
 
@@ -187,7 +187,7 @@ async def generate(
                             timeouts=cfg.timeouts, observe=limiter.observe,
                             count_tokens=counter.count)
         runner = CallRunner(run_id=run_id, client=client, limiter=limiter, ledger=ledger,
-                            price=price, count_tokens=counter.count, store=store, stats=stats,
+                            price=price, counter=counter, store=store, stats=stats,
                             retry=cfg.retry, first_call_id=store.next_call_id())
         ctx = GenContext(run_id=run_id, model=cfg.model, run_seed=cfg.run_seed, runner=runner,
                          writer=store.writer, stats=stats, tasks=tasks, sampling=cfg.sampling,

@@ -47,13 +47,13 @@ def estimate_task(cfg: RunConfig, task: LoadedTask, price: ModelPrice) -> TaskEs
         est.seeds += 1
         answer_tokens = count(item.fields.get(spec.right_field, "")) + _PATTERN_LINE_TOKENS
         for template in task.sample_templates:
-            est.prompt_tokens += template.estimate_tokens(item.fields, count)
+            est.prompt_tokens += template.estimate_tokens(item.fields, counter)
             est.output_tokens_typical += min(answer_tokens, cfg.sampling.max_tokens)
             est.output_tokens_max += cfg.sampling.max_tokens
             est.calls += 1
         right = item.fields.get(spec.right_field, "")
         values = spec.filter_values(item.fields, [right] * len(task.sample_templates))
-        est.prompt_tokens += task.filter_template.estimate_tokens(values, count)
+        est.prompt_tokens += task.filter_template.estimate_tokens(values, counter)
         est.output_tokens_typical += min(_JUDGE_REPLY_TOKENS, cfg.judge.max_tokens)
         est.output_tokens_max += cfg.judge.max_tokens
         est.calls += 1

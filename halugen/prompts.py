@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from .errors import ConfigError
 from .resources import data_dir
+from .tokens import TokenCounter
 
 __all__ = ["Template", "load_template", "parse_template"]
 
@@ -60,31 +61,19 @@ class Template:
             messages.append({"role": role, "content": "".join(out)})
         return tuple(messages)
 
-    def estimate_tokens(self, values: Mapping[str, str], count: Callable[[str], int]) -> int:
-        """Prompt tokens of the rendered template, counting each static piece once per process.
+    def estimate_tokens(self, values: Mapping[str, str], counter: TokenCounter) -> int:
+        """Prompt tokens of the rendered template; the static pieces are counted once.
 
         Splitting at the fields can differ from counting the joined text by a token or two
         per boundary; the budget's reservation margin absorbs that.
         """
         total = PER_REQUEST_TOKENS
+        count, static = counter.count, counter.count_static
         for _, segs in self.parts:
             total += PER_MESSAGE_TOKENS
             for seg in segs:
-                total += count(values.get(seg[0], "")) if isinstance(seg, tuple) else _static(
-                    seg, count
-                )
+                total += count(values.get(seg[0], "")) if isinstance(seg, tuple) else static(seg)
         return total
-
-
-_static_counts: dict[tuple[str, int], int] = {}
-
-
-def _static(text: str, count: Callable[[str], int]) -> int:
-    key = (text, id(count))
-    n = _static_counts.get(key)
-    if n is None:
-        n = _static_counts[key] = count(text)
-    return n
 
 
 def parse_template(name: str, text: str) -> Template:

@@ -33,6 +33,16 @@ class TokenCounter:
         self.name = name
         self._encode = encode
         self.exact = exact
+        self._static: dict[str, int] = {}
+
+    def count_static(self, text: str) -> int:
+        """``count`` for text that recurs (a template's fixed parts): remembered."""
+        n = self._static.get(text)
+        if n is None:
+            if len(self._static) > 4096:  # templates are few; anything else is a misuse
+                self._static.clear()
+            n = self._static[text] = self.count(text)
+        return n
 
     def count(self, text: str) -> int:
         if not text:

@@ -13,7 +13,6 @@ import orjson
 import pytest
 
 
-
 @dataclass
 class SimHandle:
     base_url: str

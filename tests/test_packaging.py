@@ -39,9 +39,9 @@ def test_wheel_ships_prompts_and_price_cards(tmp_path):
         zf.extractall(target)
     code = (
         "import halugen, halugen.prompts as p, halugen.budget as b;"
-        "assert halugen.__file__.startswith(%r), halugen.__file__;"
+        f"assert halugen.__file__.startswith({str(target)!r}), halugen.__file__;"
         "t = p.load_template('qa', 'filter'); assert t.hash;"
-        "assert b.find_price('gpt-4o-mini').card == 'openai'; print('ok')" % str(target)
+        "assert b.find_price('gpt-4o-mini').card == 'openai'; print('ok')"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                          text=True, env={"PYTHONPATH": str(target), "PATH": ""})

@@ -24,7 +24,8 @@ from ..errors import AuthError, FatalCallError, LLMError, RetryableError
 from ..prompts import PER_MESSAGE_TOKENS, PER_REQUEST_TOKENS
 from ..records import ChatRequest, ChatResult
 from ..stats import RunStats
-from ..store.db import KeyIndex, Store, key_prefix, now
+from ..store.db import KeyIndex, Store, key_prefix
+from ..tokens import TokenCounter
 from .client import ChatClient
 from .limiter import RateLimiter
 
@@ -62,7 +63,7 @@ class CallRunner:
         limiter: RateLimiter,
         ledger: Ledger,
         price: ModelPrice,
-        count_tokens: Callable[[str], int],
+        counter: TokenCounter,
         store: Store,
         stats: RunStats,
         retry: RetryPolicy = RetryPolicy(),
@@ -75,7 +76,8 @@ class CallRunner:
         self.limiter = limiter
         self.ledger = ledger
         self.price = price
-        self.count_tokens = count_tokens
+        self.counter = counter
+        self.count_tokens = counter.count
         self.store = store
         self.writer = store.writer
         self.stats = stats
@@ -150,8 +152,7 @@ class CallRunner:
             common = (key, stage, task, request.model, seed_key)
             try:
                 await self.writer.put_durable(
-                    [("ledger", (call_id, res_no, self.run_id, "reserve", amount, *common,
-                                 now()))])
+                    [("ledger", (call_id, res_no, self.run_id, "reserve", amount, *common))])
             except BaseException:
                 self.ledger.release(reservation)
                 raise
@@ -194,14 +195,13 @@ class CallRunner:
                 self.margin.observe(est, result.prompt_tokens)
             status = "content_filter" if "content_filter" in result.finish_reasons else "ok"
             self.writer.put([
-                ("ledger", (call_id, res_no, self.run_id, "settle", cost, *common, now())),
+                ("ledger", (call_id, res_no, self.run_id, "settle", cost, *common)),
                 ("call_log", (
                     call_id, key, key_prefix(key), self.run_id, stage, task, request.model,
                     seed_key, status, result.prompt_tokens, result.completion_tokens,
                     result.cached_tokens, result.usage_estimated, est, total_cost,
                     total_reserved, result.latency_ms, attempts, 200, None, None,
-                    result.finish_reason, body.decode(), result.raw.decode("utf-8", "replace"),
-                    now())),
+                    result.finish_reason, body.decode(), result.raw.decode("utf-8", "replace"))),
             ])
             if status == "ok":
                 self._known.add(key)
@@ -231,7 +231,7 @@ class CallRunner:
             self.ledger.release(reservation)
             event = "release"
         self.writer.put([("ledger", (call_id, res_no, self.run_id, event, spend, None, None,
-                                     None, None, None, now()))])
+                                     None, None, None))])
         return spend
 
     def _log_failure(self, call_id: int, key: str, stage: str, task: str, seed_key: str,
@@ -241,7 +241,7 @@ class CallRunner:
             call_id, key, key_prefix(key), self.run_id, stage, task, request.model, seed_key,
             "failed", None, None, None, None, est, cost, reserved, None, attempts,
             error.status, error.error_class, str(error)[:500], None,
-            self.client.body(request).decode(), None, now()))])
+            self.client.body(request).decode(), None))])
 
     def _from_cache(self, request: ChatRequest, key: str, call_id: int, stage: str,
                     task: str, seed_key: str) -> ChatResult | None:
@@ -260,7 +260,7 @@ class CallRunner:
         self.writer.put([("call_log", (
             call_id, key, key_prefix(key), self.run_id, stage, task, request.model, seed_key,
             "cached", prompt, completion, cached_tokens, estimated, None, 0, 0, 0.0, 0, None,
-            None, None, reasons[0] if reasons else None, None, None, now()))])
+            None, None, reasons[0] if reasons else None, None, None))])
         return ChatResult(
             texts=texts, finish_reasons=reasons, prompt_tokens=prompt or 0,
             completion_tokens=completion or 0, cached_tokens=cached_tokens or 0,

@@ -55,6 +55,10 @@ class HandlerTransport:
             raise RetryableError(
                 f"no answer within {timeouts.total:g} s", billed_maybe=True
             ) from None
+        except ConnectionError as exc:  # the handler dropped the connection
+            raise RetryableError(
+                f"connection dropped: {type(exc).__name__}", billed_maybe=True
+            ) from None
 
     async def aclose(self) -> None:
         return None

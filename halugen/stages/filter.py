@@ -13,7 +13,6 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from ..errors import BudgetExhausted
 from ..llm.calls import CallFailure
 from ..records import Candidate, ChatRequest, Judgement, Rejected, Sample, Seed
-from ..store.db import now
 from ..tasks.base import normalise
 from .context import GenContext
 
@@ -70,7 +69,7 @@ async def decide(ctx: GenContext, seed: Seed, candidates: list[Candidate]) -> Sa
         max_tokens=ctx.judge.max_tokens,
         top_p=ctx.judge.top_p,
     )
-    est = template.estimate_tokens(values, ctx.runner.count_tokens)
+    est = template.estimate_tokens(values, ctx.runner.counter)
     ctx.stats.bump(ctx.stats.filter_calls, seed.task)
     result = await ctx.runner.call(request, stage="filter", task=seed.task, seed_key=seed.key,
                                    est_prompt_tokens=est)
@@ -106,5 +105,5 @@ def _record(ctx: GenContext, seed: Seed, j: Judgement) -> None:
     ctx.writer.put([("filter_decisions", (
         ctx.run_id, seed.task, seed.key, orjson.dumps(list(j.order)).decode(), j.chosen,
         j.method, j.call_key or None, j.template_hash or None, j.raw or None,
-        j.detail or None, now(),
+        j.detail or None
     ))])

@@ -9,7 +9,6 @@ from .._groups import most_serious
 from ..errors import BudgetExhausted
 from ..llm.calls import CallFailure
 from ..records import Candidate, ChatRequest, Seed
-from ..store.db import now
 from ..tasks.base import TaskSpec, normalise
 from .context import GenContext, LoadedTask
 
@@ -75,7 +74,7 @@ async def _sample_one(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int) -
         seed=ctx.request_seed(seed.key, idx),
         index=idx,
     )
-    est = template.estimate_tokens(seed.fields, ctx.runner.count_tokens)
+    est = template.estimate_tokens(seed.fields, ctx.runner.counter)
     result = await ctx.runner.call(request, stage="sample", task=seed.task, seed_key=seed.key,
                                    est_prompt_tokens=est)
     base = dict(seed_key=seed.key, index=idx, template=template.name,
@@ -87,7 +86,7 @@ async def _sample_one(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int) -
         cand = _candidate_from_reply(spec, seed, base, result.text, result.finish_reason)
     ctx.writer.put([("candidates", (
         ctx.run_id, seed.task, seed.key, idx, cand.template, cand.template_hash,
-        cand.call_key, cand.text, cand.pattern, cand.status, cand.detail, cand.raw, now(),
+        cand.call_key, cand.text, cand.pattern, cand.status, cand.detail, cand.raw
     ))])
     return cand
 

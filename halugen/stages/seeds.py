@@ -15,7 +15,7 @@ from anyio.abc import ObjectSendStream
 
 from ..errors import InputError
 from ..records import BadRecord, Seed
-from ..store.db import KeyIndex, now
+from ..store.db import KeyIndex
 from .context import GenContext
 
 __all__ = ["SeedSource", "run_seed_stage"]
@@ -77,7 +77,7 @@ async def _admit(ctx: GenContext, sources: list[SeedSource], send: ObjectSendStr
             source.admitted.add(item.key)  # a duplicate record later in the file is skipped
             ctx.writer.put([("seeds", (
                 ctx.run_id, task, item.key, item.seed_id, item.dataset, item.source_file,
-                item.source_line, orjson.dumps(dict(item.fields)).decode(), now(),
+                item.source_line, orjson.dumps(dict(item.fields)).decode()
             ))])
             ctx.stats.bump(ctx.stats.admitted, task)
             await send.send(item)
@@ -91,4 +91,4 @@ def _record_bad(ctx: GenContext, task: str, bad: BadRecord, seen: set[tuple[str,
         return
     seen.add((bad.source_file, bad.source_line))
     ctx.writer.put([("bad_records", (ctx.run_id, task, bad.source_file, bad.source_line,
-                                     bad.reason, now()))])
+                                     bad.reason))])

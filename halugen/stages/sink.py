@@ -5,7 +5,6 @@ from __future__ import annotations
 from anyio.abc import ObjectReceiveStream
 
 from ..records import Rejected, Sample
-from ..store.db import now
 from .context import GenContext
 
 __all__ = ["run_sink", "sample_row"]
@@ -35,7 +34,7 @@ def sample_row(ctx: GenContext, sample: Sample) -> tuple:
         f.get("knowledge"), f.get("question"), f.get("right_answer"),
         f.get("hallucinated_answer"), f.get("dialogue_history"), f.get("right_response"),
         f.get("hallucinated_response"), f.get("document"), f.get("right_summary"),
-        f.get("hallucinated_summary"), ratio, None, now(),
+        f.get("hallucinated_summary"), ratio, None
     )
 
 
@@ -43,8 +42,7 @@ def write_sample(ctx: GenContext, sample: Sample) -> None:
     seed = sample.seed
     ctx.writer.put([
         ("sample_rows", sample_row(ctx, sample)),
-        ("seed_outcomes", (ctx.run_id, seed.task, seed.key, "sampled", "filter", None, None,
-                           now())),
+        ("seed_outcomes", (ctx.run_id, seed.task, seed.key, "sampled", "filter", None, None)),
     ])
     ctx.stats.bump(ctx.stats.sampled, seed.task)
 
@@ -55,6 +53,6 @@ def write_rejection(ctx: GenContext, rejected: Rejected) -> None:
     outcome = "failed" if rejected.reason == "call_failed" else "rejected"
     ctx.writer.put([("seed_outcomes", (
         ctx.run_id, seed.task, seed.key, outcome, rejected.stage, rejected.reason,
-        rejected.detail[:500] if rejected.detail else None, now(),
+        rejected.detail[:500] if rejected.detail else None
     ))])
     ctx.stats.bump(ctx.stats.failed if outcome == "failed" else ctx.stats.rejected, seed.task)

@@ -1,10 +1,17 @@
-"""The one writer: a thread that appends rows to the store in small groups.
+"""The one writer: a thread that appends rows to the store in groups.
 
-Callers hand over complete groups of rows (``put``); each group lands in one transaction,
-so rows that must appear together (a sample and its seed outcome) never half-land. The
-thread commits whatever has queued every few milliseconds, so the store keeps up with
-thousands of rows per second. ``put_durable`` returns only after the commit — the budget
-uses it to make a reservation durable before its request leaves.
+Callers hand over complete groups of rows; each group lands in one transaction, so rows
+that must appear together (a sample and its seed outcome) never half-land. Two lanes:
+
+- ``put_durable`` (budget reservations): small, committed within a few milliseconds; the
+  caller waits for the commit, because a request may only leave once its reservation is
+  durable.
+- ``put`` (everything else): committed in bigger, less frequent groups, because a commit's
+  cost is mostly fixed (the WAL write and sync) and these rows need no wait. A crash can lose
+  the last fraction of a second of them; the ledger is built so that this only ever counts
+  more money as spent, never less.
+
+``created_at`` is filled in at commit time (one clock read per group, not per row).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
@@ -25,37 +33,49 @@ from .migrations import TABLE_COLUMNS
 
 __all__ = ["Row", "StoreWriter"]
 
-Row = tuple[str, tuple[Any, ...]]  # (table, values in TABLE_COLUMNS order) or ("sql", (q, params))
+# (table, values in TABLE_COLUMNS order without the trailing created_at), or ("sql", (q, p))
+Row = tuple[str, tuple[Any, ...]]
+_Item = tuple[Sequence[Row], asyncio.Future[None] | None]
 
 
 class StoreWriter:
     def __init__(
-        self, conn: duckdb.DuckDBPyConnection, *, group_seconds: float = 0.005,
-        max_rows: int = 5000,
+        self,
+        conn: duckdb.DuckDBPyConnection,
+        *,
+        durable_seconds: float = 0.002,
+        bulk_seconds: float = 0.2,
+        max_rows: int = 20_000,
     ) -> None:
         self._conn = conn  # a cursor of its own: DuckDB connections are per thread
-        self._group_seconds = group_seconds
+        self._durable_seconds = durable_seconds
+        self._bulk_seconds = bulk_seconds
         self._max_rows = max_rows
-        self._queue: deque[tuple[Sequence[Row], asyncio.Future[None] | None]] = deque()
+        self._durable: deque[_Item] = deque()
+        self._bulk: deque[_Item] = deque()
+        self._bulk_rows = 0
+        self._flush_requested = False
         self._wake = threading.Event()
         self._idle = threading.Condition()
         self._pending = 0
         self._closing = False
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="halugen-store-writer",
-                                        daemon=True)
         self.commits = 0
         self.rows_written = 0
+        self._thread = threading.Thread(target=self._run, name="halugen-store-writer",
+                                        daemon=True)
         self._thread.start()
 
     # -- producer side (event loop thread) ---------------------------------------------
     def put(self, rows: Sequence[Row]) -> None:
-        """Queue rows to be committed together soon."""
+        """Queue rows to be committed together, soon."""
         self._check()
         with self._idle:
             self._pending += 1
-        self._queue.append((rows, None))
-        self._wake.set()
+        self._bulk.append((rows, None))
+        self._bulk_rows += len(rows)
+        if self._bulk_rows >= self._max_rows:
+            self._wake.set()
 
     async def put_durable(self, rows: Sequence[Row]) -> None:
         """Queue rows and wait until they are committed."""
@@ -63,15 +83,18 @@ class StoreWriter:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         with self._idle:
             self._pending += 1
-        self._queue.append((rows, fut))
+        self._durable.append((rows, fut))
         self._wake.set()
         await fut
 
     async def flush(self) -> None:
         """Wait until everything queued so far is committed."""
+        self._flush_requested = True
         await self.put_durable(())
 
     def flush_blocking(self, timeout: float | None = None) -> None:
+        self._flush_requested = True
+        self._wake.set()
         with self._idle:
             self._idle.wait_for(lambda: self._pending == 0 or self._error is not None, timeout)
         self._check()
@@ -89,25 +112,34 @@ class StoreWriter:
 
     # -- writer thread -----------------------------------------------------------------
     def _run(self) -> None:
+        last_bulk = time.monotonic()
         while True:
-            self._wake.wait()
-            if not self._closing:
-                time.sleep(self._group_seconds)  # let a group gather
+            self._wake.wait(self._bulk_seconds)
+            if self._durable and not self._closing:
+                time.sleep(self._durable_seconds)  # let a group of reservations gather
             self._wake.clear()
-            batch: list[tuple[Sequence[Row], asyncio.Future[None] | None]] = []
-            n = 0
-            while self._queue and n < self._max_rows:
-                item = self._queue.popleft()
-                batch.append(item)
-                n += len(item[0])
-            if self._queue:
-                self._wake.set()
+            batch: list[_Item] = []
+            while self._durable:
+                batch.append(self._durable.popleft())
+            now = time.monotonic()
+            if (self._closing or self._flush_requested or now - last_bulk >= self._bulk_seconds
+                    or self._bulk_rows >= self._max_rows):
+                self._flush_requested = False
+                last_bulk = now
+                n = 0
+                while self._bulk and n < self._max_rows:
+                    item = self._bulk.popleft()
+                    n += len(item[0])
+                    batch.append(item)
+                self._bulk_rows = max(0, self._bulk_rows - n)
+                if self._bulk:
+                    self._wake.set()
             if batch:
                 self._commit(batch)
-            if self._closing and not self._queue:
+            if self._closing and not self._bulk and not self._durable:
                 return
 
-    def _commit(self, batch: list[tuple[Sequence[Row], asyncio.Future[None] | None]]) -> None:
+    def _commit(self, batch: list[_Item]) -> None:
         error: BaseException | None = None
         if self._error is None:
             by_table: dict[str, list[tuple[Any, ...]]] = {}
@@ -119,9 +151,10 @@ class StoreWriter:
                     else:
                         by_table.setdefault(table, []).append(values)
             try:
+                stamp = datetime.now(UTC).replace(tzinfo=None)
                 self._conn.execute("BEGIN TRANSACTION")
                 for table, values in by_table.items():
-                    self._insert(table, values)
+                    self._insert(table, values, stamp)
                 for sql, params in statements:
                     self._conn.execute(sql, params)
                 self._conn.execute("COMMIT")
@@ -144,13 +177,22 @@ class StoreWriter:
             self._pending -= len(batch)
             self._idle.notify_all()
 
-    def _insert(self, table: str, rows: list[tuple[Any, ...]]) -> None:
+    def _insert(self, table: str, rows: list[tuple[Any, ...]], stamp: datetime) -> None:
         columns = TABLE_COLUMNS[table]
-        arrays = {name: [r[i] for r in rows] for i, name in enumerate(columns)}
-        data = pa.table(arrays)  # noqa: F841  (read by DuckDB's replacement scan)
-        self._conn.execute(
-            f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM data"
-        )
+        width = len(columns) - 1  # created_at comes from the commit
+        for r in rows:
+            if len(r) != width:
+                raise ValueError(f"{table} row has {len(r)} values, expected {width}")
+        arrays = [pa.array([r[i] for r in rows]) for i in range(width)]
+        arrays.append(pa.array([stamp] * len(rows), pa.timestamp("us")))
+        data = pa.Table.from_arrays(arrays, names=list(columns))
+        self._conn.register("_halugen_rows", data)
+        try:
+            self._conn.execute(
+                f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM _halugen_rows"
+            )
+        finally:
+            self._conn.unregister("_halugen_rows")
 
 
 def _resolve(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:

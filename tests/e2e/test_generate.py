@@ -25,7 +25,7 @@ def config(base_url: str, seeds: Path, db: Path, **kw: object) -> RunConfig:
     return RunConfig(**defaults)  # type: ignore[arg-type]
 
 
-def run(cfg: RunConfig):  # noqa: ANN201
+def run(cfg: RunConfig):
     return anyio.run(lambda: generate(cfg))
 
 

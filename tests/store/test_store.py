@@ -8,7 +8,7 @@ import duckdb
 import pytest
 
 from halugen.errors import StoreError
-from halugen.store.db import KeyIndex, key_prefix, now, open_store
+from halugen.store.db import KeyIndex, key_prefix, open_store
 from halugen.store.migrations import MIGRATIONS, TABLE_COLUMNS
 
 
@@ -52,13 +52,16 @@ def test_writer_groups_commit_atomically_and_durable_waits(tmp_path):
     writer = store.writer
 
     def outcome(i: int) -> tuple:
-        return ("seed_outcomes", ("r", "qa", f"s{i}", "sampled", "filter", None, None, now()))
+        return ("seed_outcomes", ("r", "qa", f"s{i}", "sampled", "filter", None, None))
 
     async def main() -> None:
         for i in range(500):
-            writer.put([outcome(i), ("bad_records", ("r", "qa", "f", i, "why", now()))])
+            writer.put([outcome(i), ("bad_records", ("r", "qa", "f", i, "why"))])
         await writer.put_durable([outcome(999)])
-        # after a durable put returns, a separate connection sees everything before it
+        # a durable put is committed when it returns, without waiting for the bulk lane
+        durable = store.query("SELECT count(*) FROM seed_outcomes WHERE seed_key = 's999'")
+        assert durable[0][0] == 1
+        await writer.flush()  # after a flush, everything queued before it is committed
         n = store.query("SELECT count(*) FROM seed_outcomes")[0][0]
         assert n == 501
 
@@ -76,7 +79,8 @@ def test_writer_failure_is_a_store_error(tmp_path):
         with pytest.raises(StoreError):
             await store.writer.put_durable([("sql", ("INSERT INTO no_such_table VALUES (1)", []))])
         with pytest.raises(StoreError):
-            store.writer.put([("seed_outcomes", ("r",) * len(TABLE_COLUMNS["seed_outcomes"]))])
+            width = len(TABLE_COLUMNS["seed_outcomes"]) - 1
+            store.writer.put([("seed_outcomes", ("r",) * width)])
 
     asyncio.run(main())
     with pytest.raises(StoreError):

@@ -1,0 +1,55 @@
+"""Helpers for the benchmark scripts: a simulator in its own process, seed files."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+SHARED_HOTPOT = (Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa"
+                 / "hotpot_dev_distractor_v1.head165.json")
+
+
+@contextlib.contextmanager
+def simulator_process(*args: str) -> Iterator[str]:
+    """Start ``halugen simulate`` on a free port in a child process; yields its base URL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "halugen", "simulate", "--port", "0", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        if "listening on" not in line:
+            raise RuntimeError(f"simulator did not start: {line}{proc.stderr.read() if proc.stderr else ''}")
+        yield line.rsplit(" ", 1)[-1].strip()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def real_hotpot_records() -> list[dict]:
+    """The real HotpotQA sample when it is beside the checkout, else invented records."""
+    if SHARED_HOTPOT.exists():
+        return orjson.loads(SHARED_HOTPOT.read_bytes())
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.conftest import hotpot_record
+
+    return [hotpot_record(i) for i in range(165)]
+
+
+def write_hotpot(path: Path, n: int) -> Path:
+    """``n`` distinct HotpotQA records with real sizes (the sample, varied per copy)."""
+    base = real_hotpot_records()
+    out = []
+    for i, rec in zip(range(n), itertools.cycle(base), strict=False):
+        rec = dict(rec)
+        rec["_id"] = f"{rec['_id']}-{i}"
+        rec["question"] = f"{rec['question']} (variant {i // len(base)})"
+        out.append(rec)
+    path.write_bytes(orjson.dumps(out))
+    return path

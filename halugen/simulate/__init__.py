@@ -1,0 +1,33 @@
+"""halugen's built-in OpenAI-compatible provider, for tests, benchmarks and the demo.
+
+``Simulator(SimConfig(...)).handle`` answers chat-completions requests in process (wrap it
+in ``halugen.llm.transport.HandlerTransport``); ``serve`` / ``run_server`` put the same
+object behind an aiohttp server on loopback. Modules:
+
+    answers.py     what the model says: reads the prompt, picks the kind of reply (pure)
+    mutate.py      wrong-but-plausible variants of a right answer (hallucination replies)
+    plain.py       answers to plain user queries (contradicting or paraphrasing variants)
+    words.py       names, content words, normalise (precompiled, hot path)
+    keys.py        deterministic "randomness": every choice is a hash
+    tokens.py      the byte-length token rule used for usage and limits
+    limits.py      the account's per-minute token buckets and x-ratelimit-* headers
+    request.py     reading and checking a request body; OpenAI-style error bodies
+    simulator.py   SimConfig, Simulator: routing, auth, limits, faults, billing, the response
+    server.py      the aiohttp app, serve(), run_server()
+"""
+
+from __future__ import annotations
+
+from .server import SIMULATOR, build_app, run_server, serve
+from .simulator import FAULT_KINDS, SimConfig, SimulatedDrop, Simulator
+
+__all__ = [
+    "FAULT_KINDS",
+    "SIMULATOR",
+    "SimConfig",
+    "SimulatedDrop",
+    "Simulator",
+    "build_app",
+    "run_server",
+    "serve",
+]

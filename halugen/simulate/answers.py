@@ -1,0 +1,310 @@
+"""What the simulated model says: deterministic replies in the shapes halugen's prompts ask for.
+
+Pure functions, no I/O. ``parse_prompt`` reads the last user message once (cached by text,
+since retries and ``n`` > 1 repeat it); ``reply`` turns that reading plus two 64-bit keys
+into the text of one choice:
+
+* ``prompt_key`` depends on the prompt only (and the simulator's seed): what stays the same
+  across the choices of one prompt (does this user query get contradicting answers? is the
+  recognition judge right about this prompt?);
+* ``variant_key`` depends on the whole request and the choice index: what varies between
+  choices and between otherwise identical requests with another ``seed``/``temperature``.
+
+Prompt shape: the final user message ends with a line ``Reply format:`` followed by one
+``Label: <description>`` line per field of the reply (``<one of: a, b, c>`` lists the
+options); the record's data precedes it as labelled lines (``Knowledge: ...``,
+``Right answer: ...``, ``Answer 1: ...``), a value running to a blank line or the next
+label. Which reply: labels ``Pattern`` + ``Answer``/``Response``/``Summary`` ask for a
+hallucination (``mutate``), ``Choice`` for the filter judge's pick, ``Verdict`` for a
+recognition Yes/No; no reply format at all is a plain user query (``plain``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .keys import mix, pick, unit
+from .mutate import hallucinate
+from .plain import plain_answer
+from .words import content_words, normalise, overlap_words
+
+__all__ = [
+    "PromptInfo",
+    "Reply",
+    "choose",
+    "garbage_reply",
+    "parse_prompt",
+    "reply",
+    "verdict",
+]
+
+# -- reading the prompt --------------------------------------------------------------------
+
+_REPLY_FORMAT = "reply format:"
+
+# Labels that introduce the record's data (and a few that demonstrations use); a value runs
+# from its label to a blank line or the next of these labels.
+_DATA_LABEL = re.compile(
+    r"^[ \t>*_#-]*("
+    r"knowledge|question|document|dialogue history|dialogue|context|query|user query|"
+    r"instruction|input|right (?:answer|response|summary)|"
+    r"hallucinated (?:answer|response|summary)|"
+    r"(?:answer|response|summary|candidate) \d+|answer|response|summary|"
+    r"pattern|choice|verdict|explanation|reasoning"
+    r")[ \t*_#]*:[ \t*_]*(.*)$",
+    re.IGNORECASE,
+)
+_FORMAT_LABEL = re.compile(r"^[ \t>*_#-]*([A-Za-z][A-Za-z0-9 _-]{0,40}?)[ \t*_#]*:[ \t]*(.*)$")
+_ONE_OF = re.compile(r"one of\s*:?\s*([^>\n]*)", re.IGNORECASE)
+_OPTION_SPLIT = re.compile(r"\s*(?:,|/|\||\bor\b)\s*")
+_NUMBERED = re.compile(r"^(?:answer|response|summary|candidate) (\d+)$")
+
+_ANSWER_LABELS = ("answer", "response", "summary")
+
+
+@dataclass(frozen=True, slots=True)
+class PromptInfo:
+    """What the simulator understood of a prompt's last user message."""
+
+    kind: str  # hallucinate | choose | verdict | form (other labelled format) | plain
+    labels: tuple[str, ...]  # reply-format labels as written, in order
+    options: Mapping[str, tuple[str, ...]]  # lower-case label -> its "one of:" options
+    fields: Mapping[str, str]  # lower-case data label -> value (the record's)
+    candidates: tuple[str, ...]  # "Answer 1" ... "Answer N" of a judge prompt, in order
+    text: str  # the whole last user message
+
+
+def _split_format(text: str) -> tuple[str, list[str] | None]:
+    """(text before the last ``Reply format:``, the lines after it) or (text, None)."""
+    low = text.lower()
+    at = low.rfind(_REPLY_FORMAT)
+    if at < 0:
+        return text, None
+    # only a line that starts with it counts (markdown decoration allowed)
+    line_start = low.rfind("\n", 0, at) + 1
+    if low[line_start:at].strip(" \t>*_#-"):
+        return text, None
+    after = text[at + len(_REPLY_FORMAT) :]
+    return text[:line_start], after.splitlines()
+
+
+def _format_labels(lines: list[str]) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
+    labels: list[str] = []
+    options: dict[str, tuple[str, ...]] = {}
+    for line in lines:
+        m = _FORMAT_LABEL.match(line)
+        if not m:
+            continue
+        label = m.group(1).strip()
+        labels.append(label)
+        o = _ONE_OF.search(m.group(2))
+        if o:
+            opts = tuple(x.strip(" .<>*_`'\"") for x in _OPTION_SPLIT.split(o.group(1).strip()))
+            options[label.lower()] = tuple(x for x in opts if x)
+    return tuple(labels), options
+
+
+def _record_fields(
+    before: str, reply_labels: frozenset[str]
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The record's labelled values, read backwards from the reply format.
+
+    Demonstrations come before the record and use the same labels, so the scan stops at
+    the first label seen twice, or at a demonstration's own reply (a line labelled like
+    the reply format asks, e.g. ``Choice: 1``).
+    """
+    fields: dict[str, str] = {}
+    order: list[str] = []
+    tail: list[str] = []  # unlabelled lines below the current line, up to a blank line
+    for line in reversed(before.splitlines()):
+        if not line.strip():
+            tail.clear()
+            continue
+        m = _DATA_LABEL.match(line)
+        if not m:
+            tail.append(line)
+            continue
+        label = " ".join(m.group(1).lower().split())
+        if label in fields or label in reply_labels:
+            break
+        value = m.group(2).strip()
+        if tail:
+            value = "\n".join([value, *reversed(tail)]).strip()
+            tail.clear()
+        fields[label] = value.strip("*_ ").strip()
+        order.append(label)
+    # the judge's candidates: the run "Answer 1", "Answer 2", ... as the record lists them
+    candidates: list[str] = []
+    for label in reversed(order):
+        m = _NUMBERED.match(label)
+        if m and int(m.group(1)) == len(candidates) + 1:
+            candidates.append(fields[label])
+        elif candidates:
+            break
+    return fields, tuple(candidates)
+
+
+@lru_cache(maxsize=4096)
+def parse_prompt(text: str) -> PromptInfo:
+    """Read a last user message: which reply it asks for and the record it carries."""
+    before, fmt_lines = _split_format(text)
+    if fmt_lines is None:
+        return PromptInfo("plain", (), {}, {}, (), text)
+    labels, options = _format_labels(fmt_lines)
+    low = {label.lower() for label in labels}
+    fields, candidates = _record_fields(before, frozenset(low.difference(_ANSWER_LABELS)))
+    if "choice" in low:
+        kind = "choose"
+    elif "verdict" in low:
+        kind = "verdict"
+    elif "pattern" in low and low & set(_ANSWER_LABELS):
+        kind = "hallucinate"
+    else:
+        kind = "form"
+    return PromptInfo(kind, labels, options, fields, candidates, text)
+
+
+# -- the judges ----------------------------------------------------------------------------
+
+
+def choose(candidates: tuple[str, ...], context: str, key: int) -> int:
+    """1-based choice: the candidate sharing most words with the context; ties by hash."""
+    if not candidates:
+        return 1
+    ctx = overlap_words(context)
+    best = max(
+        range(len(candidates)),
+        key=lambda i: (len(ctx & overlap_words(candidates[i])), mix(key, i)),
+    )
+    return best + 1
+
+
+def verdict(
+    shown: str | None,
+    key: int,
+    *,
+    oracle: Mapping[str, bool] | None,
+    judge_accuracy: float | None,
+) -> tuple[str, float]:
+    """("Yes"|"No", probability the model puts on that token).
+
+    With an oracle entry for the shown answer, the verdict is right with probability
+    ``judge_accuracy`` (1.0 when None); otherwise it is a coin flip.
+    """
+    u = unit(key, 21)
+    truth = oracle.get(normalise(shown)) if oracle and shown else None
+    if truth is None:
+        yes = u < 0.5
+    else:
+        accuracy = 1.0 if judge_accuracy is None else judge_accuracy
+        yes = truth if u < accuracy else not truth
+    confidence = 0.55 + 0.44 * unit(key, 22)
+    return ("Yes" if yes else "No"), confidence
+
+
+# -- replies -------------------------------------------------------------------------------
+
+_GARBAGE = (
+    "I'm not sure which one.",
+    "Both seem reasonable to me, it depends on how you look at it.",
+    "Let me think about this step by step before deciding.",
+    "Could you clarify what you are looking for?",
+)
+
+
+def garbage_reply(key: int) -> str:
+    """A reply that ignores the requested format (exercises unparseable handling)."""
+    return pick(_GARBAGE, key, 41)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    text: str
+    verdict: str = ""  # "Yes" | "No" for recognition prompts
+    confidence: float = 0.0  # probability of the verdict token
+
+
+def _context(fields: Mapping[str, str]) -> str:
+    parts = [
+        fields.get(k, "")
+        for k in ("knowledge", "document", "dialogue history", "dialogue", "context", "question")
+    ]
+    return "\n".join(p for p in parts if p)
+
+
+def _shown_answer(fields: Mapping[str, str]) -> str | None:
+    for label in _ANSWER_LABELS:
+        if label in fields:
+            return fields[label]
+    return None
+
+
+def reply(
+    info: PromptInfo,
+    *,
+    prompt_key: int,
+    variant_key: int,
+    choice: int = 0,
+    oracle: Mapping[str, bool] | None = None,
+    judge_accuracy: float | None = None,
+) -> Reply:
+    """The text of choice number ``choice`` for a parsed prompt."""
+    if info.kind == "plain":
+        return Reply(plain_answer(info.text, prompt_key, variant_key))
+    if info.kind == "choose":
+        k = choose(info.candidates, _context(info.fields), variant_key)
+        return Reply(_render(info, {"choice": str(k)}, variant_key))
+    if info.kind == "verdict":
+        word, confidence = verdict(
+            _shown_answer(info.fields),
+            mix(prompt_key, 100 + choice),  # the prompt decides (each choice draws anew)
+            oracle=oracle,
+            judge_accuracy=judge_accuracy,
+        )
+        return Reply(_render(info, {"verdict": word}, variant_key), word, confidence)
+    if info.kind == "hallucinate":
+        return Reply(_render(info, _hallucination(info, variant_key), variant_key))
+    return Reply(_render(info, {}, variant_key))
+
+
+def _hallucination(info: PromptInfo, key: int) -> dict[str, str]:
+    options = info.options.get("pattern") or ("factualness",)
+    pattern = pick(options, key, 51)
+    out = {"pattern": pattern}
+    fields = info.fields
+    for label in info.labels:
+        low = label.lower()
+        if low in _ANSWER_LABELS:
+            right = fields.get(f"right {low}")
+            if right is None:
+                right = next(
+                    (fields[f"right {x}"] for x in _ANSWER_LABELS if f"right {x}" in fields), ""
+                )
+            out[low] = hallucinate(
+                right, _context(fields), pattern, key, question=fields.get("question", "")
+            )
+    return out
+
+
+def _render(info: PromptInfo, values: Mapping[str, str], key: int) -> str:
+    """One ``Label: value`` line per reply-format label, in the format's order."""
+    lines = []
+    for i, label in enumerate(info.labels):
+        low = label.lower()
+        value = values.get(low)
+        if value is None:
+            opts = info.options.get(low)
+            value = pick(opts, key, 60 + i) if opts else _filler(low, info, key)
+        lines.append(f"{label}: {value}")
+    return "\n".join(lines)
+
+
+def _filler(label: str, info: PromptInfo, key: int) -> str:
+    """A value for a label the simulator has no special meaning for (e.g. "Explanation")."""
+    words = content_words(_context(info.fields) or info.text)[:3]
+    about = ", ".join(words) if words else "the record"
+    return f"Based on {about}, this follows from the text given ({math.floor(unit(key) * 9) + 1})."

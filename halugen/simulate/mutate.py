@@ -1,0 +1,180 @@
+"""Wrong-but-plausible variants of a right answer, for the simulator's hallucination replies.
+
+Edits in the spirit of HaluEval's patterns: swap a named entity for another one from the
+record, change a number or a year, negate a statement, or add a false specific detail.
+Which edit comes first depends on the pattern asked for; the others are fallbacks, and the
+result never equals the right answer after ``normalise`` (the engine rejects those).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .keys import mix, pick
+from .words import STOP, content_words, names, names_normalised, normalise
+
+__all__ = ["hallucinate"]
+
+_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\w])|(?<![\w.])\d+(?:\.\d+)?(?![\w])")
+_AUX = re.compile(
+    r"\b(is|are|was|were|can|could|will|would|does|did|do|has|have|had|should|must)\b"
+)
+_NOT = re.compile(r"\b(not|never)\s+", re.IGNORECASE)
+_NT = re.compile(r"n't\b")
+
+# Invented stand-ins for when the record offers nothing to swap in.
+_FALLBACK_NAMES = (
+    "Harlow Vance",
+    "Port Elsby",
+    "the Marren Institute",
+    "Odile Brask",
+    "Fenwick County",
+    "the Tarn Valley Trust",
+)
+_DETAILS = (" in {year}", " since {year}", ", according to {name}")
+
+
+def _swap_name(right: str, context: str, key: int, *, prefer: str = "") -> str | None:
+    targets = names(right)
+    right_norm = normalise(right)
+    pool = []
+    seen = set()
+    for name, norm in names_normalised(prefer) + names_normalised(context):
+        # a name that contains or is contained in the right text is no swap ("Eiffel" for
+        # "Gustave Eiffel")
+        if norm and norm not in right_norm and right_norm not in norm and norm not in seen:
+            seen.add(norm)
+            pool.append(name)
+    if targets:
+        target = pick(targets, key, 1)
+        size = len(target.split())
+        same_size = [n for n in pool if len(n.split()) == size]
+        choices = same_size or pool or list(_FALLBACK_NAMES)
+        new = pick(choices, key, 2)
+        return right.replace(target, new, 1)
+    words = right.split()
+    if 1 < len(words) <= 4 and all(w.isalpha() for w in words):
+        # a short lower-case phrase ("blue whale"): keep its head word, take another
+        # modifier the context uses with it ("fin whale")
+        head = words[-1]
+        found = re.findall(rf"\b([A-Za-z]+) {re.escape(head)}\b", prefer + "\n" + context)
+        mods = [
+            m
+            for m in dict.fromkeys(found)
+            if m.lower() != words[-2].lower() and m.lower() not in STOP
+        ]
+        if mods:
+            return " ".join([*words[:-2], pick(mods, key, 3), head])
+    if len(words) == 1 and words[0].isalpha():
+        # a single word ("red"): prefer a sibling the context lists with it ("red and white")
+        w = re.escape(words[0])
+        text = prefer + "\n" + context
+        siblings = re.findall(rf"\b{w},? (?:and|or) ([A-Za-z]+)", text, re.IGNORECASE)
+        siblings += re.findall(rf"\b([A-Za-z]+),? (?:and|or) {w}\b", text, re.IGNORECASE)
+        pool_words = [x for x in siblings if x.lower() not in STOP] or [
+            x for x in content_words(text) if x != right_norm
+        ]
+        if pool_words:
+            return pick(pool_words, key, 3)
+    return None
+
+
+def _change_number(right: str, _context: str, key: int) -> str | None:
+    found = list(_NUMBER.finditer(right))
+    if not found:
+        return None
+    m = pick(found, key, 4)
+    raw = m.group(0)
+    delta = 1 + mix(key, 5) % 7
+    if "," in raw:
+        value = int(raw.replace(",", "")) + delta * 10 ** (len(raw.replace(",", "")) - 2)
+        new = f"{value:,}"
+    elif "." in raw:
+        whole, frac = raw.split(".")
+        new = f"{whole}.{(int(frac) + delta) % 10 ** len(frac):0{len(frac)}d}"
+    else:
+        value = int(raw)
+        if 1000 <= value <= 2099 and len(raw) == 4:  # a year: stay plausible
+            value += delta if mix(key, 6) % 2 else -delta
+        else:
+            value = value + delta if value < 10 or mix(key, 6) % 2 else value * 2
+        new = str(value)
+    return right[: m.start()] + new + right[m.end() :]
+
+
+def _negate(right: str, _context: str, key: int) -> str | None:
+    norm = normalise(right)
+    if norm in ("yes", "no"):
+        flip = "no" if norm == "yes" else "yes"
+        return flip.capitalize() if right[:1].isupper() else flip
+    if _NOT.search(right):
+        return _NOT.sub("", right, count=1)
+    if _NT.search(right):
+        return _NT.sub("", right, count=1)
+    m = _AUX.search(right)
+    if m:
+        return right[: m.end()] + " not" + right[m.end() :]
+    return None
+
+
+def _add_detail(right: str, context: str, key: int) -> str:
+    year = 1850 + mix(key, 7) % 170
+    right_norm = normalise(right)
+    others = [n for n, norm in names_normalised(context) if norm not in right_norm]
+    if len(right.split()) <= 4:
+        # a short span gets an extra wrong item rather than a clause, to keep its form
+        return f"{right} and {pick(others, key, 9)}" if others else f"{right} in {year}"
+    detail = pick(_DETAILS, key, 8).format(
+        year=year, name=pick(others or list(_FALLBACK_NAMES), key, 9)
+    )
+    body = right.rstrip()
+    end = ""
+    if body[-1:] in ".!?":
+        body, end = body[:-1], body[-1]
+    return f"{body}{detail}{end}"
+
+
+_STRATEGIES = {
+    "name": _swap_name,
+    "number": _change_number,
+    "negate": _negate,
+    "detail": _add_detail,
+}
+# Which edit suits which pattern best (the rest follow as fallbacks).
+_PATTERN_ORDER = {
+    "comprehension": ("name", "negate", "number", "detail"),
+    "factualness": ("name", "number", "detail", "negate"),
+    "specificity": ("detail", "number", "name", "negate"),
+    "inference": ("negate", "number", "name", "detail"),
+    "extrinsic-soft": ("detail", "name", "number", "negate"),
+    "extrinsic-hard": ("name", "number", "detail", "negate"),
+    "extrinsic-grouped": ("name", "detail", "number", "negate"),
+    "factual": ("number", "name", "detail", "negate"),
+    "non-factual": ("detail", "name", "number", "negate"),
+    "intrinsic": ("name", "negate", "number", "detail"),
+}
+_DEFAULT_ORDERS = (
+    ("name", "number", "negate", "detail"),
+    ("number", "name", "detail", "negate"),
+    ("negate", "name", "number", "detail"),
+)
+
+
+def hallucinate(right: str, context: str, pattern: str, key: int, *, question: str = "") -> str:
+    """A plausible but wrong variant of ``right``; never equal to it after ``normalise``."""
+    right = " ".join(right.split())
+    if not right:
+        pool = names(context) or list(_FALLBACK_NAMES)
+        return f"It was {pick(pool, key, 10)}, in {1850 + mix(key, 11) % 170}."
+    order = _PATTERN_ORDER.get(pattern.lower()) or pick(_DEFAULT_ORDERS, key, 12)
+    if normalise(right) in ("yes", "no"):
+        order = ("negate",)  # a yes/no answer has one wrong form
+    target = normalise(right)
+    for name in order:
+        if name == "name":
+            out = _swap_name(right, context, key, prefer=question)
+        else:
+            out = _STRATEGIES[name](right, context, key)
+        if out and normalise(out) and normalise(out) != target:
+            return out
+    return right + " " + str(1850 + mix(key, 13) % 170)  # cannot equal ``right``

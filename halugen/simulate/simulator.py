@@ -1,0 +1,425 @@
+"""The simulated provider, independent of any transport: ``Simulator.handle(path, headers, body)``.
+
+One request goes through, in order: route (404), auth (401), body checks (400, including
+context length), the account's rate limits (429), fault injection (500/503/drop/hang/
+malformed/content_filter), then the answer. Everything the simulator decides is a
+deterministic function of the request body, the simulator's ``seed`` and, for faults, how
+many times that same body was seen (so a retried request can succeed).
+
+Billing follows what a provider would charge: a request is billed when the simulator decides
+to answer it (normal answers, and the "hang", "malformed" and "content_filter" faults, where
+the work was done), before any latency or hang delay, so a client that gives up while
+waiting was billed all the same. 4xx, 429, 500, 503 and "drop" are not billed.
+
+In-process callers (``HandlerTransport(sim.handle)``) see a "drop" fault as the exception
+``SimulatedDrop``; the aiohttp app turns it into a closed connection. The engine's
+transport layer is the place to map it to a connection error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ..errors import UsageError
+from ..llm.transport import HttpResponse
+from ..records import canonical_json
+from . import answers
+from .keys import key64, mix, unit
+from .limits import Admission, RateLimits
+from .request import BadRequest, ChatBody, error_response, parse_body
+from .tokens import count_text, truncate_to_tokens
+from .words import normalise
+
+__all__ = ["FAULT_KINDS", "SimConfig", "SimulatedDrop", "Simulator"]
+
+FAULT_KINDS = ("500", "503", "hang", "malformed", "content_filter", "drop")
+CONTEXT_WINDOW = 128_000
+_JSON = "application/json"
+
+
+class SimulatedDrop(ConnectionResetError):
+    """A "drop" fault: the connection closes with no response (nothing billed)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimConfig:
+    latency_ms: float = 0.0  # added before answering
+    jitter_ms: float = 0.0  # deterministic per request, uniform in [0, jitter_ms)
+    rpm: float | None = None  # requests per minute the "account" allows
+    tpm: float | None = None  # tokens per minute (prompt + max_tokens * n)
+    fail_rate: float = 0.0  # share of admitted requests that hit a fault
+    faults: tuple[str, ...] = FAULT_KINDS  # the fault kinds drawn from, evenly
+    hang_s: float = 30.0  # how long a "hang" holds the request before answering
+    price_in: float = 0.15  # USD per million prompt tokens
+    price_out: float = 0.60  # USD per million completion tokens
+    api_key: str | None = field(default=None, repr=False)
+    honour_n: bool = True  # False: ignore n > 1 and return one choice
+    report_usage: bool = True  # False: omit "usage" from responses
+    seed: int = 0  # mixes into every deterministic choice
+    judge_accuracy: float | None = None  # recognition: P(right verdict) for oracle answers
+    oracle: Mapping[str, bool] | None = None  # answer text -> is hallucinated
+    garbage_rate: float = 0.0  # share of formatted answers that ignore the format
+    context_window: int = CONTEXT_WINDOW
+    clock: Callable[[], float] = time.monotonic  # rate-limit time; inject a fake in tests
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep  # latency and hangs
+
+    def __post_init__(self) -> None:
+        for name in ("fail_rate", "garbage_rate"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise UsageError(f"simulator {name} must be between 0 and 1, not {value}")
+        if self.judge_accuracy is not None and not 0.0 <= self.judge_accuracy <= 1.0:
+            raise UsageError("simulator judge_accuracy must be between 0 and 1")
+        for name in ("latency_ms", "jitter_ms", "hang_s", "price_in", "price_out"):
+            if getattr(self, name) < 0:
+                raise UsageError(f"simulator {name} must not be negative")
+        for name in ("rpm", "tpm"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise UsageError(f"simulator {name} must be positive (or unset)")
+        unknown = set(self.faults) - set(FAULT_KINDS)
+        if unknown or (self.fail_rate > 0 and not self.faults):
+            raise UsageError(
+                f"unknown simulator fault kinds {sorted(unknown)}; known: {', '.join(FAULT_KINDS)}"
+            )
+
+
+class Simulator:
+    """An OpenAI-compatible chat-completions provider, in process."""
+
+    def __init__(self, config: SimConfig) -> None:
+        self.config = config
+        self._limits = RateLimits(config.rpm, config.tpm, config.clock)
+        # oracle keys compared in the normalised form the verdict lookup uses
+        self._oracle = (
+            {normalise(k): bool(v) for k, v in config.oracle.items()} if config.oracle else None
+        )
+        self._bearer = f"Bearer {config.api_key}" if config.api_key is not None else None
+        self._in_flight = 0  # not reset: requests under way finish after a reset
+        self.reset()
+
+    # -- bookkeeping -----------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Zero every counter and refill the rate-limit buckets."""
+        self._requests = 0
+        self._ok = 0
+        self._rate_limited = 0
+        self._by_status: Counter[int] = Counter()
+        self._faults: Counter[str] = Counter()
+        self._prompt_tokens = 0
+        self._completion_tokens = 0
+        self._billed: dict[bytes, int] = {}
+        self._billed_requests = 0
+        self._attempts: dict[bytes, int] = {}
+        self._limits.reset()
+
+    def stats(self, *, keys: bool = True) -> dict[str, Any]:
+        """Counters since start or the last ``reset``.
+
+        ``by_status`` counts responses by HTTP status (int keys; JSON makes them strings),
+        ``faults`` counts injected faults by kind, ``ok`` counts normal answers (no fault),
+        ``billed_keys`` maps each billed request's fingerprint (sha256 hex of the canonical
+        request body) to how many times it was billed; ``keys=False`` leaves it out, which
+        is cheaper on long runs.
+        """
+        cfg = self.config
+        out: dict[str, Any] = {
+            "requests": self._requests,
+            "ok": self._ok,
+            "by_status": dict(self._by_status),
+            "faults": dict(self._faults),
+            "rate_limited": self._rate_limited,
+            "prompt_tokens": self._prompt_tokens,
+            "completion_tokens": self._completion_tokens,
+            "billed_requests": self._billed_requests,
+            "billed_usd": (
+                self._prompt_tokens * cfg.price_in + self._completion_tokens * cfg.price_out
+            )
+            / 1e6,
+            "duplicate_bills": self._billed_requests - len(self._billed),
+            "in_flight": self._in_flight,
+        }
+        if keys:
+            out["billed_keys"] = {k.hex(): v for k, v in self._billed.items()}
+        return out
+
+    def models(self) -> dict[str, Any]:
+        """The body of ``GET /v1/models``."""
+        return {
+            "object": "list",
+            "data": [{"id": "halugen-sim", "object": "model", "created": 0, "owned_by": "halugen"}],
+        }
+
+    def authorised(self, headers: Mapping[str, str]) -> bool:
+        return self._bearer is None or headers.get("authorization") == self._bearer
+
+    def unauthorised(self) -> HttpResponse:
+        # the key is never echoed back
+        return error_response(
+            401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"
+        )
+
+    # -- the request path ------------------------------------------------------------------
+
+    async def handle(self, path: str, headers: Mapping[str, str], body: bytes) -> HttpResponse:
+        """Answer ``POST <path>`` with lower-case ``headers``; may raise ``SimulatedDrop``."""
+        self._requests += 1
+        self._in_flight += 1
+        try:
+            response = await self._handle(path, headers, body)
+        finally:
+            self._in_flight -= 1
+        return response
+
+    def _count(self, response: HttpResponse) -> HttpResponse:
+        self._by_status[response.status] += 1
+        return response
+
+    async def _handle(self, path: str, headers: Mapping[str, str], body: bytes) -> HttpResponse:
+        cfg = self.config
+        if not path.split("?", 1)[0].rstrip("/").endswith("/chat/completions"):
+            return self._count(
+                error_response(
+                    404,
+                    f"Unknown request URL: POST {path}.",
+                    "invalid_request_error",
+                    "unknown_url",
+                )
+            )
+        if not self.authorised(headers):
+            return self._count(self.unauthorised())
+        try:
+            req = parse_body(body)
+            if req.prompt_tokens + (req.max_tokens or 0) > cfg.context_window:
+                raise BadRequest(
+                    f"This model's maximum context length is {cfg.context_window} tokens. "
+                    f"However, you requested {req.prompt_tokens + (req.max_tokens or 0)} tokens "
+                    f"({req.prompt_tokens} in the messages, {req.max_tokens or 0} in the "
+                    "completion). Please reduce the length of the messages or completion.",
+                    "messages",
+                    "context_length_exceeded",
+                )
+        except BadRequest as exc:
+            return self._count(
+                error_response(
+                    400,
+                    str(exc),
+                    "invalid_request_error",
+                    exc.code,
+                    exc.param,
+                    self._limits.headers(),
+                )
+            )
+
+        n_out = req.n if cfg.honour_n else 1
+        admission = self._limits.admit(req.prompt_tokens + n_out * (req.max_tokens or 0))
+        if not admission.ok:
+            self._rate_limited += 1
+            return self._count(self._too_many(req, n_out, admission))
+        rl_headers = admission.headers
+
+        digest = hashlib.sha256(canonical_json(req.body)).digest()
+        fault = self._draw_fault(digest) if cfg.fail_rate > 0 else None
+        delay = cfg.latency_ms
+        if cfg.jitter_ms:
+            delay += unit(key64(cfg.seed, digest, "jitter")) * cfg.jitter_ms
+
+        if fault in ("500", "503", "drop"):
+            self._faults[fault] += 1
+            if fault == "drop":
+                if delay > 0:
+                    await cfg.sleep(delay / 1000.0)
+                raise SimulatedDrop("simulated dropped connection")
+            message = (
+                "The server had an error while processing your request."
+                if fault == "500"
+                else "The engine is currently overloaded, please try again later."
+            )
+            response = self._count(
+                error_response(int(fault), message, "server_error", None, None, rl_headers)
+            )
+            if delay > 0:
+                await cfg.sleep(delay / 1000.0)
+            return response
+
+        payload, completion_tokens = self._completion(req, n_out, digest, fault)
+        self._bill(digest, req.prompt_tokens, completion_tokens)
+        data = orjson.dumps(payload)
+        if fault is None:
+            self._ok += 1
+        else:
+            self._faults[fault] += 1
+            if fault == "malformed":
+                data = data[: max(1, len(data) // 2)]  # cut mid-body: not valid JSON
+        response = self._count(
+            HttpResponse(
+                status=200,
+                headers={"content-type": _JSON, "x-request-id": payload["id"], **rl_headers},
+                body=data,
+            )
+        )
+        if fault == "hang":
+            await cfg.sleep(cfg.hang_s)
+        if delay > 0:
+            await cfg.sleep(delay / 1000.0)
+        return response
+
+    def _too_many(self, req: ChatBody, n_out: int, admission: Admission) -> HttpResponse:
+        wait = admission.retry_after if admission.retry_after > 0 else 1.0
+        limits = self.config.rpm if admission.limit == "requests" else self.config.tpm
+        short = "RPM" if admission.limit == "requests" else "TPM"
+        wanted = (
+            1
+            if admission.limit == "requests"
+            else (req.prompt_tokens + n_out * (req.max_tokens or 0))
+        )
+        if admission.too_large:
+            message = (
+                f"Request too large for {req.model} on tokens per min ({short}): "
+                f"Limit {limits:g}, Requested {wanted}. Reduce the input or output tokens."
+            )
+        else:
+            message = (
+                f"Rate limit reached for {req.model} on {admission.limit} per min ({short}): "
+                f"Limit {limits:g}, Requested {wanted}. Please try again in "
+                f"{wait * 1000:.0f}ms."
+            )
+        headers = {
+            **admission.headers,
+            "retry-after-ms": str(math.ceil(wait * 1000)),
+            "retry-after": str(math.ceil(wait)),
+        }
+        return error_response(429, message, admission.limit, "rate_limit_exceeded", None, headers)
+
+    def _draw_fault(self, digest: bytes) -> str | None:
+        attempt = self._attempts.get(digest, 0) + 1
+        self._attempts[digest] = attempt
+        key = key64(self.config.seed, digest, attempt, "fault")
+        if unit(key) >= self.config.fail_rate:
+            return None
+        faults = self.config.faults
+        return faults[mix(key, 1) % len(faults)]
+
+    def _bill(self, digest: bytes, prompt_tokens: int, completion_tokens: int) -> None:
+        self._prompt_tokens += prompt_tokens
+        self._completion_tokens += completion_tokens
+        self._billed_requests += 1
+        self._billed[digest] = self._billed.get(digest, 0) + 1
+
+    # -- the answer ------------------------------------------------------------------------
+
+    def _completion(
+        self, req: ChatBody, n_out: int, digest: bytes, fault: str | None
+    ) -> tuple[dict[str, Any], int]:
+        cfg = self.config
+        info = answers.parse_prompt(req.last_user)
+        prompt_key = key64(cfg.seed, req.last_user)
+        choices = []
+        completion_tokens = 0
+        for i in range(n_out):
+            if fault == "content_filter":
+                choices.append(
+                    {
+                        "index": i,
+                        "message": {"role": "assistant", "content": ""},
+                        "finish_reason": "content_filter",
+                        "logprobs": None,
+                    }
+                )
+                continue
+            variant_key = key64(cfg.seed, digest, i)
+            if (
+                cfg.garbage_rate > 0
+                and info.kind != "plain"
+                and unit(variant_key, 71) < cfg.garbage_rate
+            ):
+                reply = answers.Reply(answers.garbage_reply(variant_key))
+            else:
+                reply = answers.reply(
+                    info,
+                    prompt_key=prompt_key,
+                    variant_key=variant_key,
+                    choice=i,
+                    oracle=self._oracle,
+                    judge_accuracy=cfg.judge_accuracy,
+                )
+            text, finish = _finish(reply.text, req.stop, req.max_tokens)
+            completion_tokens += count_text(text)
+            choice: dict[str, Any] = {
+                "index": i,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": finish,
+                "logprobs": _logprobs(reply, text, req.top_logprobs, variant_key)
+                if req.logprobs
+                else None,
+            }
+            choices.append(choice)
+        payload: dict[str, Any] = {
+            "id": f"chatcmpl-sim{digest.hex()[:24]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": req.model,
+            "system_fingerprint": "fp_halugen_sim",
+            "choices": choices,
+        }
+        if cfg.report_usage:
+            payload["usage"] = {
+                "prompt_tokens": req.prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": req.prompt_tokens + completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": 0},
+            }
+        return payload, completion_tokens
+
+
+def _finish(text: str, stop: tuple[str, ...], max_tokens: int | None) -> tuple[str, str]:
+    finish = "stop"
+    if stop:
+        cut = min((i for i in (text.find(s) for s in stop) if i >= 0), default=-1)
+        if cut >= 0:
+            text = text[:cut]
+    if max_tokens is not None:
+        text, was_cut = truncate_to_tokens(text, max_tokens)
+        if was_cut:
+            finish = "length"
+    return text, finish
+
+
+def _logprobs(reply: answers.Reply, text: str, top: int, key: int) -> dict[str, Any]:
+    """OpenAI-style logprobs: the Yes/No token for verdicts, one entry per word otherwise."""
+    if reply.verdict and reply.verdict in text:
+        p = reply.confidence
+        other = "No" if reply.verdict == "Yes" else "Yes"
+        alts = [
+            {"token": reply.verdict, "logprob": math.log(p)},
+            {"token": other, "logprob": math.log(1.0 - p)},
+        ]
+        return {
+            "content": [
+                {
+                    "token": reply.verdict,
+                    "logprob": math.log(p),
+                    "bytes": list(reply.verdict.encode()),
+                    "top_logprobs": alts[:top],
+                }
+            ]
+        }
+    content = []
+    for i, word in enumerate(text.split()[:512]):
+        token = word if i == 0 else " " + word
+        lp = -2.0 * unit(key, 1000 + i)
+        entry = {"token": token, "logprob": lp, "bytes": list(token.encode()), "top_logprobs": []}
+        if top:
+            entry["top_logprobs"] = [{"token": token, "logprob": lp}]
+        content.append(entry)
+    return {"content": content}
