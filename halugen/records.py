@@ -81,6 +81,7 @@ class ChatRequest:
     logprobs: bool = False
     top_logprobs: int | None = None
     index: int = 0  # tells apart identical requests that must be paid separately
+    _key: str = field(default="", init=False, repr=False, compare=False)
 
     def params(self) -> dict[str, Any]:
         """Sampling parameters as sent to the provider (keys absent when unset)."""
@@ -108,15 +109,17 @@ class ChatRequest:
     @property
     def key(self) -> str:
         """The request key of DESIGN.md: same key, same answer, never paid twice."""
-        return fingerprint(
-            {
-                "model": self.model,
-                "messages": list(self.messages),
-                "params": self.params(),
-                "index": self.index,
-            },
-            size=64,
-        )
+        if not self._key:
+            object.__setattr__(self, "_key", fingerprint(
+                {
+                    "model": self.model,
+                    "messages": list(self.messages),
+                    "params": self.params(),
+                    "index": self.index,
+                },
+                size=64,
+            ))
+        return self._key
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ class TokenCounter:
         self._encode = encode
         self.exact = exact
         self._static: dict[str, int] = {}
+        self._recent: dict[str, int] = {}
 
     def count_static(self, text: str) -> int:
         """``count`` for text that recurs (a template's fixed parts): remembered."""
@@ -41,12 +42,23 @@ class TokenCounter:
         if n is None:
             if len(self._static) > 4096:  # templates are few; anything else is a misuse
                 self._static.clear()
-            n = self._static[text] = self.count(text)
+            n = self._static[text] = self._raw_count(text)
         return n
 
     def count(self, text: str) -> int:
         if not text:
             return 0
+        # a seed's fields are counted for each of its calls: remember the recent ones
+        n = self._recent.get(text)
+        if n is not None:
+            return n
+        n = self._raw_count(text)
+        if len(self._recent) >= 8192:
+            self._recent.clear()
+        self._recent[text] = n
+        return n
+
+    def _raw_count(self, text: str) -> int:
         if self._encode is not None:
             return len(self._encode(text))
         return math.ceil(len(text.encode("utf-8")) / _BYTES_PER_TOKEN)
@@ -65,8 +77,8 @@ def _load(name: str) -> Callable[[str], list[int]] | None:
             enc = tiktoken.get_encoding(candidate)
         except Exception:  # offline download failure, unknown name, corrupt cache
             continue
-        # special tokens in seed text must count as text, never raise
-        return lambda text, _e=enc: _e.encode(text, disallowed_special=())
+        # encode_ordinary: special tokens in seed text count as text, never raise
+        return enc.encode_ordinary
     return None
 
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
-from .._groups import most_serious
 from ..errors import BudgetExhausted
 from ..llm.calls import CallFailure
 from ..records import Candidate, ChatRequest, Seed
@@ -46,19 +44,11 @@ async def sample_seed(ctx: GenContext, seed: Seed) -> list[Candidate]:
         if idx < len(results):
             results[idx] = _candidate_from_row(seed, row)
 
-    async def one(idx: int) -> None:
-        results[idx] = await _sample_one(ctx, task, seed, idx)
-
-    missing = [i for i, c in enumerate(results) if c is None]
-    if len(missing) == 1:
-        await one(missing[0])
-    elif missing:
-        try:
-            async with anyio.create_task_group() as tg:
-                for idx in missing:
-                    tg.start_soon(one, idx)
-        except BaseExceptionGroup as group:
-            raise most_serious(group) from None
+    # One candidate after the other: a seed's calls need no parallelism of their own, the
+    # worker pool keeps the endpoint busy (and a task group per seed costs CPU).
+    for idx, cand in enumerate(results):
+        if cand is None:
+            results[idx] = await _sample_one(ctx, task, seed, idx)
     return [c for c in results if c is not None]
 
 

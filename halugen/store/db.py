@@ -75,7 +75,7 @@ class Store:
     @property
     def writer(self) -> StoreWriter:
         if self._writer is None:
-            self._writer = StoreWriter(self.conn.cursor())
+            self._writer = StoreWriter(self.conn.cursor(), self.conn.cursor())
         return self._writer
 
     def close(self) -> None:
@@ -227,7 +227,7 @@ def open_store(path: str | os.PathLike[str], *, read_only: bool = False) -> Stor
     if p.exists() and p.is_dir():
         raise StoreError(f"store {p} is a directory; give a file path with --db")
     try:
-        conn = duckdb.connect(str(p), read_only=read_only)
+        conn = duckdb.connect(str(p), read_only=read_only, config={"threads": 1})
     except duckdb.IOException as exc:
         msg = str(exc).splitlines()[0]
         if "lock" in msg.lower():

@@ -1,15 +1,16 @@
-"""The one writer: a thread that appends rows to the store in groups.
+"""The writer: two threads that append rows to the store in groups.
 
 Callers hand over complete groups of rows; each group lands in one transaction, so rows
-that must appear together (a sample and its seed outcome) never half-land. Two lanes:
+that must appear together (a sample and its seed outcome) never half-land. Two lanes, each
+with its own thread and DuckDB connection, so neither waits behind the other:
 
-- ``put_durable`` (budget reservations): small, committed within a few milliseconds; the
-  caller waits for the commit, because a request may only leave once its reservation is
-  durable.
-- ``put`` (everything else): committed in bigger, less frequent groups, because a commit's
-  cost is mostly fixed (the WAL write and sync) and these rows need no wait. A crash can lose
-  the last fraction of a second of them; the ledger is built so that this only ever counts
-  more money as spent, never less.
+- durable (``put_durable``, budget reservations): small groups committed every few
+  milliseconds; the caller waits for the commit, because a request may only leave once its
+  reservation is durable.
+- bulk (``put``, everything else): big groups committed about every half second, because a
+  commit's cost is mostly fixed (statement setup, the WAL write and sync). A crash can lose
+  the last moments of these rows; the ledger is built so that this only ever counts more
+  money as spent, never less.
 
 ``created_at`` is filled in at commit time (one clock read per group, not per row).
 """
@@ -38,110 +39,56 @@ Row = tuple[str, tuple[Any, ...]]
 _Item = tuple[Sequence[Row], asyncio.Future[None] | None]
 
 
-class StoreWriter:
-    def __init__(
-        self,
-        conn: duckdb.DuckDBPyConnection,
-        *,
-        durable_seconds: float = 0.002,
-        bulk_seconds: float = 0.2,
-        max_rows: int = 20_000,
-    ) -> None:
-        self._conn = conn  # a cursor of its own: DuckDB connections are per thread
-        self._durable_seconds = durable_seconds
-        self._bulk_seconds = bulk_seconds
+class _Lane:
+    """One queue, one thread, one connection; commits what queued every ``interval``."""
+
+    def __init__(self, name: str, conn: duckdb.DuckDBPyConnection, interval: float,
+                 max_rows: int, owner: StoreWriter) -> None:
+        self._conn = conn
+        self._interval = interval
         self._max_rows = max_rows
-        self._durable: deque[_Item] = deque()
-        self._bulk: deque[_Item] = deque()
-        self._bulk_rows = 0
-        self._flush_requested = False
-        self._wake = threading.Event()
-        self._idle = threading.Condition()
-        self._pending = 0
-        self._closing = False
-        self._error: BaseException | None = None
+        self._owner = owner
+        self.queue: deque[_Item] = deque()
+        self.rows = 0
+        self.flush_requested = False
+        self.wake = threading.Event()
         self.commits = 0
         self.rows_written = 0
-        self._thread = threading.Thread(target=self._run, name="halugen-store-writer",
+        self._thread = threading.Thread(target=self._run, name=f"halugen-store-{name}",
                                         daemon=True)
         self._thread.start()
 
-    # -- producer side (event loop thread) ---------------------------------------------
-    def put(self, rows: Sequence[Row]) -> None:
-        """Queue rows to be committed together, soon."""
-        self._check()
-        with self._idle:
-            self._pending += 1
-        self._bulk.append((rows, None))
-        self._bulk_rows += len(rows)
-        if self._bulk_rows >= self._max_rows:
-            self._wake.set()
-
-    async def put_durable(self, rows: Sequence[Row]) -> None:
-        """Queue rows and wait until they are committed."""
-        self._check()
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        with self._idle:
-            self._pending += 1
-        self._durable.append((rows, fut))
-        self._wake.set()
-        await fut
-
-    async def flush(self) -> None:
-        """Wait until everything queued so far is committed."""
-        self._flush_requested = True
-        await self.put_durable(())
-
-    def flush_blocking(self, timeout: float | None = None) -> None:
-        self._flush_requested = True
-        self._wake.set()
-        with self._idle:
-            self._idle.wait_for(lambda: self._pending == 0 or self._error is not None, timeout)
-        self._check()
-
-    def close(self) -> None:
-        """Commit what is queued, then stop the thread."""
-        self._closing = True
-        self._wake.set()
+    def join(self) -> None:
+        self.wake.set()
         self._thread.join()
-        self._check()
 
-    def _check(self) -> None:
-        if self._error is not None:
-            raise StoreError(f"writing to the store failed: {self._error}") from self._error
-
-    # -- writer thread -----------------------------------------------------------------
     def _run(self) -> None:
-        last_bulk = time.monotonic()
+        owner = self._owner
         while True:
-            self._wake.wait(self._bulk_seconds)
-            if self._durable and not self._closing:
-                time.sleep(self._durable_seconds)  # let a group of reservations gather
-            self._wake.clear()
+            # sleep out the interval unless asked to hurry (flush, close, a full queue)
+            self.wake.wait(self._interval)
+            self.wake.clear()
             batch: list[_Item] = []
-            while self._durable:
-                batch.append(self._durable.popleft())
-            now = time.monotonic()
-            if (self._closing or self._flush_requested or now - last_bulk >= self._bulk_seconds
-                    or self._bulk_rows >= self._max_rows):
-                self._flush_requested = False
-                last_bulk = now
-                n = 0
-                while self._bulk and n < self._max_rows:
-                    item = self._bulk.popleft()
-                    n += len(item[0])
-                    batch.append(item)
-                self._bulk_rows = max(0, self._bulk_rows - n)
-                if self._bulk:
-                    self._wake.set()
+            n = 0
+            while self.queue and n < self._max_rows:
+                item = self.queue.popleft()
+                n += len(item[0])
+                batch.append(item)
+            self.rows = max(0, self.rows - n)
+            if self.queue:
+                self.wake.set()
+            self.flush_requested = False
             if batch:
                 self._commit(batch)
-            if self._closing and not self._bulk and not self._durable:
+            elif owner.closing and not self.queue:
                 return
+            if not self.wake.is_set() and not owner.closing:
+                time.sleep(0)  # give the event loop the GIL back between groups
 
     def _commit(self, batch: list[_Item]) -> None:
-        error: BaseException | None = None
-        if self._error is None:
+        owner = self._owner
+        error: BaseException | None = owner.error
+        if error is None:
             by_table: dict[str, list[tuple[Any, ...]]] = {}
             statements: list[tuple[str, Any]] = []
             for rows, _ in batch:
@@ -164,18 +111,14 @@ class StoreWriter:
                 error = exc
                 with contextlib.suppress(duckdb.Error):
                     self._conn.execute("ROLLBACK")
-                self._error = exc
-        else:
-            error = self._error
+                owner.error = exc
         futures = [f for _, f in batch if f is not None]
         if futures:
             loop = futures[0].get_loop()
             # a closed loop means nobody is waiting any more
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(_resolve, futures, error)
-        with self._idle:
-            self._pending -= len(batch)
-            self._idle.notify_all()
+        owner.done(len(batch))
 
     def _insert(self, table: str, rows: list[tuple[Any, ...]], stamp: datetime) -> None:
         columns = TABLE_COLUMNS[table]
@@ -185,14 +128,92 @@ class StoreWriter:
                 raise ValueError(f"{table} row has {len(r)} values, expected {width}")
         arrays = [pa.array([r[i] for r in rows]) for i in range(width)]
         arrays.append(pa.array([stamp] * len(rows), pa.timestamp("us")))
-        data = pa.Table.from_arrays(arrays, names=list(columns))
-        self._conn.register("_halugen_rows", data)
-        try:
-            self._conn.execute(
-                f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM _halugen_rows"
-            )
-        finally:
-            self._conn.unregister("_halugen_rows")
+        halugen_rows = pa.Table.from_arrays(arrays, names=list(columns))  # noqa: F841
+        # DuckDB reads the local variable by name (its replacement scan)
+        self._conn.execute(f"INSERT INTO {table} SELECT * FROM halugen_rows")
+
+
+class StoreWriter:
+    def __init__(
+        self,
+        durable_conn: duckdb.DuckDBPyConnection,
+        bulk_conn: duckdb.DuckDBPyConnection,
+        *,
+        durable_seconds: float = 0.01,
+        bulk_seconds: float = 0.5,
+        max_rows: int = 50_000,
+    ) -> None:
+        self.error: BaseException | None = None
+        self.closing = False
+        self._idle = threading.Condition()
+        self._pending = 0
+        self._durable = _Lane("durable", durable_conn, durable_seconds, max_rows, self)
+        self._bulk = _Lane("bulk", bulk_conn, bulk_seconds, max_rows, self)
+
+    @property
+    def commits(self) -> int:
+        return self._durable.commits + self._bulk.commits
+
+    @property
+    def rows_written(self) -> int:
+        return self._durable.rows_written + self._bulk.rows_written
+
+    # -- producer side (event loop thread) ---------------------------------------------
+    def put(self, rows: Sequence[Row]) -> None:
+        """Queue rows to be committed together, soon."""
+        self._check()
+        self._enqueue(self._bulk, rows, None)
+
+    async def put_durable(self, rows: Sequence[Row]) -> None:
+        """Queue rows and wait until they are committed."""
+        self._check()
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._enqueue(self._durable, rows, fut)
+        await fut
+
+    def _enqueue(self, lane: _Lane, rows: Sequence[Row], fut: asyncio.Future[None] | None
+                 ) -> None:
+        with self._idle:
+            self._pending += 1
+        lane.queue.append((rows, fut))
+        lane.rows += len(rows)
+        if lane.rows >= 5000:
+            lane.wake.set()
+
+    async def flush(self) -> None:
+        """Wait until everything queued so far is committed (both lanes)."""
+        loop = asyncio.get_running_loop()
+        futs = []
+        for lane in (self._bulk, self._durable):
+            fut: asyncio.Future[None] = loop.create_future()
+            self._enqueue(lane, (), fut)
+            lane.wake.set()
+            futs.append(fut)
+        await asyncio.gather(*futs)
+        self._check()
+
+    def flush_blocking(self, timeout: float | None = None) -> None:
+        for lane in (self._bulk, self._durable):
+            lane.wake.set()
+        with self._idle:
+            self._idle.wait_for(lambda: self._pending == 0 or self.error is not None, timeout)
+        self._check()
+
+    def close(self) -> None:
+        """Commit what is queued, then stop the threads."""
+        self.closing = True
+        self._durable.join()
+        self._bulk.join()
+        self._check()
+
+    def done(self, items: int) -> None:
+        with self._idle:
+            self._pending -= items
+            self._idle.notify_all()
+
+    def _check(self) -> None:
+        if self.error is not None:
+            raise StoreError(f"writing to the store failed: {self.error}") from self.error
 
 
 def _resolve(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:

@@ -10,6 +10,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = [
     "ParsedCandidate",
@@ -55,25 +56,33 @@ def normalise(text: str) -> str:
     return " ".join(text.split())
 
 
+@lru_cache(maxsize=256)
+def _label_pattern(label: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"^[\s>*_#-]*{re.escape(label)}[\s*_#]*:[\s*_]*(.*)$", re.IGNORECASE | re.MULTILINE
+    )
+
+
+@lru_cache(maxsize=256)
+def _stop_pattern(stop_labels: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(
+        r"^[\s>*_#-]*(?:" + "|".join(re.escape(s) for s in stop_labels) + r")[\s*_#]*:",
+        re.IGNORECASE | re.MULTILINE,
+    )
+
+
 def labelled_value(text: str, label: str, stop_labels: Sequence[str] = ()) -> str | None:
     """The text after ``<label>:`` (markdown bold and '#' decorations tolerated).
 
     The value runs to the end of the reply or to the next line that starts with one of
     ``stop_labels``. Returns None when the label is absent.
     """
-    pattern = re.compile(
-        rf"^[\s>*_#-]*{re.escape(label)}[\s*_#]*:[\s*_]*(.*)$", re.IGNORECASE | re.MULTILINE
-    )
-    m = pattern.search(text)
+    m = _label_pattern(label).search(text)
     if not m:
         return None
     rest = text[m.start(1) :]
     if stop_labels:
-        stop = re.compile(
-            r"^[\s>*_#-]*(?:" + "|".join(re.escape(s) for s in stop_labels) + r")[\s*_#]*:",
-            re.IGNORECASE | re.MULTILINE,
-        )
-        s = stop.search(rest)
+        s = _stop_pattern(tuple(stop_labels)).search(rest)
         if s:
             rest = rest[: s.start()]
     return rest.strip().strip("*_").strip()
