@@ -2,8 +2,10 @@
 
 ``read_seeds`` checks every path and format before it returns (so a typo fails before any
 money is spent) and then reads the files one after the other as a generator, in flat memory.
-To add a format (dialogue, summarization, ...): write its reader module, register it in
-``FORMATS`` here and give its keys to ``detect.SIGNATURES``.
+``formats_by_task`` sorts a mixed list of files by the task their formats belong to, so a run
+over several tasks can send each file to its task. To add a format: write its reader module,
+register it in ``FORMATS`` here and give its keys and layouts to ``detect.SIGNATURES`` and
+``detect.LAYOUTS``.
 """
 
 from __future__ import annotations
@@ -15,10 +17,18 @@ from typing import NamedTuple
 
 from ..errors import InputError, UsageError
 from ..records import BadRecord, Seed
-from . import halueval, hotpotqa
+from . import cnndm, halueval, hotpotqa, opendialkg
 from .detect import detect_format
 
-__all__ = ["FORMATS", "SeedFormat", "detect_format", "expand_paths", "read_seeds"]
+__all__ = [
+    "FORMATS",
+    "SeedFormat",
+    "detect_format",
+    "expand_paths",
+    "formats_by_task",
+    "read_seeds",
+    "task_of_format",
+]
 
 
 class SeedFormat(NamedTuple):
@@ -29,6 +39,13 @@ class SeedFormat(NamedTuple):
 FORMATS: dict[str, SeedFormat] = {
     hotpotqa.FORMAT: SeedFormat(hotpotqa.TASK, hotpotqa.read_hotpotqa),
     halueval.FORMAT: SeedFormat(halueval.TASK, halueval.read_halueval_qa),
+    halueval.DIALOGUE_FORMAT: SeedFormat(halueval.DIALOGUE_TASK, halueval.read_halueval_dialogue),
+    halueval.SUMMARIZATION_FORMAT: SeedFormat(
+        halueval.SUMMARIZATION_TASK, halueval.read_halueval_summarization
+    ),
+    opendialkg.FORMAT: SeedFormat(opendialkg.TASK, opendialkg.read_opendialkg),
+    cnndm.FORMAT: SeedFormat(cnndm.TASK, cnndm.read_cnndm),
+    cnndm.STORY_FORMAT: SeedFormat(cnndm.TASK, cnndm.read_cnndm_story),
 }
 
 _GLOB_CHARS = frozenset("*?[")
@@ -43,15 +60,44 @@ def read_seeds(
     Raises ``InputError`` at once for a missing file, an undetectable format or a format of
     another task, and later, while iterating, for a file that turns out to be broken.
     """
-    if isinstance(paths, str):  # a lone path is an easy slip; it is not a list of characters
-        paths = [paths]
-    if fmt is not None and fmt not in FORMATS:
-        raise UsageError(f"unknown seed format {fmt!r} (known: {', '.join(FORMATS)})")
-    files = expand_paths(paths)
-    plan = [(path, fmt or detect_format(path)) for path in files]
+    plan = _plan(paths, fmt)
     for path, name in plan:
         _check_task(path, name, task, given=fmt is not None)
     return _read(plan)
+
+
+def formats_by_task(
+    paths: Sequence[str], *, fmt: str | None = None
+) -> dict[str, list[tuple[str, str]]]:
+    """``task -> [(file, format), ...]`` for the files named by ``paths``, in their order.
+
+    Each file's format is ``fmt`` or detected, and the file goes to the task its format
+    belongs to; a run over several tasks reads each task's files with ``read_seeds``.
+    Raises ``InputError`` / ``UsageError`` as ``read_seeds`` does, before anything is read.
+    """
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for path, name in _plan(paths, fmt):
+        groups.setdefault(FORMATS[name].task, []).append((path, name))
+    return groups
+
+
+def task_of_format(name: str) -> str:
+    """The task whose seeds the format ``name`` holds; ``UsageError`` for an unknown name."""
+    return FORMATS[_known(name)].task
+
+
+def _plan(paths: Sequence[str], fmt: str | None) -> list[tuple[str, str]]:
+    if isinstance(paths, str):  # a lone path is an easy slip; it is not a list of characters
+        paths = [paths]
+    if fmt is not None:
+        _known(fmt)
+    return [(path, fmt or detect_format(path)) for path in expand_paths(paths)]
+
+
+def _known(fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown seed format {fmt!r} (known: {', '.join(FORMATS)})")
+    return fmt
 
 
 def expand_paths(paths: Sequence[str]) -> list[str]:

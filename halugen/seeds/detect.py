@@ -1,11 +1,15 @@
-"""Tell a seed file's format from its first record, without reading the rest of the file.
+"""Tell a seed file's format from its start, without reading the rest of the file.
 
-The first record's keys decide: each format names the keys its records always have. Only the
-first array element (as parse events, never built) or the first non-blank line is read.
+The first record decides: the keys of the first JSON object (first array element, as parse
+events, never built, or first non-blank line), or the columns of a CSV header. Each format
+names the keys or columns its records always have and the layouts it comes in, so a CSV header
+``knowledge,question,right_answer`` is not taken for HaluEval's JSON lines. CNN/DailyMail
+``.story`` files are told by their suffix or by an ``@highlight`` line near the start.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable
 from typing import Any, BinaryIO
 
@@ -13,29 +17,59 @@ import ijson
 import orjson
 
 from ..errors import InputError
-from . import halueval, hotpotqa
+from . import cnndm, halueval, hotpotqa, opendialkg
+from .csvfile import header_columns
 from .jsonl import IJSON, first_char, kind_of, one_line, open_seed_file
 
-__all__ = ["SIGNATURES", "accepted_formats", "detect_format", "first_keys"]
+__all__ = [
+    "LAYOUTS",
+    "SIGNATURES",
+    "accepted_formats",
+    "detect_format",
+    "first_keys",
+    "sniff",
+]
 
 # (format name, keys its first record must have, one-line description). First match wins, so
-# a format whose keys are a superset of another's must come before it.
+# a format whose keys are a superset of another's must come before it. For CSV the keys are
+# the header's column names, trimmed and lower-cased; for story files the marker line.
 SIGNATURES: tuple[tuple[str, frozenset[str], str], ...] = (
     (hotpotqa.FORMAT, hotpotqa.KEYS, hotpotqa.DESCRIPTION),
     (halueval.FORMAT, halueval.KEYS, halueval.DESCRIPTION),
+    (halueval.DIALOGUE_FORMAT, halueval.DIALOGUE_KEYS, halueval.DIALOGUE_DESCRIPTION),
+    (
+        halueval.SUMMARIZATION_FORMAT,
+        halueval.SUMMARIZATION_KEYS,
+        halueval.SUMMARIZATION_DESCRIPTION,
+    ),
+    (opendialkg.FORMAT, opendialkg.KEYS, opendialkg.DESCRIPTION),
+    (cnndm.FORMAT, cnndm.KEYS, cnndm.DESCRIPTION),
+    (cnndm.STORY_FORMAT, cnndm.STORY_KEYS, cnndm.STORY_DESCRIPTION),
 )
 
+# The layouts each format comes in: "json" (array or lines), "csv", "story".
+LAYOUTS: dict[str, frozenset[str]] = {
+    hotpotqa.FORMAT: frozenset({"json"}),
+    halueval.FORMAT: halueval.LAYOUTS,
+    halueval.DIALOGUE_FORMAT: halueval.LAYOUTS,
+    halueval.SUMMARIZATION_FORMAT: halueval.LAYOUTS,
+    opendialkg.FORMAT: opendialkg.LAYOUTS,
+    cnndm.FORMAT: cnndm.LAYOUTS,
+    cnndm.STORY_FORMAT: cnndm.STORY_LAYOUTS,
+}
+
 _MAX_FIRST_LINE = 8 * 1024 * 1024  # a first line longer than this is not a seed record
+_STORY_SCAN = 1024 * 1024  # how far into a text file to look for an @highlight line
+_STORY_SUFFIXES = (".story", ".story.gz")
 _SHOWN_KEYS = 12
 
 
 def detect_format(path: str) -> str:
     """The name of the seed format of ``path``; ``InputError`` when no format fits."""
-    keys, seen = first_keys(path)
-    if keys is not None:
-        for name, required, _ in SIGNATURES:
-            if required <= keys:
-                return name
+    layout, keys, seen = sniff(path)
+    name = _match(layout, keys)
+    if name is not None:
+        return name
     raise InputError(
         f"cannot tell the seed format of {path}: it holds {seen}. "
         f"Accepted formats: {accepted_formats()}. "
@@ -51,17 +85,70 @@ def accepted_formats() -> str:
 def first_keys(path: str) -> tuple[frozenset[str] | None, str]:
     """The keys of the first record of ``path`` (None when it is not an object) and a
     description of what the file starts with, for messages."""
+    _, keys, seen = sniff(path)
+    return keys, seen
+
+
+def sniff(path: str) -> tuple[str, frozenset[str] | None, str]:
+    """``(layout, keys of the first record, what the file starts with)`` of ``path``.
+
+    The layout is "json", "csv" or "story"; the keys are None when the first record is not
+    an object. ``InputError`` when the file is empty or its first JSON record is broken.
+    """
     with open_seed_file(path) as f:
         first = first_char(f, path)
         if not first:
             raise InputError(f"{path} is empty")
+        if path.endswith(_STORY_SUFFIXES):
+            return "story", cnndm.STORY_KEYS, "a .story file"
         if first == b"[":
-            return _first_array_keys(f, path)
+            return ("json", *_first_array_keys(f, path))
         if first == b"{":
-            return _first_line_keys(f)
-        lines = f.read(200).decode("utf-8", "replace").strip().splitlines()
-        head = lines[0][:40] if lines else ""
-    return None, f"text starting with {head!r} (neither a JSON array nor JSON lines)"
+            return ("json", *_first_line_keys(f))
+        try:
+            return _text_keys(f)
+        except (OSError, EOFError, zlib.error) as err:  # a damaged file, e.g. a cut .gz
+            raise InputError(f"cannot read seed file {path}: {one_line(err)}") from None
+
+
+def _match(layout: str, keys: frozenset[str] | None) -> str | None:
+    if keys is None:
+        return None
+    for name, required, _ in SIGNATURES:
+        if layout in LAYOUTS[name] and required <= keys:
+            return name
+    return None
+
+
+def _text_keys(f: BinaryIO) -> tuple[str, frozenset[str] | None, str]:
+    """A CSV header with known columns, else a story told by an @highlight line."""
+    line = b""
+    while not line.strip():  # first_char saw text, so a non-blank line is there
+        line = f.readline(_MAX_FIRST_LINE)
+        if not line:
+            break
+    text = line.decode("utf-8", "replace").strip()
+    columns = frozenset(header_columns(text))
+    if _match("csv", columns) is not None:
+        shown = _keys(c or "(unnamed)" for c in header_columns(text))
+        return "csv", columns, f"a CSV header with columns {shown.removeprefix('keys ')}"
+    if _has_story_marker(line, f):
+        return "story", cnndm.STORY_KEYS, "text with @highlight lines"
+    return "csv", columns, (
+        f"text starting with {text[:40]!r} (neither JSON, nor CSV with known columns, "
+        "nor a story with @highlight lines)"
+    )
+
+
+def _has_story_marker(line: bytes, f: BinaryIO) -> bool:
+    marker = cnndm.STORY_MARKER.encode()
+    read = 0
+    while line and read < _STORY_SCAN:
+        if line.strip() == marker:
+            return True
+        read += len(line)
+        line = f.readline(_STORY_SCAN)
+    return False
 
 
 def _first_array_keys(f: BinaryIO, path: str) -> tuple[frozenset[str] | None, str]:

@@ -91,16 +91,19 @@ def test_format_of_another_task(files: Path) -> None:
         InputError,
         match=r"a\.json is in the hotpotqa format, which holds qa "
         r"seeds, not dialogue seeds \(seed formats for "
-        r"dialogue: none yet\)",
+        r"dialogue: halueval-dialogue, opendialkg\)",
     ):
         read_seeds([str(files / "a.json")], "dialogue")
+    # a task no format serves (yet)
+    with pytest.raises(InputError, match=r"not poetry seeds \(seed formats for poetry: none yet"):
+        read_seeds([str(files / "a.json")], "poetry")
     with pytest.raises(InputError, match="seed format halueval-qa holds qa seeds, not dialogue"):
         read_seeds([str(files / "a.json")], "dialogue", fmt="halueval-qa")
 
 
 def test_unknown_format_name() -> None:
     with pytest.raises(
-        UsageError, match="unknown seed format 'squad' \\(known: hotpotqa, halueval-qa\\)"
+        UsageError, match="unknown seed format 'squad' \\(known: hotpotqa, halueval-qa, "
     ):
         read_seeds(["whatever"], "qa", fmt="squad")
 
@@ -122,7 +125,7 @@ def test_registry_entries_are_task_and_reader_pairs() -> None:
     for name, entry in FORMATS.items():
         assert isinstance(entry, SeedFormat)
         task, reader = entry
-        assert task == "qa" and callable(reader), name
+        assert task in {"qa", "dialogue", "summarization"} and callable(reader), name
 
 
 def test_home_directory_is_expanded(files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
