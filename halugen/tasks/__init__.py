@@ -10,7 +10,11 @@ from .base import TaskSpec
 __all__ = ["TASK_NAMES", "get_task"]
 
 # name -> module defining the spec; the spec object is the module's upper-case task name
-_MODULES = {"qa": ("qa", "QA")}
+_MODULES = {
+    "qa": ("qa", "QA"),
+    "dialogue": ("dialogue", "DIALOGUE"),
+    "summarization": ("summarization", "SUMMARIZATION"),
+}
 TASK_NAMES = tuple(_MODULES)
 
 
