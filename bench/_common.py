@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,8 +16,23 @@ SHARED_HOTPOT = (Path(__file__).resolve().parents[2] / "shared" / "data" / "hotp
                  / "hotpot_dev_distractor_v1.head165.json")
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class SimProcess(str):
+    """The base URL, with the child's pid for CPU accounting."""
+
+    pid: int
+
+    def cpu(self) -> float:
+        return process_cpu_seconds(self.pid)
+
+
 @contextlib.contextmanager
-def simulator_process(*args: str) -> Iterator[str]:
+def simulator_process(*args: str) -> Iterator[SimProcess]:
     """Start ``halugen simulate`` on a free port in a child process; yields its base URL."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "halugen", "simulate", "--port", "0", *args],
@@ -26,7 +42,9 @@ def simulator_process(*args: str) -> Iterator[str]:
         line = proc.stdout.readline() if proc.stdout else ""
         if "listening on" not in line:
             raise RuntimeError(f"simulator did not start: {line}{proc.stderr.read() if proc.stderr else ''}")
-        yield line.rsplit(" ", 1)[-1].strip()
+        url = SimProcess(line.rsplit(" ", 1)[-1].strip())
+        url.pid = proc.pid
+        yield url
     finally:
         proc.terminate()
         proc.wait(10)

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -212,7 +213,8 @@ async def generate(
         if budget is not None and ledger.remaining is not None and ledger.remaining <= 0:
             ledger.exhausted = True
             ctx.flags.budget_exhausted = True
-        status, message = await _drive(ctx, sources, cfg, ledger, limiter, console)
+        with _quiet_gc():
+            status, message = await _drive(ctx, sources, cfg, ledger, limiter, console)
         store.writer.flush_blocking()
         return _finish(store, ctx, ledger, status, message, notes)
     finally:
@@ -284,6 +286,26 @@ async def _drive(ctx: GenContext, sources: list[SeedSource], cfg: RunConfig, led
     if ctx.flags.input_error is not None:
         return "input_error", str(ctx.flags.input_error)
     return "done", ""
+
+
+@contextlib.contextmanager
+def _quiet_gc() -> Iterator[None]:
+    """Fewer garbage-collector passes while the pipeline runs.
+
+    At thousands of calls per second the collector's passes over everything imported and
+    set up (hundreds of thousands of long-lived objects) cost a fifth of the event loop's
+    time. Freezing what exists now and collecting the young generation less often keeps
+    that cost small; the previous settings come back afterwards.
+    """
+    threshold = gc.get_threshold()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
 
 
 def _finish(store: Store, ctx: GenContext, ledger: Ledger, status: str, message: str,

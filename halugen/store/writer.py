@@ -139,7 +139,7 @@ class StoreWriter:
         durable_conn: duckdb.DuckDBPyConnection,
         bulk_conn: duckdb.DuckDBPyConnection,
         *,
-        durable_seconds: float = 0.01,
+        durable_seconds: float = 0.02,
         bulk_seconds: float = 0.5,
         max_rows: int = 50_000,
     ) -> None:
