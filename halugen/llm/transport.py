@@ -23,7 +23,7 @@ __all__ = ["AiohttpTransport", "HandlerTransport", "HttpResponse", "Transport"]
 @dataclass(frozen=True, slots=True)
 class HttpResponse:
     status: int
-    headers: Mapping[str, str]  # lower-case names
+    headers: Mapping[str, str]  # answers lookups by lower-case name
     body: bytes
 
 
@@ -71,6 +71,7 @@ class AiohttpTransport:
         self._limit = limit  # 0: aiohttp's connector has no cap; our limiter caps concurrency
         self._read_bufsize = read_bufsize  # long contexts come back in big bodies
         self._session: aiohttp.ClientSession | None = None
+        self._timeouts: dict[Timeouts, aiohttp.ClientTimeout] = {}
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -90,17 +91,16 @@ class AiohttpTransport:
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
     ) -> HttpResponse:
         session = self._get_session()
-        timeout = aiohttp.ClientTimeout(
-            total=timeouts.total, sock_connect=timeouts.connect, sock_read=timeouts.read
-        )
+        timeout = self._timeouts.get(timeouts)
+        if timeout is None:
+            timeout = self._timeouts[timeouts] = aiohttp.ClientTimeout(
+                total=timeouts.total, sock_connect=timeouts.connect, sock_read=timeouts.read
+            )
         try:
             async with session.post(url, data=body, headers=headers, timeout=timeout) as resp:
                 data = await resp.read()
-                return HttpResponse(
-                    status=resp.status,
-                    headers={k.lower(): v for k, v in resp.headers.items()},
-                    body=data,
-                )
+                # aiohttp's header mapping answers lower-case lookups already
+                return HttpResponse(status=resp.status, headers=resp.headers, body=data)
         except TimeoutError:
             raise RetryableError(
                 "timed out waiting for the server", billed_maybe=True
