@@ -40,7 +40,8 @@ def simulator_process(*args: str, stub: bool = False) -> Iterator[SimProcess]:
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         if "listening on" not in line:
-            raise RuntimeError(f"simulator did not start: {line}{proc.stderr.read() if proc.stderr else ''}")
+            err = proc.stderr.read() if proc.stderr else ""
+            raise RuntimeError(f"simulator did not start: {line}{err}")
         url = SimProcess(line.rsplit(" ", 1)[-1].strip())
         url.pid = proc.pid
         yield url

@@ -17,12 +17,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import simulator_process  # noqa: E402
+from _common import simulator_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import orjson  # noqa: E402
+import orjson
 
-from tests.conftest import hotpot_record  # noqa: E402
+from tests.conftest import hotpot_record
 
 
 def write_array(path: Path, n: int) -> None:

@@ -22,10 +22,10 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import simulator_process, write_hotpot  # noqa: E402
+from _common import simulator_process, write_hotpot
 
-from halugen.config import RateLimit, RunConfig  # noqa: E402
-from halugen.engine import generate  # noqa: E402
+from halugen.config import RateLimit, RunConfig
+from halugen.engine import generate
 
 
 def cpu_seconds() -> float:
