@@ -41,7 +41,7 @@ from .words import normalise
 
 __all__ = ["FAULT_KINDS", "SimConfig", "SimulatedDrop", "Simulator"]
 
-FAULT_KINDS = ("500", "503", "hang", "malformed", "content_filter", "drop")
+FAULT_KINDS = ("500", "503", "hang", "malformed", "content_filter", "drop", "429")
 CONTEXT_WINDOW = 128_000
 _JSON = "application/json"
 
@@ -234,6 +234,13 @@ class Simulator:
         if cfg.jitter_ms:
             delay += unit(key64(cfg.seed, digest, "jitter")) * cfg.jitter_ms
 
+        if fault == "429":  # a storm of rate limiting, whatever the buckets say
+            self._faults[fault] += 1
+            self._rate_limited += 1
+            headers = {**rl_headers, "retry-after-ms": "100", "retry-after": "1"}
+            return self._count(error_response(
+                429, "Rate limit reached (simulated storm). Please try again in 100ms.",
+                "requests", "rate_limit_exceeded", None, headers))
         if fault in ("500", "503", "drop"):
             self._faults[fault] += 1
             if fault == "drop":
