@@ -70,12 +70,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = sub.add_parser("run", help="generate samples (resumes the same run when repeated)")
-    run.add_argument("--task", help="task(s), comma-separated (default: qa)")
+    run.add_argument("--task", help="task(s), comma-separated: qa, dialogue, summarization, "
+                     "or all (every task with seed files given; default: qa)")
     run.add_argument("--seeds", nargs="+", help="seed files or glob patterns")
     run.add_argument("--seed-format", help="seed file format (default: detected)")
     run.add_argument("--fresh", action="store_true", help="start a new run even if one with the "
                      "same settings exists")
     run.add_argument("--run-id", help="resume this run")
+    run.add_argument("--long-documents", choices=("truncate", "skip"),
+                     help="a record longer than the model's context: cut its document "
+                          "(default) or skip it; both are recorded")
     run.add_argument("--temperature", type=float, help="sampling temperature (default: 1.0)")
     run.add_argument("--max-tokens", type=int, help="max tokens per sampled answer (default 256)")
     _llm_flags(run)
@@ -189,6 +193,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         fresh=bool(getattr(args, "fresh", False)),
         run_id=getattr(args, "run_id", None),
         progress=not args.no_progress and settings.get("progress", True),
+        long_documents=_pick(args, settings, "long_documents", default="truncate"),
     )
 
 

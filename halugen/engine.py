@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import logging
 import signal
@@ -30,12 +31,12 @@ from .llm.transport import AiohttpTransport, Transport
 from .pipeline import run_pipeline
 from .prompts import load_template
 from .records import Seed, fingerprint
-from .seeds import read_seeds
+from .seeds import formats_by_task, read_seeds
 from .stages.context import GenContext, LoadedTask
 from .stages.seeds import SeedSource
 from .stats import RunStats
 from .store.db import Store, open_store
-from .tasks import get_task
+from .tasks import TASK_NAMES, get_task
 from .tokens import get_counter
 
 __all__ = ["RunOutcome", "generate", "load_tasks", "resolve_price"]
@@ -69,6 +70,35 @@ def load_tasks(names: tuple[str, ...]) -> dict[str, LoadedTask]:
     return tasks
 
 
+def resolve_tasks(cfg: RunConfig) -> tuple[RunConfig, dict[str, list[str]]]:
+    """Which tasks run and which seed files feed each.
+
+    ``--task all`` means every task that has seed files among ``--seeds``; a list of tasks
+    sends each file to the task of its format. One task reads every file (a file of
+    another task's format is then an error). Unreadable input fails here, before a run.
+    """
+    if cfg.long_documents not in ("truncate", "skip"):
+        raise UsageError(f"--long-documents must be truncate or skip, not {cfg.long_documents!r}")
+    names = tuple(dict.fromkeys(cfg.tasks))
+    if names == ("all",) or len(names) > 1:
+        groups = formats_by_task(list(cfg.seeds), fmt=cfg.seed_format)
+        if names == ("all",):
+            names = tuple(t for t in TASK_NAMES if t in groups)
+        for name in names:
+            get_task(name)
+            if name not in groups:
+                found = ", ".join(f"{t} ({len(f)} file(s))" for t, f in groups.items())
+                raise UsageError(f"task {name} has no seed file among --seeds (found: {found})")
+        files_of = {name: [path for path, _ in groups[name]] for name in names}
+    else:
+        get_task(names[0])
+        files_of = {names[0]: list(cfg.seeds)}
+    for name in names:  # fail fast: detect formats, open the first record
+        for _ in read_seeds(files_of[name], name, fmt=cfg.seed_format):
+            break
+    return dataclasses.replace(cfg, tasks=names), files_of
+
+
 def template_hashes(tasks: dict[str, LoadedTask]) -> dict[str, str]:
     out = {}
     for task in tasks.values():
@@ -97,10 +127,10 @@ def resolve_price(cfg: RunConfig) -> tuple[ModelPrice, list[str]]:
 
 
 def _seed_from_row(task: str, row: tuple[Any, ...]) -> Seed:
-    seed_key, seed_id, dataset, source_file, source_line, fields_json = row
+    seed_key, seed_id, dataset, source_file, source_line, fields_json, truncated = row
     return Seed(task=task, fields=orjson.loads(fields_json), seed_id=seed_id or "",
                 source_file=source_file or "", source_line=source_line or 0,
-                dataset=dataset or "", key=seed_key)
+                dataset=dataset or "", key=seed_key, truncated_tokens=truncated or 0)
 
 
 def _open_run(store: Store, cfg: RunConfig, tasks: dict[str, LoadedTask], price: ModelPrice,
@@ -155,6 +185,7 @@ async def generate(
     """Run (or resume) generation for ``cfg``. Raises HalugenError for bad input/setup."""
     if not cfg.seeds:
         raise UsageError("no seed files given: pass --seeds FILE (or set seeds in halugen.toml)")
+    cfg, files_of = resolve_tasks(cfg)
     tasks = load_tasks(cfg.tasks)
     price, notes = resolve_price(cfg)
     budget = None
@@ -162,10 +193,6 @@ async def generate(
         from .budget import usd_to_pusd
 
         budget = usd_to_pusd(cfg.budget_usd)
-    # fail fast on unreadable seed input, before a run is created
-    for task in cfg.tasks:
-        for _ in read_seeds(list(cfg.seeds), task, fmt=cfg.seed_format):
-            break
     counter = get_counter(price.tokenizer)
     store = open_store(cfg.db)
     owned_transport = transport is None
@@ -192,7 +219,8 @@ async def generate(
                             retry=cfg.retry, first_call_id=store.next_call_id())
         ctx = GenContext(run_id=run_id, model=cfg.model, run_seed=cfg.run_seed, runner=runner,
                          writer=store.writer, stats=stats, tasks=tasks, sampling=cfg.sampling,
-                         judge=cfg.judge)
+                         judge=cfg.judge, context_window=price.context_window,
+                         long_documents=cfg.long_documents)
         sources = []
         for task in cfg.tasks:
             pending = [_seed_from_row(task, r) for r in store.pending_seeds(run_id, task)]
@@ -205,7 +233,7 @@ async def generate(
                 [run_id, task])}
             sources.append(SeedSource(
                 task=task,
-                read=lambda task=task: read_seeds(list(cfg.seeds), task, fmt=cfg.seed_format),
+                read=lambda task=task: read_seeds(files_of[task], task, fmt=cfg.seed_format),
                 pending=pending, admitted=store.admitted_seeds(run_id, task),
                 bad_seen=bad_seen, limit=cfg.limit,
             ))

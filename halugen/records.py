@@ -49,6 +49,7 @@ class Seed:
     source_line: int = 0  # 1-based line (JSONL/CSV) or array index + 1 (JSON arrays)
     dataset: str = ""  # reader name, e.g. "hotpotqa", "halueval-qa"
     key: str = field(default="")
+    truncated_tokens: int = 0  # tokens cut from the long field to fit the context window
 
     def __post_init__(self) -> None:
         if not self.key:

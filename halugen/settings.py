@@ -36,6 +36,7 @@ KNOWN_KEYS: dict[str, type | tuple[type, ...]] = {
     "progress": bool,
     "timeout": (int, float),
     "max_attempts": int,
+    "long_documents": str,
 }
 
 INIT_TEMPLATE = """\

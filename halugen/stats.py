@@ -37,6 +37,7 @@ class RunStats:
     rejected: dict[str, int] = field(default_factory=dict)
     failed: dict[str, int] = field(default_factory=dict)
     bad_records: dict[str, int] = field(default_factory=dict)
+    truncated: dict[str, int] = field(default_factory=dict)
     filter_calls: dict[str, int] = field(default_factory=dict)
     # recent completions for rates: (monotonic time, prompt+completion tokens)
     _recent: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=200_000))

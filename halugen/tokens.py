@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
 __all__ = ["TokenCounter", "get_counter"]
 
@@ -29,9 +29,10 @@ _lock = threading.Lock()
 class TokenCounter:
     """Counts tokens of text; ``exact`` is False when the count is an approximation."""
 
-    def __init__(self, name: str, encode: Callable[[str], list[int]] | None, *, exact: bool):
+    def __init__(self, name: str, encoding: Any | None, *, exact: bool):
         self.name = name
-        self._encode = encode
+        self._encoding = encoding  # a tiktoken Encoding, or None for the byte estimate
+        self._encode = encoding.encode_ordinary if encoding is not None else None
         self.exact = exact
         self._static: dict[str, int] = {}
         self._recent: dict[str, int] = {}
@@ -58,6 +59,20 @@ class TokenCounter:
         self._recent[text] = n
         return n
 
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """The longest start of ``text`` within ``max_tokens``, cut at a word boundary."""
+        if self.count(text) <= max_tokens:
+            return text
+        if self._encoding is not None:
+            cut = self._encoding.decode(self._encoding.encode_ordinary(text)[: max(0, max_tokens)])
+        else:
+            cut = text.encode("utf-8")[: int(max(0, max_tokens) * _BYTES_PER_TOKEN)].decode(
+                "utf-8", "ignore")
+        space = cut.rfind(" ")
+        if space > len(cut) * 0.8:  # drop a half word, not a half document
+            cut = cut[:space]
+        return cut.rstrip()
+
     def _raw_count(self, text: str) -> int:
         if self._encode is not None:
             return len(self._encode(text))
@@ -67,7 +82,7 @@ class TokenCounter:
         return f"TokenCounter({self.name!r}, exact={self.exact})"
 
 
-def _load(name: str) -> Callable[[str], list[int]] | None:
+def _load(name: str) -> Any | None:
     try:
         import tiktoken
     except ImportError:  # pragma: no cover - tiktoken is a dependency
@@ -77,8 +92,7 @@ def _load(name: str) -> Callable[[str], list[int]] | None:
             enc = tiktoken.get_encoding(candidate)
         except Exception:  # offline download failure, unknown name, corrupt cache
             continue
-        # encode_ordinary: special tokens in seed text count as text, never raise
-        return enc.encode_ordinary
+        return enc  # encode_ordinary is used: special tokens in seed text count as text
     return None
 
 

@@ -50,6 +50,8 @@ class GenContext:
     flags: StopFlags = field(default_factory=StopFlags)
     # candidates stored by an earlier session of this run, for seeds still pending
     resumed_candidates: dict[str, list[tuple]] = field(default_factory=dict)
+    context_window: int = 128_000
+    long_documents: str = "truncate"  # truncate | skip
 
     def rng(self, seed_key: str, purpose: str) -> random.Random:
         """An RNG seeded by (run seed, record key, purpose): never global state."""

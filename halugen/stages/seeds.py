@@ -17,6 +17,7 @@ from ..errors import InputError
 from ..records import BadRecord, Seed
 from ..store.db import KeyIndex
 from .context import GenContext
+from .fit import fit_to_context
 
 __all__ = ["SeedSource", "run_seed_stage"]
 
@@ -75,9 +76,21 @@ async def _admit(ctx: GenContext, sources: list[SeedSource], send: ObjectSendStr
                     await anyio.sleep(0)
                 continue
             source.admitted.add(item.key)  # a duplicate record later in the file is skipped
+            fit = fit_to_context(item, ctx.tasks[task], ctx.runner.counter,
+                                 context_window=ctx.context_window,
+                                 max_tokens=max(ctx.sampling.max_tokens, ctx.judge.max_tokens),
+                                 policy=ctx.long_documents)
+            if fit.seed is None:
+                assert fit.bad is not None
+                _record_bad(ctx, task, fit.bad, source.bad_seen)
+                continue
+            item = fit.seed
+            if item.truncated_tokens:
+                ctx.stats.bump(ctx.stats.truncated, task)
             ctx.writer.put([("seeds", (
                 ctx.run_id, task, item.key, item.seed_id, item.dataset, item.source_file,
-                item.source_line, orjson.dumps(dict(item.fields)).decode()
+                item.source_line, orjson.dumps(dict(item.fields)).decode(),
+                item.truncated_tokens or None,
             ))])
             ctx.stats.bump(ctx.stats.admitted, task)
             await send.send(item)

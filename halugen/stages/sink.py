@@ -34,7 +34,7 @@ def sample_row(ctx: GenContext, sample: Sample) -> tuple:
         f.get("knowledge"), f.get("question"), f.get("right_answer"),
         f.get("hallucinated_answer"), f.get("dialogue_history"), f.get("right_response"),
         f.get("hallucinated_response"), f.get("document"), f.get("right_summary"),
-        f.get("hallucinated_summary"), ratio, None
+        f.get("hallucinated_summary"), ratio, None, seed.truncated_tokens or None,
     )
 
 

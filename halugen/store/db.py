@@ -173,7 +173,8 @@ class Store:
         """Admitted seeds without a final outcome, oldest first: resume finishes them first."""
         return self.conn.execute(
             """
-            SELECT s.seed_key, s.seed_id, s.dataset, s.source_file, s.source_line, s.fields_json
+            SELECT s.seed_key, s.seed_id, s.dataset, s.source_file, s.source_line, s.fields_json,
+                   s.truncated_tokens
             FROM seeds s
             WHERE s.run_id = ? AND s.task = ? AND NOT EXISTS (
                 SELECT 1 FROM seed_outcomes o WHERE o.run_id = s.run_id AND o.task = s.task

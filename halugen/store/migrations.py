@@ -24,7 +24,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     "seeds": (
         "run_id", "task", "seed_key", "seed_id", "dataset", "source_file", "source_line",
-        "fields_json", "created_at",
+        "fields_json", "truncated_tokens", "created_at",
     ),
     "seed_outcomes": (
         "run_id", "task", "seed_key", "outcome", "stage", "reason", "detail", "created_at",
@@ -44,7 +44,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "knowledge", "question", "right_answer", "hallucinated_answer",
         "dialogue_history", "right_response", "hallucinated_response",
         "document", "right_summary", "hallucinated_summary",
-        "length_ratio", "extra_json", "created_at",
+        "length_ratio", "extra_json", "truncated_tokens", "created_at",
     ),
 }
 
@@ -262,7 +262,33 @@ LEFT JOIN (
 ) o USING (run_id, task, seed_key);
 """
 
+# Long documents: how many tokens were cut to fit the model's context (NULL: none).
+_TRUNCATION = """
+ALTER TABLE seeds ADD COLUMN truncated_tokens INTEGER;
+ALTER TABLE sample_rows ADD COLUMN truncated_tokens INTEGER;
+
+CREATE OR REPLACE VIEW samples AS
+SELECT run_id, task, seed_id, seed_key, pattern, template, template_hash,
+       filter_template_hash, selected_by, model, dataset, source_file, source_line,
+       knowledge, question, right_answer, hallucinated_answer,
+       dialogue_history, right_response, hallucinated_response,
+       document, right_summary, hallucinated_summary, length_ratio, truncated_tokens,
+       created_at
+FROM sample_rows;
+
+CREATE OR REPLACE VIEW dialogue_samples AS
+SELECT run_id, seed_id, pattern, template_hash, knowledge, dialogue_history, right_response,
+       hallucinated_response, length_ratio
+FROM sample_rows WHERE task = 'dialogue';
+
+CREATE OR REPLACE VIEW summarization_samples AS
+SELECT run_id, seed_id, pattern, template_hash, document, right_summary,
+       hallucinated_summary, length_ratio, truncated_tokens
+FROM sample_rows WHERE task = 'summarization';
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
+    ("0003_long_documents", _TRUNCATION),
 )

@@ -130,7 +130,9 @@ class _Lane:
         arrays.append(pa.array([stamp] * len(rows), pa.timestamp("us")))
         halugen_rows = pa.Table.from_arrays(arrays, names=list(columns))  # noqa: F841
         # DuckDB reads the local variable by name (its replacement scan)
-        self._conn.execute(f"INSERT INTO {table} SELECT * FROM halugen_rows")
+        self._conn.execute(
+            f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM halugen_rows"
+        )
 
 
 class StoreWriter:

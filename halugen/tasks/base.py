@@ -47,6 +47,8 @@ class TaskSpec:
     parse_choice: Callable[[str, Sequence[str]], int | None]
     # extra checks a candidate must pass (e.g. summary length ratio); returns a problem or ""
     check_candidate: Callable[[Mapping[str, str], str], str] | None = None
+    # the field cut down when a record does not fit the model's context window
+    long_field: str | None = None
 
 
 def normalise(text: str) -> str:

@@ -224,4 +224,5 @@ DIALOGUE = TaskSpec(
     filter_values=filter_values,
     parse_choice=parse_choice,
     check_candidate=check_candidate,
+    long_field="knowledge",
 )

@@ -265,4 +265,5 @@ QA = TaskSpec(
     filter_values=filter_values,
     parse_choice=parse_choice,
     check_candidate=check_form,
+    long_field="knowledge",
 )

@@ -248,4 +248,5 @@ SUMMARIZATION = TaskSpec(
     filter_values=filter_values,
     parse_choice=parse_choice,
     check_candidate=check_candidate,
+    long_field="document",
 )
