@@ -80,12 +80,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--long-documents", choices=("truncate", "skip"),
                      help="a record longer than the model's context: cut its document "
                           "(default) or skip it; both are recorded")
+    run.add_argument("--prompts", help="directory of prompt templates (<task>/<name>.txt) "
+                     "that replace the bundled ones of the same name")
     run.add_argument("--temperature", type=float, help="sampling temperature (default: 1.0)")
     run.add_argument("--max-tokens", type=int, help="max tokens per sampled answer (default 256)")
     _llm_flags(run)
 
     est = sub.add_parser("estimate", help="projected cost of a run, without any call")
-    est.add_argument("--task", help="task(s), comma-separated (default: qa)")
+    est.add_argument("--task", help="task(s), comma-separated, or all (default: qa)")
+    est.add_argument("--prompts", help="directory of prompt templates replacing bundled ones")
     est.add_argument("--seeds", nargs="+", help="seed files or glob patterns")
     est.add_argument("--seed-format", help="seed file format (default: detected)")
     est.add_argument("--temperature", type=float, help=argparse.SUPPRESS)
@@ -126,6 +129,16 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--no-n", action="store_true", help="ignore n>1 like some servers")
     sim.add_argument("--no-usage", action="store_true", help="omit usage from responses")
     sim.add_argument("--seed", type=int, default=0)
+
+    exp = sub.add_parser("export", help="write samples as HaluEval JSON lines, JSONL or Parquet")
+    exp.add_argument("--format", choices=("halueval", "jsonl", "parquet"), default="halueval")
+    exp.add_argument("--out", help="output file, or a directory (several tasks)")
+    exp.add_argument("--run", help="only this run")
+    exp.add_argument("--task", help="only this task")
+    exp.add_argument("--where", help="SQL predicate over the samples view, e.g. "
+                     "\"pattern = 'factualness'\"")
+    exp.add_argument("--db", default=None)
+    exp.add_argument("--config", help=argparse.SUPPRESS)
 
     init = sub.add_parser("init", help="write a commented halugen.toml here")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
@@ -194,6 +207,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         run_id=getattr(args, "run_id", None),
         progress=not args.no_progress and settings.get("progress", True),
         long_documents=_pick(args, settings, "long_documents", default="truncate"),
+        prompts_dir=Path(p) if (p := _pick(args, settings, "prompts")) else None,
     )
 
 
@@ -217,14 +231,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from .engine import load_tasks, resolve_price
+    from .engine import load_tasks, resolve_price, resolve_tasks
     from .estimate import estimate_task
 
     cfg = run_config(args)
     if not cfg.seeds:
         raise UsageError("no seed files given: pass --seeds FILE")
+    cfg, files_of = resolve_tasks(cfg)
     price, notes = resolve_price(cfg)
-    tasks = load_tasks(cfg.tasks)
+    tasks = load_tasks(cfg.tasks, cfg.prompts_dir)
     table = Table(title=f"Projected cost with {cfg.model} ({price.card} prices"
                         f"{', ' + price.date if price.date else ''})")
     for col in ("task", "seeds", "bad records", "calls", "prompt tokens", "typical cost",
@@ -232,7 +247,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         table.add_column(col, justify="right" if col != "task" else "left")
     exact = True
     for name, task in tasks.items():
-        e = estimate_task(cfg, task, price)
+        e = estimate_task(cfg, task, price, files_of[name])
         exact = exact and e.tokens_exact
         table.add_row(name, f"{e.seeds:,}", f"{e.bad_records:,}", f"{e.calls:,}",
                       f"{e.prompt_tokens:,}", format_usd(e.cost_typical_pusd),
@@ -339,6 +354,22 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from .export import export_samples
+    from .store.db import open_store
+
+    with open_store(_db_path(args), read_only=True) as store:
+        result = export_samples(store, fmt=args.format,
+                                out=Path(args.out) if args.out else None, run=args.run,
+                                task=args.task, where=args.where)
+    if not result.files:
+        err.print("no samples match")
+        return 0
+    for path, rows in result.files:
+        out.print(f"wrote {rows:,} samples to {path}")
+    return 0
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     path = Path("halugen.toml")
     if path.exists() and not args.force:
@@ -360,7 +391,7 @@ def _print_table(title: str | None, columns: Sequence[str], rows: Sequence[Seque
 
 COMMANDS = {
     "run": cmd_run, "estimate": cmd_estimate, "demo": cmd_demo, "status": cmd_status,
-    "sql": cmd_sql, "simulate": cmd_simulate, "init": cmd_init,
+    "sql": cmd_sql, "simulate": cmd_simulate, "init": cmd_init, "export": cmd_export,
 }
 
 

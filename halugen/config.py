@@ -77,6 +77,7 @@ class RunConfig:
     run_id: str | None = None
     progress: bool = True
     long_documents: str = "truncate"  # truncate | skip
+    prompts_dir: Path | None = None  # templates found here win over the bundled ones
 
     def identity(self, template_hashes: dict[str, str]) -> dict[str, Any]:
         """The settings that define a run's output; their hash names the run."""

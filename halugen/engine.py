@@ -13,6 +13,7 @@ import logging
 import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -39,7 +40,7 @@ from .store.db import Store, open_store
 from .tasks import TASK_NAMES, get_task
 from .tokens import get_counter
 
-__all__ = ["RunOutcome", "generate", "load_tasks", "resolve_price"]
+__all__ = ["RunOutcome", "generate", "load_tasks", "resolve_price", "resolve_tasks"]
 
 log = logging.getLogger("halugen")
 
@@ -58,14 +59,16 @@ class RunOutcome:
     notes: tuple[str, ...] = ()
 
 
-def load_tasks(names: tuple[str, ...]) -> dict[str, LoadedTask]:
+def load_tasks(names: tuple[str, ...], prompts_dir: Path | None = None
+               ) -> dict[str, LoadedTask]:
     tasks = {}
     for name in names:
         spec = get_task(name)
         tasks[name] = LoadedTask(
             spec=spec,
-            sample_templates=tuple(load_template(name, t) for t in spec.sample_templates),
-            filter_template=load_template(name, spec.filter_template),
+            sample_templates=tuple(load_template(name, t, prompts_dir)
+                                   for t in spec.sample_templates),
+            filter_template=load_template(name, spec.filter_template, prompts_dir),
         )
     return tasks
 
@@ -186,7 +189,7 @@ async def generate(
     if not cfg.seeds:
         raise UsageError("no seed files given: pass --seeds FILE (or set seeds in halugen.toml)")
     cfg, files_of = resolve_tasks(cfg)
-    tasks = load_tasks(cfg.tasks)
+    tasks = load_tasks(cfg.tasks, cfg.prompts_dir)
     price, notes = resolve_price(cfg)
     budget = None
     if cfg.budget_usd is not None:

@@ -31,14 +31,15 @@ class TaskEstimate:
     tokens_exact: bool = True
 
 
-def estimate_task(cfg: RunConfig, task: LoadedTask, price: ModelPrice) -> TaskEstimate:
+def estimate_task(cfg: RunConfig, task: LoadedTask, price: ModelPrice,
+                  files: list[str] | None = None) -> TaskEstimate:
     """Every seed costs its sampling calls plus one filter call (an upper count: identical
     candidates skip the filter). Typical output assumes answers as long as the right one."""
     counter = get_counter(price.tokenizer)
     count = counter.count
     spec = task.spec
     est = TaskEstimate(task=spec.name, tokens_exact=counter.exact)
-    for item in read_seeds(list(cfg.seeds), spec.name, fmt=cfg.seed_format):
+    for item in read_seeds(files or list(cfg.seeds), spec.name, fmt=cfg.seed_format):
         if not isinstance(item, Seed):
             est.bad_records += 1
             continue

@@ -112,9 +112,10 @@ def parse_template(name: str, text: str) -> Template:
 
 @cache
 def load_template(task: str, stem: str, directory: Path | None = None) -> Template:
-    """Load ``prompts/<task>/<stem>.txt`` (or from ``directory`` when given)."""
-    base = directory if directory is not None else data_dir("prompts")
-    path = base / task / f"{stem}.txt"
+    """Load ``<task>/<stem>.txt`` from ``directory`` when it has it, else the bundled one."""
+    path = data_dir("prompts") / task / f"{stem}.txt"
+    if directory is not None and (directory / task / f"{stem}.txt").is_file():
+        path = directory / task / f"{stem}.txt"
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -37,6 +37,7 @@ KNOWN_KEYS: dict[str, type | tuple[type, ...]] = {
     "timeout": (int, float),
     "max_attempts": int,
     "long_documents": str,
+    "prompts": str,
 }
 
 INIT_TEMPLATE = """\

@@ -47,55 +47,72 @@ async def run_seed_stage(
 
 
 async def _admit(ctx: GenContext, sources: list[SeedSource], send: ObjectSendStream[Seed]) -> None:
-    for source in sources:
-        task = source.task
-        pending_keys = {seed.key for seed in source.pending}
-        for seed in source.pending:  # resume finishes pending work first
+    for source in sources:  # resume finishes pending work first
+        for seed in source.pending:
             if ctx.flags.stop_admitting:
                 return
-            ctx.stats.bump(ctx.stats.admitted, task)
+            ctx.stats.bump(ctx.stats.admitted, source.task)
             await send.send(seed)
-        valid = 0
-        since_yield = 0
-        for item in source.read():
-            if isinstance(item, BadRecord):
-                _record_bad(ctx, task, item, source.bad_seen)
-                continue
-            valid += 1
-            if source.limit is not None and valid > source.limit:
-                break
-            if ctx.flags.stop_admitting:
+    # then new seeds, one task after the other in turn, so that several tasks in one run
+    # progress together and share the budget
+    streams = [_new_seeds(ctx, source) for source in sources]
+    while streams:
+        for stream in list(streams):
+            item = next(stream, _DONE)
+            if item is _DONE:
+                streams.remove(stream)
+            elif item is None:
+                await anyio.sleep(0)  # a long stretch of skipped records: stay responsive
+            elif ctx.flags.stop_admitting:
                 return
-            if item.key in pending_keys:
-                continue  # already sent above
-            if item.key in source.admitted:
-                ctx.stats.bump(ctx.stats.already_done, task)
-                since_yield += 1
-                if since_yield >= 1000:  # skipping a long done prefix: stay responsive
-                    since_yield = 0
-                    await anyio.sleep(0)
-                continue
-            source.admitted.add(item.key)  # a duplicate record later in the file is skipped
-            fit = fit_to_context(item, ctx.tasks[task], ctx.runner.counter,
-                                 context_window=ctx.context_window,
-                                 max_tokens=max(ctx.sampling.max_tokens, ctx.judge.max_tokens),
-                                 policy=ctx.long_documents)
-            if fit.seed is None:
-                assert fit.bad is not None
-                _record_bad(ctx, task, fit.bad, source.bad_seen)
-                continue
-            item = fit.seed
-            if item.truncated_tokens:
-                ctx.stats.bump(ctx.stats.truncated, task)
-            ctx.writer.put([("seeds", (
-                ctx.run_id, task, item.key, item.seed_id, item.dataset, item.source_file,
-                item.source_line, orjson.dumps(dict(item.fields)).decode(),
-                item.truncated_tokens or None,
-            ))])
-            ctx.stats.bump(ctx.stats.admitted, task)
-            await send.send(item)
-        if source.limit is None or valid <= source.limit:
-            ctx.stats.seeds_total[task] = valid  # the whole input is known now
+            else:
+                await send.send(item)
+
+
+_DONE = object()
+
+
+def _new_seeds(ctx: GenContext, source: SeedSource) -> Iterator[Seed | None]:
+    """The source's seeds not seen before, admitted; None now and then while skipping."""
+    task = source.task
+    pending_keys = {seed.key for seed in source.pending}
+    valid = 0
+    skipped = 0
+    for item in source.read():
+        if isinstance(item, BadRecord):
+            _record_bad(ctx, task, item, source.bad_seen)
+            continue
+        valid += 1
+        if source.limit is not None and valid > source.limit:
+            return
+        if item.key in pending_keys:
+            continue  # already sent
+        if item.key in source.admitted:
+            ctx.stats.bump(ctx.stats.already_done, task)
+            skipped += 1
+            if skipped % 1000 == 0:
+                yield None
+            continue
+        source.admitted.add(item.key)  # a duplicate record later in the file is skipped
+        fit = fit_to_context(item, ctx.tasks[task], ctx.runner.counter,
+                             context_window=ctx.context_window,
+                             max_tokens=max(ctx.sampling.max_tokens, ctx.judge.max_tokens),
+                             policy=ctx.long_documents)
+        if fit.seed is None:
+            assert fit.bad is not None
+            _record_bad(ctx, task, fit.bad, source.bad_seen)
+            continue
+        item = fit.seed
+        if item.truncated_tokens:
+            ctx.stats.bump(ctx.stats.truncated, task)
+        ctx.writer.put([("seeds", (
+            ctx.run_id, task, item.key, item.seed_id, item.dataset, item.source_file,
+            item.source_line, orjson.dumps(dict(item.fields)).decode(),
+            item.truncated_tokens or None,
+        ))])
+        ctx.stats.bump(ctx.stats.admitted, task)
+        yield item
+    ctx.stats.seeds_total[task] = valid  # the whole input is known now
 
 
 def _record_bad(ctx: GenContext, task: str, bad: BadRecord, seen: set[tuple[str, int]]) -> None:

@@ -14,9 +14,9 @@ from halugen.config import RateLimit, RetryPolicy, RunConfig, Timeouts
 from halugen.engine import generate
 
 
-def config(base_url: str, seeds: Path, db: Path, **kw: object) -> RunConfig:
+def config(base_url: str, seed_file: Path, db: Path, **kw: object) -> RunConfig:
     defaults: dict[str, object] = dict(
-        tasks=("qa",), seeds=(str(seeds),), model="gpt-4o-mini", base_url=base_url,
+        tasks=("qa",), seeds=(str(seed_file),), model="gpt-4o-mini", base_url=base_url,
         api_key="test-key", db=db, rate=RateLimit(concurrency=16),
         retry=RetryPolicy(max_attempts=6, base_delay=0.01, max_delay=0.05),
         timeouts=Timeouts(total=5.0, read=5.0), progress=False,
