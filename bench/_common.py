@@ -12,8 +12,9 @@ from pathlib import Path
 
 import orjson
 
-SHARED_HOTPOT = (Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa"
-                 / "hotpot_dev_distractor_v1.head165.json")
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED_HOTPOT = SHARED / "hotpotqa" / "hotpot_dev_distractor_v1.head165.json"
+SHARED_CNNDM = SHARED / "cnndm" / "cnn_dailymail_train_sample100.csv"
 
 
 def process_cpu_seconds(pid: int) -> float:
@@ -70,4 +71,23 @@ def write_hotpot(path: Path, n: int) -> Path:
         rec["question"] = f"{rec['question']} (variant {i // len(base)})"
         out.append(rec)
     path.write_bytes(orjson.dumps(out))
+    return path
+
+
+def write_cnndm(path: Path, n: int) -> Path:
+    """``n`` distinct CNN/DailyMail-style rows (CSV) with real article sizes when available."""
+    import csv
+
+    csv.field_size_limit(2**31 - 1)
+    if SHARED_CNNDM.exists():
+        with SHARED_CNNDM.open(newline="", encoding="utf-8") as f:
+            base = [(r["article"], r["highlights"]) for r in csv.DictReader(f)]
+    else:
+        article = ("The council voted on Tuesday to rebuild the old stone bridge. " * 60).strip()
+        base = [(article, "The council will rebuild the bridge.\nIt costs 4 million euros.")]
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "article", "highlights"])
+        for i, (article, highlights) in zip(range(n), itertools.cycle(base), strict=False):
+            w.writerow([f"bench{i}", f"(Copy {i // len(base)}.) {article}", highlights])
     return path

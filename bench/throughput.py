@@ -22,7 +22,7 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import simulator_process, write_hotpot
+from _common import simulator_process, write_cnndm, write_hotpot
 
 from halugen.config import RateLimit, RunConfig
 from halugen.engine import generate
@@ -33,8 +33,9 @@ def cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def one_run(base_url: str, seeds: Path, db: Path, concurrency: int) -> tuple[float, int, float]:
-    cfg = RunConfig(tasks=("qa",), seeds=(str(seeds),), model="gpt-4o-mini", base_url=base_url,
+def one_run(base_url: str, seeds: Path, db: Path, concurrency: int, task: str
+            ) -> tuple[float, int, float]:
+    cfg = RunConfig(tasks=(task,), seeds=(str(seeds),), model="gpt-4o-mini", base_url=base_url,
                     api_key="bench", db=db, rate=RateLimit(concurrency=concurrency),
                     progress=False, fresh=True)
     cpu0, t0 = cpu_seconds(), time.perf_counter()
@@ -51,19 +52,24 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=2000)
     ap.add_argument("--concurrency", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--task", choices=("qa", "summarization"), default="qa",
+                    help="summarization: CNN/DailyMail articles, long prompts")
+    ap.add_argument("--servers", default="sim0,sim50,stub")
     args = ap.parse_args()
-    servers = [("simulator, 0 ms", ("--latency-ms", "0"), False),
-               ("simulator, 50 ms", ("--latency-ms", "50"), False),
-               ("minimal stub", (), True)]
+    servers = {"sim0": ("simulator, 0 ms", ("--latency-ms", "0"), False),
+               "sim50": ("simulator, 50 ms", ("--latency-ms", "50"), False),
+               "stub": ("minimal stub", (), True)}
     with tempfile.TemporaryDirectory() as tmp:
-        seeds = write_hotpot(Path(tmp) / "seeds.json", args.seeds)
-        for label, sim_args, stub in servers:
+        seeds = (write_hotpot(Path(tmp) / "seeds.json", args.seeds) if args.task == "qa"
+                 else write_cnndm(Path(tmp) / "seeds.csv", args.seeds))
+        for name in args.servers.split(","):
+            label, sim_args, stub = servers[name]
             with simulator_process(*sim_args, stub=stub) as url:
                 rates, cpus, server_cpus = [], [], []
                 for i in range(args.repeat):
                     server0 = url.cpu()
-                    wall, calls, cpu = one_run(url, seeds, Path(tmp) / f"{stub}{i}.duckdb",
-                                               args.concurrency)
+                    wall, calls, cpu = one_run(url, seeds, Path(tmp) / f"{name}{i}.duckdb",
+                                               args.concurrency, args.task)
                     rates.append(calls / wall)
                     cpus.append(cpu / calls * 1e6)
                     server_cpus.append((url.cpu() - server0) / calls * 1e6)
@@ -72,7 +78,8 @@ def main() -> None:
                 print(f"{label}: median {statistics.median(rates):,.0f} calls/s; halugen CPU "
                       f"{statistics.median(cpus):,.0f} us/call; server CPU "
                       f"{statistics.median(server_cpus):,.0f} us/call "
-                      f"(concurrency {args.concurrency}, {args.seeds} QA seeds)", flush=True)
+                      f"(concurrency {args.concurrency}, {args.seeds} {args.task} seeds)",
+                      flush=True)
 
 
 if __name__ == "__main__":
