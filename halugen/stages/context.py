@@ -9,6 +9,7 @@ from ..config import Sampling
 from ..llm.calls import CallRunner
 from ..prompts import Template
 from ..records import fingerprint
+from ..session import StopFlags
 from ..stats import RunStats
 from ..store.writer import StoreWriter
 from ..tasks.base import TaskSpec
@@ -21,19 +22,6 @@ class LoadedTask:
     spec: TaskSpec
     sample_templates: tuple[Template, ...]
     filter_template: Template
-
-
-@dataclass
-class StopFlags:
-    """Why the pipeline stops admitting seeds; stages check these, nothing is killed."""
-
-    budget_exhausted: bool = False
-    interrupted: bool = False
-    input_error: BaseException | None = None  # the seed input broke off; the rest finishes
-
-    @property
-    def stop_admitting(self) -> bool:
-        return self.budget_exhausted or self.interrupted
 
 
 @dataclass

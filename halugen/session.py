@@ -1,0 +1,258 @@
+"""What every kind of run shares: opening the run, the money and call machinery, driving a
+pipeline under the progress view and Ctrl-C, and turning the end into a status.
+
+Generation (engine.py), recognition experiments (evaluate/) and pre-selection
+(preselect/) each build their own pipeline and hand it to ``drive``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import signal
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import orjson
+from rich.console import Console
+
+from . import __version__
+from ._groups import most_serious
+from .budget import Ledger, ModelPrice, find_price, usd_to_pusd
+from .config import RunConfig
+from .errors import HalugenError, UsageError
+from .llm.calls import CallRunner
+from .llm.client import ChatClient
+from .llm.limiter import RateLimiter
+from .llm.transport import AiohttpTransport, Transport
+from .records import fingerprint
+from .stats import RunStats
+from .store.db import Store, open_store
+from .tokens import TokenCounter, get_counter
+
+__all__ = ["CallSession", "StopFlags", "call_session", "drive", "resolve_price"]
+
+
+@dataclass
+class StopFlags:
+    """Why a pipeline stops admitting work; stages check these, nothing is killed."""
+
+    budget_exhausted: bool = False
+    interrupted: bool = False
+    input_error: BaseException | None = None  # the input broke off; what was read finishes
+
+    @property
+    def stop_admitting(self) -> bool:
+        return self.budget_exhausted or self.interrupted
+
+
+@dataclass
+class CallSession:
+    """An open run: its store, money, limits and the call runner."""
+
+    store: Store
+    run_id: str
+    resumed: bool
+    ledger: Ledger
+    limiter: RateLimiter
+    runner: CallRunner
+    stats: RunStats
+    price: ModelPrice
+    counter: TokenCounter
+    flags: StopFlags = field(default_factory=StopFlags)
+    notes: list[str] = field(default_factory=list)
+
+
+def resolve_price(cfg: RunConfig) -> tuple[ModelPrice, list[str]]:
+    """The price to account with, and notes for the user. Unknown + budget is an error."""
+    price = find_price(cfg.model, card=cfg.price_card, price_in=cfg.price_in,
+                       price_out=cfg.price_out)
+    if price is not None:
+        return price, []
+    if cfg.budget_usd is not None:
+        raise UsageError(
+            f"no price card lists model {cfg.model!r}, so a budget cannot be enforced; give "
+            f"--price-in and --price-out (USD per million tokens), or --price-card local for "
+            f"a self-hosted server"
+        )
+    return (
+        ModelPrice.per_million(cfg.model, 0.0, 0.0, card="unpriced"),
+        [f"no price is known for model {cfg.model!r}: costs are counted as $0 "
+         f"(give --price-in/--price-out to count them)"],
+    )
+
+
+def _open_run(store: Store, cfg: RunConfig, *, kind: str, identity: dict[str, Any],
+              tasks: str, price: ModelPrice, budget: int | None) -> tuple[str, bool]:
+    config_hash = fingerprint(identity)
+    run = None
+    if cfg.run_id:
+        run = store.get_run(cfg.run_id)
+        if run is None:
+            raise UsageError(f"no run {cfg.run_id!r} in {store.path} (see 'halugen status')")
+        if run["config_hash"] != config_hash or run["kind"] != kind:
+            raise UsageError(
+                f"run {cfg.run_id} was made with other settings (task, inputs, model, prompts "
+                f"or sampling); repeat its settings, or start a new run with --fresh"
+            )
+    elif not cfg.fresh:
+        run = store.find_run(config_hash=config_hash, kind=kind)
+    if run is None:
+        run_id = store.create_run(
+            kind=kind, config_hash=config_hash, config=identity, tasks=tasks, model=cfg.model,
+            base_url=cfg.base_url, price=price.as_record(), budget_pusd=budget,
+            version=__version__,
+        )
+        return run_id, False
+    run_id = run["run_id"]
+    updates: dict[str, Any] = {"status": "running", "status_detail": None,
+                               "price_json": orjson.dumps(price.as_record()).decode()}
+    if budget is not None:
+        updates["budget_pusd"] = budget
+    store.update_run(run_id, **updates)
+    return run_id, True
+
+
+def _mark_lost(store: Store, run_id: str) -> int:
+    """Reservations never closed (a crash): count them as spent. Returns how many."""
+    rows = store.open_reservations(run_id)
+    if rows:
+        store.writer.put([("ledger", (call_id, res_no, run_id, "lost", pusd, None, None, None,
+                                      None, None)) for call_id, res_no, pusd in rows])
+        store.writer.flush_blocking()
+    return len(rows)
+
+
+@contextlib.asynccontextmanager
+async def call_session(
+    cfg: RunConfig, *, kind: str, identity: dict[str, Any], tasks: str,
+    transport: Transport | None = None, on_run: Callable[[str, bool], None] | None = None,
+) -> AsyncIterator[CallSession]:
+    """Open (or resume) the run of ``kind`` whose settings are ``identity``."""
+    price, notes = resolve_price(cfg)
+    budget = usd_to_pusd(cfg.budget_usd) if cfg.budget_usd is not None else None
+    counter = get_counter(price.tokenizer)
+    store = open_store(cfg.db)
+    owned_transport = transport is None
+    transport = transport or AiohttpTransport()
+    try:
+        run_id, resumed = _open_run(store, cfg, kind=kind, identity=identity, tasks=tasks,
+                                    price=price, budget=budget)
+        if on_run is not None:
+            on_run(run_id, resumed)
+        lost = _mark_lost(store, run_id)
+        if lost:
+            notes.append(f"{lost} call(s) in flight when the last session stopped were counted "
+                         f"as spent (the provider may have billed them)")
+        run = store.get_run(run_id)
+        assert run is not None
+        ledger = Ledger(run["budget_pusd"], spent=store.spent(run_id))
+        stats = RunStats(run_id=run_id)
+        limiter = RateLimiter(cfg.rate)
+        client = ChatClient(base_url=cfg.base_url, api_key=cfg.api_key, transport=transport,
+                            timeouts=cfg.timeouts, observe=limiter.observe,
+                            count_tokens=counter.count)
+        runner = CallRunner(run_id=run_id, client=client, limiter=limiter, ledger=ledger,
+                            price=price, counter=counter, store=store, stats=stats,
+                            retry=cfg.retry, first_call_id=store.next_call_id())
+        session = CallSession(store=store, run_id=run_id, resumed=resumed, ledger=ledger,
+                              limiter=limiter, runner=runner, stats=stats, price=price,
+                              counter=counter, notes=notes)
+        if ledger.remaining is not None and ledger.remaining <= 0:
+            ledger.exhausted = True
+            session.flags.budget_exhausted = True
+        yield session
+        store.writer.flush_blocking()
+    finally:
+        if owned_transport:
+            await transport.aclose()
+        store.close()
+
+
+async def drive(session: CallSession, pipeline: Callable[[], Awaitable[None]], *,
+                progress: bool, console: Console | None = None) -> tuple[str, str]:
+    """Run ``pipeline`` with the progress view and Ctrl-C handling; returns (status, msg).
+
+    First Ctrl-C: stop admitting work, let calls in flight finish. Second: cancel them
+    (their reservations count as spent). Systemic errors become status "failed".
+    """
+    from .progress import ProgressView
+
+    flags = session.flags
+    view = ProgressView(stats=session.stats, ledger=session.ledger,
+                        limiter_snapshot=session.limiter.snapshot,
+                        console=console) if progress else None
+    error: BaseException | None = None
+    with _quiet_gc():
+        async with anyio.create_task_group() as outer:
+            cancel_scope = outer.cancel_scope
+            presses = 0
+
+            def on_sigint() -> None:
+                nonlocal presses
+                presses += 1
+                flags.interrupted = True
+                if presses > 1:
+                    cancel_scope.cancel()
+
+            loop = asyncio.get_running_loop()
+            handled = False
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signal.SIGINT, on_sigint)
+                handled = True
+
+            async def tick() -> None:
+                while True:
+                    await anyio.sleep(0.25)  # the view renders on this thread, 4 times a second
+                    if view is not None:
+                        view.tick()
+
+            if view is not None:
+                view.start()
+                outer.start_soon(tick)
+            try:
+                await pipeline()
+            except BaseException as exc:  # sorted out below: systemic errors become a status
+                error = most_serious(exc) if isinstance(exc, BaseExceptionGroup) else exc
+                if isinstance(error, asyncio.CancelledError):
+                    error = None
+            finally:
+                if handled:
+                    loop.remove_signal_handler(signal.SIGINT)
+                if view is not None:
+                    view.stop()
+                cancel_scope.cancel()
+    if isinstance(error, HalugenError):
+        return "failed", str(error)
+    if error is not None:
+        raise error
+    if flags.interrupted:
+        return "interrupted", ""
+    if flags.budget_exhausted:
+        return "budget_exhausted", ""
+    if flags.input_error is not None:
+        return "input_error", str(flags.input_error)
+    return "done", ""
+
+
+@contextlib.contextmanager
+def _quiet_gc() -> Iterator[None]:
+    """Fewer garbage-collector passes while a pipeline runs.
+
+    At thousands of calls per second the collector's passes over everything imported and
+    set up (hundreds of thousands of long-lived objects) cost a fifth of the event loop's
+    time. Freezing what exists now and collecting the young generation less often keeps
+    that cost small; the previous settings come back afterwards.
+    """
+    threshold = gc.get_threshold()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
