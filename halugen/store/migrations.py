@@ -38,6 +38,32 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "run_id", "task", "seed_key", "shown_order", "chosen", "method", "call_key",
         "template_hash", "raw", "detail", "created_at",
     ),
+    "judgements": (
+        "run_id", "task", "item_key", "item_id", "strategy", "model", "shown", "truth",
+        "verdict", "p_yes", "shown_length", "raw", "call_key", "template_hash", "created_at",
+    ),
+    "preselect_queries": (
+        "run_id", "query_key", "query_id", "query", "source_file", "source_line", "created_at",
+    ),
+    "preselect_responses": (
+        "run_id", "query_key", "idx", "response", "call_key", "created_at",
+    ),
+    "preselect_scores": (
+        "run_id", "query_key", "score", "n_responses", "scorer", "created_at",
+    ),
+    "annotation_items": (
+        "item_id", "source", "run_id", "query", "response", "meta_json", "created_at",
+    ),
+    "annotations": (
+        "item_id", "annotator", "label", "spans_json", "note", "source", "created_at",
+    ),
+    "annotation_resolutions": (
+        "item_id", "label", "spans_json", "n_labels", "agreement", "method", "created_at",
+    ),
+    "topic_results": (
+        "analysis_id", "task", "topic_set", "topic", "top_words", "share_samples",
+        "share_failures", "coherence", "created_at",
+    ),
     "sample_rows": (
         "run_id", "task", "seed_key", "seed_id", "dataset", "source_file", "source_line",
         "pattern", "template", "template_hash", "filter_template_hash", "selected_by", "model",
@@ -287,8 +313,115 @@ SELECT run_id, seed_id, pattern, template_hash, document, right_summary,
 FROM sample_rows WHERE task = 'summarization';
 """
 
+# The benchmark's other halves: recognition experiments, pre-selection of user queries,
+# human annotation, topic analysis.
+_EVALUATION = """
+CREATE TABLE judgements (
+    run_id VARCHAR NOT NULL,
+    task VARCHAR NOT NULL,
+    item_key VARCHAR NOT NULL,         -- fingerprint of the evaluated item
+    item_id VARCHAR,                   -- its id in the source (seed id, file:line, ID)
+    strategy VARCHAR NOT NULL,         -- plain | knowledge | cot | contrast
+    model VARCHAR NOT NULL,
+    shown VARCHAR NOT NULL,            -- hallucinated | right | both (contrast)
+    truth BOOLEAN NOT NULL,            -- true when the shown answer is hallucinated
+    verdict VARCHAR NOT NULL,          -- yes | no | invalid (contrast: yes = picked right)
+    p_yes DOUBLE,                      -- with --scoring logprobs
+    shown_length INTEGER,              -- characters of the shown answer (length baseline)
+    raw VARCHAR,
+    call_key VARCHAR,
+    template_hash VARCHAR,
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE preselect_queries (
+    run_id VARCHAR NOT NULL,
+    query_key VARCHAR NOT NULL,
+    query_id VARCHAR,
+    query VARCHAR NOT NULL,
+    source_file VARCHAR,
+    source_line BIGINT,
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE preselect_responses (
+    run_id VARCHAR NOT NULL,
+    query_key VARCHAR NOT NULL,
+    idx INTEGER NOT NULL,
+    response VARCHAR NOT NULL,
+    call_key VARCHAR,
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE preselect_scores (
+    run_id VARCHAR NOT NULL,
+    query_key VARCHAR NOT NULL,
+    score DOUBLE NOT NULL,             -- mean pairwise BERTScore F1 of its responses
+    n_responses INTEGER NOT NULL,
+    scorer VARCHAR NOT NULL,           -- model (and layers, rescaling) that scored it
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE annotation_items (
+    item_id VARCHAR NOT NULL,
+    source VARCHAR NOT NULL,           -- preselect | halueval | labelstudio | jsonl
+    run_id VARCHAR,
+    query VARCHAR NOT NULL,
+    response VARCHAR NOT NULL,
+    meta_json VARCHAR,
+    created_at TIMESTAMP NOT NULL
+);
+
+-- append-only: an annotator's latest row for an item is their label
+CREATE TABLE annotations (
+    item_id VARCHAR NOT NULL,
+    annotator VARCHAR NOT NULL,
+    label VARCHAR NOT NULL,            -- yes | no (hallucinated?)
+    spans_json VARCHAR NOT NULL,       -- [{"start", "end", "text", "kind"}], character offsets
+    note VARCHAR,
+    source VARCHAR NOT NULL,           -- web | import | halueval
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE annotation_resolutions (
+    item_id VARCHAR NOT NULL,
+    label VARCHAR NOT NULL,
+    spans_json VARCHAR NOT NULL,
+    n_labels INTEGER NOT NULL,
+    agreement DOUBLE,                  -- share of annotators agreeing with the label
+    method VARCHAR NOT NULL,           -- majority | single | tie
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE topic_results (
+    analysis_id VARCHAR NOT NULL,
+    task VARCHAR NOT NULL,
+    topic_set VARCHAR NOT NULL,        -- all | failures
+    topic INTEGER NOT NULL,
+    top_words VARCHAR NOT NULL,
+    share_samples DOUBLE,
+    share_failures DOUBLE,
+    coherence DOUBLE,
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE OR REPLACE VIEW annotations_latest AS
+SELECT * FROM annotations
+QUALIFY row_number() OVER (PARTITION BY item_id, annotator ORDER BY created_at DESC) = 1;
+
+CREATE OR REPLACE VIEW annotation_resolved AS
+SELECT * FROM annotation_resolutions
+QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at DESC) = 1;
+
+CREATE OR REPLACE VIEW preselect_ranked AS
+SELECT s.run_id, s.query_key, q.query_id, q.query, s.score, s.n_responses, s.scorer,
+       row_number() OVER (PARTITION BY s.run_id ORDER BY s.score, s.query_key) AS rank
+FROM preselect_scores s JOIN preselect_queries q USING (run_id, query_key);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
     ("0003_long_documents", _TRUNCATION),
+    ("0004_evaluation_preselection_annotation", _EVALUATION),
 )
