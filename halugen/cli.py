@@ -95,6 +95,26 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--max-tokens", type=int, help="max tokens per sampled answer (default 256)")
     _llm_flags(est)
 
+    ev = sub.add_parser("eval", help="recognition experiment: can a model spot hallucinations?")
+    ev.add_argument("--task", required=True,
+                    help="qa, dialogue, summarization or general")
+    ev.add_argument("--strategy", default="plain",
+                    help="plain, knowledge, cot or contrast (default: plain)")
+    ev.add_argument("--data", nargs="+", help="HaluEval's released files of the task "
+                    "(default: the samples in the store)")
+    ev.add_argument("--gen-run", help="only the samples of this generation run")
+    ev.add_argument("--scoring", choices=("parse", "logprobs"), default="parse",
+                    help="read the Yes/No verdict (default) or score P(Yes) from logprobs")
+    ev.add_argument("--fresh", action="store_true", help="start a new eval run")
+    ev.add_argument("--run-id", help="resume this eval run")
+    _llm_flags(ev)
+
+    rep = sub.add_parser("report", help="tables of the recognition results")
+    rep.add_argument("--format", choices=("table", "markdown", "csv"), default="table")
+    rep.add_argument("--run", nargs="+", help="only these eval runs")
+    rep.add_argument("--db", default=None)
+    rep.add_argument("--config", help=argparse.SUPPRESS)
+
     demo = sub.add_parser("demo", help="run end to end against the built-in simulator")
     demo.add_argument("--db", default="halugen-demo.duckdb",
                       help="store for the demo (default: ./halugen-demo.duckdb, replaced)")
@@ -228,6 +248,44 @@ def cmd_run(args: argparse.Namespace) -> int:
         err.print(f"note: {note}")
     (err if outcome.exit_code else out).print(outcome.message)
     return outcome.exit_code
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .evaluate.run import EvalConfig, evaluate
+
+    cfg = run_config(args)
+    ecfg = EvalConfig(run=cfg, task=args.task, strategy=args.strategy,
+                      data=tuple(args.data or ()), gen_run=args.gen_run, scoring=args.scoring,
+                      limit=cfg.limit)
+
+    def on_run(run_id: str, resumed: bool) -> None:
+        err.print(f"{'resuming' if resumed else 'starting'} eval run {run_id} "
+                  f"({args.task}/{args.strategy} with {cfg.model}) -> {cfg.db}")
+
+    outcome = anyio.run(lambda: evaluate(ecfg, console=err, on_run=on_run))
+    for note in outcome.notes:
+        err.print(f"note: {note}")
+    (err if outcome.exit_code else out).print(outcome.message)
+    return outcome.exit_code
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .evaluate.report import render_csv, render_markdown, render_rich, results_from_store
+    from .store.db import open_store
+
+    with open_store(_db_path(args), read_only=True) as store:
+        rows = results_from_store(store.conn, args.run)
+    if not rows:
+        out.print("no judgements yet: run 'halugen eval' first")
+        return 0
+    if args.format == "markdown":
+        sys.stdout.write(render_markdown(rows))
+    elif args.format == "csv":
+        sys.stdout.write(render_csv(rows))
+    else:
+        for table in render_rich(rows):
+            out.print(table)
+    return 0
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
@@ -392,6 +450,7 @@ def _print_table(title: str | None, columns: Sequence[str], rows: Sequence[Seque
 COMMANDS = {
     "run": cmd_run, "estimate": cmd_estimate, "demo": cmd_demo, "status": cmd_status,
     "sql": cmd_sql, "simulate": cmd_simulate, "init": cmd_init, "export": cmd_export,
+    "eval": cmd_eval, "report": cmd_report,
 }
 
 

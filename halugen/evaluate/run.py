@@ -1,0 +1,219 @@
+"""A recognition experiment: can model M tell hallucinated answers from right ones?
+
+Per item, an RNG seeded by (eval seed, item key) decides which answer is shown (or, for
+the contrast strategy, their order); the model's verdict is parsed (or scored from
+logprobs) and stored with the truth in ``judgements``. Same budget, limits, request keys
+and resume as generation: a resumed run skips items it has judged.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import anyio
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from rich.console import Console
+
+from ..budget import format_usd
+from ..config import RunConfig
+from ..errors import BudgetExhausted, UsageError
+from ..llm.calls import CallFailure
+from ..llm.transport import Transport
+from ..prompts import Template, load_template
+from ..records import ChatRequest, fingerprint
+from ..session import CallSession, call_session, drive
+from ..store.db import KeyIndex, key_prefix
+from . import judge
+from .items import check_task, items_from_files, items_from_store
+from .verdicts import parse_contrast, parse_verdict, verdict_from_logprobs
+
+__all__ = ["EvalConfig", "EvalOutcome", "evaluate"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalConfig:
+    run: RunConfig  # endpoint, model, budget, limits, store, eval seed (run_seed), resume
+    task: str
+    strategy: str = "plain"
+    data: tuple[str, ...] = ()  # HaluEval files; empty: the samples in the store
+    gen_run: str | None = None  # only samples of this generation run
+    scoring: str = "parse"  # parse | logprobs
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class EvalOutcome:
+    run_id: str
+    status: str
+    message: str
+    exit_code: int
+    judged: int
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Judged:
+    item: judge.EvalItem
+    shown: str
+    truth: bool
+    verdict: str
+    p_yes: float | None
+    shown_length: int | None
+    raw: str
+    call_key: str
+
+
+def _identity(cfg: EvalConfig, template: Template) -> dict[str, object]:
+    r = cfg.run
+    return {"task": cfg.task, "strategy": cfg.strategy, "data": list(cfg.data),
+            "gen_run": cfg.gen_run, "scoring": cfg.scoring, "model": r.model,
+            "base_url": r.base_url.rstrip("/"), "seed": r.run_seed,
+            "template": template.hash}
+
+
+def _items(cfg: EvalConfig, session: CallSession) -> Iterator[judge.EvalItem]:
+    source = (items_from_files(list(cfg.data), cfg.task) if cfg.data
+              else items_from_store(session.store, cfg.task, gen_run=cfg.gen_run))
+    for n, item in enumerate(source):
+        if cfg.limit is not None and n >= cfg.limit:
+            return
+        yield item
+
+
+def _rng(seed: int, item_key: str) -> random.Random:
+    return random.Random(fingerprint([seed, item_key, "shown"], size=16))
+
+
+async def _judge_one(cfg: EvalConfig, session: CallSession, template: Template,
+                     item: judge.EvalItem) -> _Judged | None:
+    rng = _rng(cfg.run.run_seed, item.key)
+    right, hallucinated = judge.shown_texts(item)
+    if cfg.strategy == "contrast":
+        hallucinated_first = rng.random() < 0.5
+        order = (hallucinated, right) if hallucinated_first else (right, hallucinated)
+        values = judge.judge_values(cfg.task, cfg.strategy, item, "", order)
+        shown, truth, shown_text = "both", True, None
+    elif cfg.task == "general":
+        if item.human_label is None:
+            return None
+        values = judge.judge_values(cfg.task, cfg.strategy, item, right)
+        shown, truth, shown_text = "response", item.human_label, right
+    else:
+        show_hallucinated = rng.random() < 0.5
+        shown_text = hallucinated if show_hallucinated else right
+        values = judge.judge_values(cfg.task, cfg.strategy, item, shown_text)
+        shown = "hallucinated" if show_hallucinated else "right"
+        truth = show_hallucinated
+    logprobs = cfg.scoring == "logprobs"
+    request = ChatRequest(model=cfg.run.model, messages=template.render(values),
+                          temperature=0.0, max_tokens=judge.max_tokens_for(cfg.strategy),
+                          logprobs=logprobs, top_logprobs=5 if logprobs else None)
+    est = template.estimate_tokens(values, session.counter)
+    result = await session.runner.call(request, stage="judge", task=cfg.task,
+                                       seed_key=item.key, est_prompt_tokens=est)
+    if isinstance(result, CallFailure):
+        return None  # logged in calls; the item stays unjudged and a resume retries it
+    p_yes = None
+    if cfg.strategy == "contrast":
+        pick = parse_contrast(result.text)
+        verdict = "invalid" if pick is None else (
+            "yes" if (pick == 1) == hallucinated_first else "no")
+    elif logprobs and result.logprobs:
+        verdict, p_yes = verdict_from_logprobs(result.logprobs[0])
+    else:
+        verdict = parse_verdict(result.text)
+    return _Judged(item, shown, truth, verdict, p_yes,
+                   len(shown_text) if shown_text is not None else None, result.text[:4000],
+                   request.key)
+
+
+async def _worker(cfg: EvalConfig, session: CallSession, template: Template,
+                  receive: ObjectReceiveStream[judge.EvalItem]) -> None:
+    st = session.stats
+    async with receive:
+        async for item in receive:
+            if session.flags.interrupted:
+                continue
+            try:
+                judged = await _judge_one(cfg, session, template, item)
+            except BudgetExhausted:
+                session.flags.budget_exhausted = True
+                continue
+            if judged is None:
+                st.bump(st.failed, cfg.task)
+                continue
+            session.store.writer.put([("judgements", (
+                session.run_id, cfg.task, item.key, item.item_id, cfg.strategy, cfg.run.model,
+                judged.shown, judged.truth, judged.verdict, judged.p_yes, judged.shown_length,
+                judged.raw, judged.call_key, template.hash))])
+            st.bump(st.sampled if judged.verdict != "invalid" else st.rejected, cfg.task)
+
+
+async def _feed(cfg: EvalConfig, session: CallSession, done: KeyIndex,
+                send: ObjectSendStream[judge.EvalItem]) -> None:
+    st = session.stats
+    total = 0
+    async with send:
+        for item in _items(cfg, session):
+            total += 1
+            if session.flags.stop_admitting:
+                return
+            if item.key in done:
+                st.bump(st.already_done, cfg.task)
+                continue
+            done.add(item.key)
+            st.bump(st.admitted, cfg.task)
+            await send.send(item)
+        st.seeds_total[cfg.task] = total
+
+
+async def evaluate(cfg: EvalConfig, *, transport: Transport | None = None,
+                   console: Console | None = None,
+                   on_run: Callable[[str, bool], None] | None = None) -> EvalOutcome:
+    check_task(cfg.task)
+    if cfg.scoring not in ("parse", "logprobs"):
+        raise UsageError(f"--scoring must be parse or logprobs, not {cfg.scoring!r}")
+    template = load_template(cfg.task, judge.template_name(cfg.task, cfg.strategy),
+                             cfg.run.prompts_dir)
+    if cfg.data:  # fail fast on unreadable input, before a run is opened
+        next(iter(items_from_files(list(cfg.data), cfg.task)), None)
+    async with call_session(cfg.run, kind="eval", identity=_identity(cfg, template),
+                            tasks=cfg.task, transport=transport, on_run=on_run) as session:
+        rows = session.store.query(
+            "SELECT item_key FROM judgements WHERE run_id = ?", [session.run_id])
+        done = KeyIndex(key_prefix(r[0]) for r in rows)
+        session.stats.seeds_total[cfg.task] = cfg.limit
+        workers = max(1, cfg.run.rate.concurrency)
+
+        async def pipeline() -> None:
+            tx, rx = anyio.create_memory_object_stream[judge.EvalItem](16)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_feed, cfg, session, done, tx)
+                async with rx:
+                    for _ in range(workers):
+                        tg.start_soon(_worker, cfg, session, template, rx.clone())
+
+        try:
+            status, message = await drive(session, pipeline, progress=cfg.run.progress,
+                                          console=console)
+        except UsageError:
+            raise
+        session.store.writer.flush_blocking()
+        judged = session.store.query(
+            "SELECT count(*) FROM judgements WHERE run_id = ?", [session.run_id])[0][0]
+        spent = format_usd(session.store.spent(session.run_id))
+        exit_code = {"done": 0, "budget_exhausted": 3, "interrupted": 130,
+                     "input_error": 2}.get(status, 1)
+        summary = f"{judged} item(s) judged in run {session.run_id}; spent {spent}"
+        if status == "done":
+            message = f"eval {cfg.task}/{cfg.strategy} with {cfg.run.model} done: {summary}"
+        elif status == "budget_exhausted":
+            message = (f"eval stopped: the budget is used up ({summary}); run the same command "
+                       f"with a larger --budget to continue")
+        elif status == "interrupted":
+            message = f"eval interrupted ({summary}); run the same command again to resume"
+        session.store.update_run(session.run_id, status=status, status_detail=message[:1000])
+        return EvalOutcome(session.run_id, status, message, exit_code, judged,
+                           tuple(session.notes))
