@@ -60,6 +60,10 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "annotation_resolutions": (
         "item_id", "label", "spans_json", "n_labels", "agreement", "method", "created_at",
     ),
+    "annotation_agreement": (
+        "items", "kappa_items", "kappa_raters", "fleiss_kappa", "percent_agreement",
+        "krippendorff_alpha", "span_agreement", "report_json", "created_at",
+    ),
     "topic_results": (
         "analysis_id", "task", "topic_set", "topic", "top_words", "share_samples",
         "share_failures", "coherence", "created_at",
@@ -419,9 +423,25 @@ SELECT s.run_id, s.query_key, q.query_id, q.query, s.score, s.n_responses, s.sco
 FROM preselect_scores s JOIN preselect_queries q USING (run_id, query_key);
 """
 
+# Each `halugen annotate resolve` records the agreement it measured.
+_AGREEMENT = """
+CREATE TABLE annotation_agreement (
+    items INTEGER NOT NULL,
+    kappa_items INTEGER,
+    kappa_raters INTEGER,
+    fleiss_kappa DOUBLE,
+    percent_agreement DOUBLE,
+    krippendorff_alpha DOUBLE,
+    span_agreement DOUBLE,
+    report_json VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL
+);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
     ("0003_long_documents", _TRUNCATION),
     ("0004_evaluation_preselection_annotation", _EVALUATION),
+    ("0005_annotation_agreement", _AGREEMENT),
 )

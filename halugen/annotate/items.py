@@ -1,0 +1,389 @@
+"""Items to annotate: what one is, how it gets into the store, from which sources.
+
+An item is one (query, response) pair that annotators label. Sources:
+
+- a pre-selection run (``add_preselected``): the K queries whose sampled responses agree
+  least (``preselect_ranked``, lowest mean BERTScore first), every response of each becomes
+  an item ``<run>:<query_key>:<idx>``;
+- HaluEval's ``general_data.json`` (``add_halueval_general``): items ``halueval:<ID>``
+  without HaluEval's labels, for annotating them afresh (``formats.import_halueval_general``
+  brings the labels too);
+- a plain JSON-lines file (``add_jsonl``) of ``{item_id?, query, response}``; without an
+  ``item_id`` the id is ``jsonl:<fingerprint of query and response>``, so a re-import finds it.
+
+Adding is idempotent: an id already in the store with the same texts is skipped silently; with
+different texts it is skipped and reported, never overwritten (labels refer to the old texts).
+Bad records are skipped and reported through the optional ``skipped`` list; a file in which
+no record is usable is not of the format at all and raises ``InputError`` naming its first
+problem with file:line.
+
+Also here, because every annotation module needs them: the label and span-kind vocabularies,
+the ``Skip`` report, the JSON reader shared by the importers and ``append_rows``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import duckdb
+import orjson
+import pyarrow as pa
+
+from ..errors import InputError, StoreError, UsageError
+from ..records import canonical_json, fingerprint
+from ..store.db import Store, now
+from ..store.migrations import TABLE_COLUMNS
+
+__all__ = [
+    "KINDS",
+    "LABELS",
+    "BadJSON",
+    "HaluEvalGeneral",
+    "Item",
+    "RecordProblem",
+    "Skip",
+    "add_halueval_general",
+    "add_jsonl",
+    "add_preselected",
+    "append_rows",
+    "insert_items",
+    "jsonl_item_id",
+    "parse_halueval_general",
+    "read_records",
+    "require_usable",
+    "text_of",
+]
+
+LABELS = ("yes", "no")  # hallucinated?
+# Span kinds of the HaluEval annotation guide, in the order it lists them.
+KINDS = ("unverifiable", "non-factual", "irrelevant")
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A record left out of an import, with where it was and why."""
+
+    where: str  # "file:line" or another locator ("run <id>")
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.reason}"
+
+
+class RecordProblem(Exception):
+    """A record cannot be used; ``str()`` is the one-line reason."""
+
+
+@dataclass(frozen=True)
+class Item:
+    item_id: str
+    source: str  # preselect | halueval | labelstudio | jsonl
+    query: str
+    response: str
+    run_id: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class BadJSON:
+    """A line of a JSON-lines file that is not JSON (``read_records`` yields it)."""
+
+    reason: str
+
+
+# -- reading files -------------------------------------------------------------------------
+def read_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
+    """``(position, value)`` for each record of a JSON array or JSON-lines file.
+
+    The position is the 1-based line (JSON lines) or element index (array). A line that is
+    not JSON yields a ``BadJSON`` value (one bad line must not end the file); CRLF line
+    ends and a UTF-8 byte-order mark are fine. A missing, unreadable or empty file, or a
+    broken array, raises ``InputError``.
+    """
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise InputError(f"{name} not found (check the path)") from None
+    except IsADirectoryError:
+        raise InputError(f"{name} is a directory, not a file") from None
+    except OSError as err:
+        raise InputError(f"cannot read {name}: {err.strerror or err}") from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    head = data.lstrip(b" \t\r\n")[:1]
+    if not head:
+        raise InputError(f"{name} is empty")
+    if head == b"[":
+        try:
+            values = orjson.loads(data)
+        except orjson.JSONDecodeError as err:
+            raise InputError(f"{name}: not valid JSON ({err})") from None
+        yield from enumerate(values, 1)
+        return
+    for line_no, raw in enumerate(data.split(b"\n"), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        try:
+            yield line_no, orjson.loads(line)
+        except orjson.JSONDecodeError as err:
+            yield line_no, BadJSON(f"invalid JSON ({str(err).splitlines()[0]})")
+
+
+def require_usable(path: str | os.PathLike[str], used: int, problems: Sequence[Skip],
+                   fmt: str) -> None:
+    """Raise ``InputError`` when a file gave problems and not one usable record."""
+    if used == 0 and problems:
+        raise InputError(
+            f"{os.fspath(path)} is not a {fmt} file: {problems[0]} "
+            f"({len(problems)} record(s) unusable, none usable)"
+        )
+
+
+def _where(path: str | os.PathLike[str], pos: int) -> str:
+    return f"{os.fspath(path)}:{pos}"
+
+
+def text_of(record: dict[str, Any], name: str, *, required: bool = True) -> str:
+    """``record[name]`` as a non-blank string, kept exactly as written (offsets refer to it)."""
+    value = record.get(name)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        what = "missing" if name not in record else f"not a string ({type(value).__name__})"
+        raise RecordProblem(f"field {name} is {what}")
+    if required and not value.strip():
+        raise RecordProblem(f"field {name} is empty")
+    return value
+
+
+# -- writing -------------------------------------------------------------------------------
+# Arrow types of the annotation tables' columns (an all-NULL column needs one); text otherwise.
+_TYPES = {"n_labels": pa.int32(), "agreement": pa.float64(), "items": pa.int32(),
+          "kappa_items": pa.int32(), "kappa_raters": pa.int32(), "fleiss_kappa": pa.float64(),
+          "percent_agreement": pa.float64(), "krippendorff_alpha": pa.float64(),
+          "span_agreement": pa.float64()}
+
+
+def append_rows(store: Store, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Append rows (``TABLE_COLUMNS`` order, without ``created_at``) in one transaction.
+
+    Row i gets ``created_at`` = now + i microseconds: tables whose "latest row wins"
+    (``annotations_latest``, ``annotation_resolved``) then order rows of one import the way
+    they came, never by chance of an equal timestamp.
+    """
+    if not rows:
+        return
+    columns = TABLE_COLUMNS[table]
+    width = len(columns) - 1
+    start = now()
+    arrays = [pa.array([r[i] for r in rows], _TYPES.get(columns[i], pa.string()))
+              for i in range(width)]
+    arrays.append(pa.array([start + timedelta(microseconds=i) for i in range(len(rows))],
+                           pa.timestamp("us")))
+    batch = pa.Table.from_arrays(arrays, names=list(columns))
+    conn = store.conn
+    try:
+        conn.register("halugen_annotate_rows", batch)
+        try:
+            conn.execute("BEGIN TRANSACTION")
+            conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) "
+                         f"SELECT * FROM halugen_annotate_rows")
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(duckdb.Error):
+                conn.execute("ROLLBACK")
+            raise
+        finally:
+            conn.unregister("halugen_annotate_rows")
+    except duckdb.Error as exc:
+        raise StoreError(f"writing {table} failed: {str(exc).splitlines()[0]}") from None
+
+
+def insert_items(store: Store, items: Iterable[Item],
+                 skipped: list[Skip] | None = None, *, where: str = "") -> int:
+    """Add the items whose id is new; returns how many were added.
+
+    An id already present (in the store or earlier in ``items``) with the same query and
+    response is skipped silently; with different texts it is reported in ``skipped``.
+    """
+    existing = {
+        item_id: (query, response)
+        for item_id, query, response in store.query(
+            "SELECT item_id, query, response FROM annotation_items"
+        )
+    }
+    rows = []
+    for item in items:
+        have = existing.get(item.item_id)
+        if have is not None:
+            if have != (item.query, item.response) and skipped is not None:
+                skipped.append(Skip(where or item.item_id,
+                                    f"item {item.item_id} exists with a different query or "
+                                    f"response; kept the stored one"))
+            continue
+        existing[item.item_id] = (item.query, item.response)
+        rows.append((item.item_id, item.source, item.run_id, item.query, item.response,
+                     canonical_json(item.meta).decode() if item.meta else None))
+    append_rows(store, "annotation_items", rows)
+    return len(rows)
+
+
+# -- sources -------------------------------------------------------------------------------
+def add_preselected(store: Store, run_id: str, k: int,
+                    skipped: list[Skip] | None = None) -> int:
+    """Items from the K best-ranked queries of a pre-selection run: every response of each.
+
+    "Best" is the ``preselect_ranked`` order: the least similar responses first (the
+    queries the model is least sure about). Returns the number of new items.
+    """
+    if k < 1:
+        raise UsageError(f"K must be at least 1, got {k}")
+    # a query scored twice (a resumed run) counts once, at its best rank; NaN scores (fewer
+    # than two responses) say nothing about disagreement and are never picked
+    ranked = store.query(
+        """
+        SELECT query_key, query_id, query, score, rank, scorer FROM preselect_ranked
+        WHERE run_id = ? AND NOT isnan(score)
+        QUALIFY row_number() OVER (PARTITION BY query_key ORDER BY rank) = 1
+        ORDER BY rank LIMIT ?
+        """, [run_id, k],
+    )
+    if not ranked:
+        raise UsageError(
+            f"run {run_id!r} has no scored queries (run the pre-selection first; "
+            f"see 'halugen status')"
+        )
+    responses: dict[str, list[tuple[int, str]]] = {}
+    # a response re-written on resume appears twice; its latest row counts
+    for query_key, idx, response in store.query(
+        """
+        SELECT query_key, idx, response FROM preselect_responses WHERE run_id = ?
+        QUALIFY row_number() OVER (PARTITION BY query_key, idx ORDER BY created_at DESC) = 1
+        ORDER BY query_key, idx
+        """, [run_id],
+    ):
+        responses.setdefault(query_key, []).append((idx, response))
+    items = []
+    for rank, (query_key, query_id, query, score, _, scorer) in enumerate(ranked, 1):
+        got = responses.get(query_key, [])
+        if not got and skipped is not None:
+            skipped.append(Skip(f"run {run_id}", f"query {query_id or query_key} has a score "
+                                                 f"but no stored responses"))
+        for idx, response in got:
+            if not response.strip():
+                if skipped is not None:
+                    skipped.append(Skip(f"run {run_id}",
+                                        f"query {query_id or query_key} response {idx} is empty"))
+                continue
+            items.append(Item(
+                item_id=f"{run_id}:{query_key}:{idx}", source="preselect", query=query,
+                response=response, run_id=run_id,
+                meta={"query_id": query_id, "query_key": query_key, "idx": idx,
+                      "score": score, "rank": rank, "scorer": scorer},
+            ))
+    return insert_items(store, items, skipped, where=f"run {run_id}")
+
+
+@dataclass(frozen=True)
+class HaluEvalGeneral:
+    """One record of HaluEval's ``general_data.json``."""
+
+    id: str
+    query: str
+    response: str
+    label: str | None  # yes | no; None when the record carries no label
+    spans: tuple[str, ...]  # hallucination_spans as released: texts, no offsets
+
+    @property
+    def item_id(self) -> str:
+        return f"halueval:{self.id}"
+
+
+def parse_halueval_general(value: Any) -> HaluEvalGeneral:
+    """A ``general_data.json`` record; ``RecordProblem`` when it is not one.
+
+    Two releases exist: ``hallucination`` + ``hallucination_spans``, and one with
+    only ``hallucination_label``; both are read.
+    """
+    if not isinstance(value, dict):
+        raise RecordProblem(f"not a JSON object ({type(value).__name__})")
+    if "ID" not in value or "chatgpt_response" not in value:
+        raise RecordProblem("missing ID or chatgpt_response (not a HaluEval general record)")
+    ident = value["ID"]
+    if isinstance(ident, bool) or not isinstance(ident, str | int) or str(ident).strip() == "":
+        raise RecordProblem("field ID is not a string or number")
+    query = text_of(value, "user_query")
+    response = text_of(value, "chatgpt_response")
+    raw_label = value.get("hallucination", value.get("hallucination_label"))
+    label = None
+    if raw_label is not None:
+        label = str(raw_label).strip().lower() if isinstance(raw_label, str) else None
+        if label not in LABELS:
+            raise RecordProblem(f"hallucination is {raw_label!r}, expected 'yes' or 'no'")
+    spans = value.get("hallucination_spans") or []
+    if not isinstance(spans, list) or not all(isinstance(s, str) for s in spans):
+        raise RecordProblem("hallucination_spans is not a list of strings")
+    return HaluEvalGeneral(str(ident).strip(), query, response, label, tuple(spans))
+
+
+def add_halueval_general(store: Store, path: str | os.PathLike[str],
+                         skipped: list[Skip] | None = None) -> int:
+    """Items from HaluEval's ``general_data.json``, without its labels; returns new items."""
+    problems: list[Skip] = []
+    items = []
+    for pos, value in read_records(path):
+        try:
+            if isinstance(value, BadJSON):
+                raise RecordProblem(value.reason)
+            rec = parse_halueval_general(value)
+        except RecordProblem as err:
+            problems.append(Skip(_where(path, pos), str(err)))
+            continue
+        items.append(Item(rec.item_id, "halueval", rec.query, rec.response,
+                          meta={"halueval_id": rec.id}))
+    require_usable(path, len(items), problems, "HaluEval general")
+    if skipped is not None:
+        skipped.extend(problems)
+    return insert_items(store, items, skipped)
+
+
+def jsonl_item_id(query: str, response: str) -> str:
+    """The id of an item given without one: stable across re-imports of the same texts."""
+    return f"jsonl:{fingerprint({'query': query, 'response': response}, size=16)}"
+
+
+def add_jsonl(store: Store, path: str | os.PathLike[str],
+              skipped: list[Skip] | None = None) -> int:
+    """Items from JSON lines (or an array) of ``{item_id?, query, response}``."""
+    problems: list[Skip] = []
+    items = []
+    for pos, value in read_records(path):
+        try:
+            if isinstance(value, BadJSON):
+                raise RecordProblem(value.reason)
+            if not isinstance(value, dict):
+                raise RecordProblem(f"not a JSON object ({type(value).__name__})")
+            query = text_of(value, "query")
+            response = text_of(value, "response")
+            item_id = value.get("item_id")
+            if item_id is None:
+                item_id = jsonl_item_id(query, response)
+            elif not isinstance(item_id, str) or not item_id.strip():
+                raise RecordProblem("item_id is not a non-empty string")
+        except RecordProblem as err:
+            problems.append(Skip(_where(path, pos), str(err)))
+            continue
+        meta = {k: v for k, v in value.items() if k not in ("item_id", "query", "response")}
+        items.append(Item(item_id, "jsonl", query, response, meta=meta or None))
+    require_usable(path, len(items), problems, "JSON-lines items")
+    if skipped is not None:
+        skipped.extend(problems)
+    return insert_items(store, items, skipped)
