@@ -16,7 +16,9 @@ options); the record's data precedes it as labelled lines (``Knowledge: ...``,
 ``Right answer: ...``, ``Answer 1: ...``), a value running to a blank line or the next
 label. Which reply: labels ``Pattern`` + ``Answer``/``Response``/``Summary`` ask for a
 hallucination (``mutate``), ``Choice`` for the filter judge's pick, ``Verdict`` for a
-recognition Yes/No; no reply format at all is a plain user query (``plain``).
+recognition Yes/No, ``Hallucinated`` for a contrast judge's pick of the hallucinated one of
+``Answer 1`` / ``Answer 2`` (or ``Response n`` / ``Summary n``); no reply format at all is a
+plain user query (``plain``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = [
     "PromptInfo",
     "Reply",
     "choose",
+    "contrast",
     "garbage_reply",
     "parse_prompt",
     "reply",
@@ -70,7 +73,7 @@ _ANSWER_LABELS = ("answer", "response", "summary")
 class PromptInfo:
     """What the simulator understood of a prompt's last user message."""
 
-    kind: str  # hallucinate | choose | verdict | form (other labelled format) | plain
+    kind: str  # hallucinate | choose | verdict | contrast | form (other format) | plain
     labels: tuple[str, ...]  # reply-format labels as written, in order
     options: Mapping[str, tuple[str, ...]]  # lower-case label -> its "one of:" options
     fields: Mapping[str, str]  # lower-case data label -> value (the record's)
@@ -161,6 +164,8 @@ def parse_prompt(text: str) -> PromptInfo:
         kind = "choose"
     elif "verdict" in low:
         kind = "verdict"
+    elif "hallucinated" in low:
+        kind = "contrast"
     elif "pattern" in low and low & set(_ANSWER_LABELS):
         kind = "hallucinate"
     else:
@@ -204,6 +209,32 @@ def verdict(
         yes = truth if u < accuracy else not truth
     confidence = 0.55 + 0.44 * unit(key, 22)
     return ("Yes" if yes else "No"), confidence
+
+
+def contrast(
+    candidates: tuple[str, ...],
+    key: int,
+    *,
+    oracle: Mapping[str, bool] | None,
+    judge_accuracy: float | None,
+) -> int:
+    """1-based pick of the candidate said to be hallucinated (a contrast judge).
+
+    When the oracle knows which candidates are hallucinated (and not all are), the pick is
+    one of them with probability ``judge_accuracy`` (1.0 when None) and one of the others
+    otherwise; without that knowledge the pick is a fair draw by hash.
+    """
+    n = len(candidates)
+    if n == 0:
+        return 1
+    truth = [oracle.get(normalise(c)) if oracle else None for c in candidates]
+    bad = [i for i, t in enumerate(truth) if t is True]
+    good = [i for i, t in enumerate(truth) if t is not True]
+    if not bad or not good:
+        return 1 + mix(key, 23) % n
+    accuracy = 1.0 if judge_accuracy is None else judge_accuracy
+    pool = bad if unit(key, 24) < accuracy else good
+    return 1 + pool[mix(key, 25) % len(pool)]
 
 
 # -- replies -------------------------------------------------------------------------------
@@ -266,6 +297,14 @@ def reply(
             judge_accuracy=judge_accuracy,
         )
         return Reply(_render(info, {"verdict": word}, variant_key), word, confidence)
+    if info.kind == "contrast":
+        k = contrast(
+            info.candidates,
+            mix(prompt_key, 200 + choice),  # like a verdict: the prompt decides
+            oracle=oracle,
+            judge_accuracy=judge_accuracy,
+        )
+        return Reply(_render(info, {"hallucinated": str(k)}, variant_key))
     if info.kind == "hallucinate":
         return Reply(_render(info, _hallucination(info, variant_key), variant_key))
     return Reply(_render(info, {}, variant_key))

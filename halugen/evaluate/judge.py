@@ -1,0 +1,192 @@
+"""Recognition judge: which template a (task, strategy) uses, what fills it, how it is asked.
+
+The templates are ``prompts/<task>/judge_<strategy>.txt``. Their final user message holds the
+record as labelled lines and ends with the reply-format block:
+
+* ``plain`` / ``knowledge``: ``Verdict: <Yes or No>`` ("Yes" = contains hallucination);
+* ``cot``: ``Reasoning: <...>`` then ``Verdict: <Yes or No>``;
+* ``contrast``: both texts as ``Answer 1`` / ``Answer 2`` (``Response n`` / ``Summary n`` for
+  dialogue and summarization; the template fields are ``answer_1`` / ``answer_2`` for every
+  task) and ``Hallucinated: <1 or 2>``.
+
+Which strategies apply: every one for qa and dialogue; for summarization the document is in
+every prompt already (a summary cannot be judged without it), so ``knowledge`` is the same
+experiment as ``plain`` and uses the very same template, hence the same request keys: a
+knowledge run after a plain run costs nothing. The general task has no knowledge and no
+second answer to contrast with, so only ``plain`` and ``cot``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..prompts import Template, load_template
+
+__all__ = [
+    "JUDGE_TASKS",
+    "STRATEGIES",
+    "EvalItem",
+    "judge_template",
+    "judge_values",
+    "max_tokens_for",
+    "request_params",
+    "shown_texts",
+    "strategies_for",
+    "template_name",
+]
+
+STRATEGIES = ("plain", "knowledge", "cot", "contrast")
+
+# task -> the strategies that apply to it
+_APPLICABLE: dict[str, tuple[str, ...]] = {
+    "qa": STRATEGIES,
+    "dialogue": STRATEGIES,
+    "summarization": STRATEGIES,
+    "general": ("plain", "cot"),
+}
+JUDGE_TASKS = tuple(_APPLICABLE)
+
+# task -> (right field, hallucinated field), HaluEval's names
+_ROLES: dict[str, tuple[str, str]] = {
+    "qa": ("right_answer", "hallucinated_answer"),
+    "dialogue": ("right_response", "hallucinated_response"),
+    "summarization": ("right_summary", "hallucinated_summary"),
+    "general": ("chatgpt_response", "chatgpt_response"),
+}
+
+# task -> (template field of the judged text, item fields shown as context in every strategy)
+_SHOWN_FIELD = {"qa": "answer", "dialogue": "response", "summarization": "summary",
+                "general": "response"}
+_CONTEXT: dict[str, tuple[str, ...]] = {
+    "qa": ("question",),
+    "dialogue": ("dialogue_history",),
+    "summarization": ("document",),
+    "general": ("user_query",),
+}
+
+# A verdict is one word; a little room for "Verdict:" and markdown around it.
+_SHORT_TOKENS = 16
+# Reasoning first: enough for a paragraph or two, bounded so a rambling model stays cheap.
+_COT_TOKENS = 512
+# Alternatives returned per token when scoring by logprobs (Yes and No are nearly always in
+# the top five when the model answers the question at all).
+_TOP_LOGPROBS = 5
+
+
+@dataclass(frozen=True)
+class EvalItem:
+    """One item a recognition experiment judges.
+
+    ``fields`` uses HaluEval's names (knowledge, question, right_answer, hallucinated_answer,
+    dialogue_history, ..., general: user_query, chatgpt_response, hallucination).
+    ``human_label`` is the general task's truth: True when the annotators' majority says the
+    response is hallucinated; None for the other tasks.
+    """
+
+    task: str
+    key: str
+    item_id: str
+    fields: Mapping[str, str]
+    human_label: bool | None = None
+
+
+def _check(task: str, strategy: str) -> None:
+    if task not in _APPLICABLE:
+        raise UsageError(f"unknown task {task!r}; known: {', '.join(JUDGE_TASKS)}")
+    if strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
+    if strategy not in _APPLICABLE[task]:
+        raise UsageError(
+            f"strategy {strategy!r} does not apply to the {task} task "
+            f"(it has: {', '.join(_APPLICABLE[task])})"
+        )
+
+
+def strategies_for(task: str) -> tuple[str, ...]:
+    """The strategies that apply to ``task``."""
+    _check(task, "plain")
+    return _APPLICABLE[task]
+
+
+def template_name(task: str, strategy: str) -> str:
+    """Template stem under ``prompts/<task>/``; UsageError when the strategy does not apply."""
+    _check(task, strategy)
+    if task == "summarization" and strategy == "knowledge":
+        return "judge_plain"  # the document is already in the plain prompt (module docstring)
+    return f"judge_{strategy}"
+
+
+def judge_template(task: str, strategy: str, directory: Path | None = None) -> Template:
+    """The loaded template (``directory`` overrides the bundled prompts, as for sampling)."""
+    return load_template(task, template_name(task, strategy), directory)
+
+
+def _field(item: EvalItem, name: str) -> str:
+    try:
+        return str(item.fields[name]).strip()
+    except KeyError:
+        raise UsageError(
+            f"{item.task} item {item.item_id or item.key} has no field {name!r} "
+            f"(it has: {', '.join(sorted(item.fields))})"
+        ) from None
+
+
+def judge_values(
+    task: str,
+    strategy: str,
+    item: EvalItem,
+    shown: str,
+    order: tuple[str, str] | None = None,
+) -> dict[str, str]:
+    """Values for the judge template of (task, strategy).
+
+    ``shown`` is the text judged (plain / knowledge / cot). For ``contrast`` ``order`` holds
+    the two texts in the order shown (``answer_1``, ``answer_2``) and ``shown`` is ignored.
+    Texts are stripped: a trailing newline must not tell a right summary from a hallucinated
+    one (a form leak in HaluEval's released data).
+    """
+    _check(task, strategy)
+    values = {name: _field(item, name) for name in _CONTEXT[task]}
+    if strategy == "knowledge" and task != "summarization":
+        values["knowledge"] = _field(item, "knowledge")
+    if strategy == "contrast":
+        if order is None or len(order) != 2:
+            raise UsageError("the contrast strategy needs the two texts in shown order")
+        values["answer_1"] = order[0].strip()
+        values["answer_2"] = order[1].strip()
+    else:
+        values[_SHOWN_FIELD[task]] = shown.strip()
+    return values
+
+
+def shown_texts(item: EvalItem) -> tuple[str, str]:
+    """(right, hallucinated) texts of an item; general: its one response for both roles."""
+    if item.task not in _ROLES:
+        raise UsageError(f"unknown task {item.task!r}; known: {', '.join(JUDGE_TASKS)}")
+    right, hallucinated = _ROLES[item.task]
+    return _field(item, right), _field(item, hallucinated)
+
+
+def max_tokens_for(strategy: str) -> int:
+    """Output cap of one judge call: short for a bare verdict, room to reason for cot."""
+    if strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
+    return _COT_TOKENS if strategy == "cot" else _SHORT_TOKENS
+
+
+def request_params(strategy: str, *, logprobs: bool = False) -> dict[str, Any]:
+    """Keyword arguments for ``records.ChatRequest`` (besides model and messages).
+
+    Temperature 0, as in the paper: the verdict should be the model's most likely one.
+    ``logprobs`` asks for the alternatives of each token so ``verdict_from_logprobs`` can
+    score P(Yes) against P(No); it does not apply to contrast (its answer is a number).
+    """
+    params: dict[str, Any] = {"temperature": 0.0, "max_tokens": max_tokens_for(strategy)}
+    if logprobs and strategy != "contrast":
+        params["logprobs"] = True
+        params["top_logprobs"] = _TOP_LOGPROBS
+    return params

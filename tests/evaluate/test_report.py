@@ -1,0 +1,157 @@
+"""Results from the judgements table, and the paper-style tables in Rich, Markdown and CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from halugen.evaluate.report import (
+    PAPER_CHATGPT,
+    PAPER_LABEL,
+    render_csv,
+    render_markdown,
+    render_rich,
+    results_from_store,
+)
+from halugen.store.db import open_store
+
+T0 = datetime(2024, 5, 1, 12, 0, 0)
+
+
+def _row(run: str, task: str, key: str, strategy: str, model: str, truth: bool, verdict: str,
+         length: int | None = 10, shown: str | None = None, at: int = 0) -> list:
+    shown = shown or ("both" if strategy == "contrast" else
+                      "hallucinated" if truth else "right")
+    return [run, task, key, key, strategy, model, shown, truth, verdict, None, length,
+            verdict, None, None, T0 + timedelta(seconds=at)]
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    with open_store(tmp_path / "eval.duckdb") as s:
+        rows = []
+        # qa / plain / model-a: 10 items: truth alternates; 6 right, 3 wrong, 1 invalid
+        verdicts = ["yes", "no", "yes", "no", "yes", "no", "no", "yes", "yes", "invalid"]
+        for i, v in enumerate(verdicts):
+            truth = i % 2 == 0
+            rows.append(_row("r1", "qa", f"q{i:02d}", "plain", "model-a", truth, v,
+                             length=60 if truth else 8))
+        # the same item written again later in the same run: counts once, the latest ("no")
+        rows.append(_row("r1", "qa", "q00", "plain", "model-a", True, "no", 60, at=5))
+        # dialogue / knowledge / model-a: 4 items, all right
+        for i in range(4):
+            truth = i < 2
+            rows.append(_row("r1", "dialogue", f"d{i}", "knowledge", "model-a", truth,
+                             "yes" if truth else "no"))
+        # qa / contrast / model-b in another run: 3 right picks of 4
+        for i, v in enumerate(["yes", "yes", "no", "yes"]):
+            rows.append(_row("r2", "qa", f"c{i}", "contrast", "model-b", True, v, None))
+        # a run left out by the filter
+        rows.append(_row("r3", "summarization", "s0", "plain", "model-c", True, "yes"))
+        s.conn.executemany(
+            "INSERT INTO judgements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+        )
+        yield s
+
+
+def test_results_group_pool_and_deduplicate(store) -> None:
+    rows = results_from_store(store)
+    assert [(r.task, r.strategy, r.model) for r in rows] == [
+        ("qa", "plain", "model-a"),
+        ("qa", "contrast", "model-b"),
+        ("dialogue", "knowledge", "model-a"),
+        ("summarization", "plain", "model-c"),
+    ]
+    qa = rows[0]
+    m = qa.metrics
+    assert m.n == 10 and m.invalid == 1
+    # hallucinated (i even): no (the rewrite), yes, yes, no, yes; right: no, no, no, yes
+    assert (m.tp, m.fn, m.tn, m.fp) == (3, 2, 3, 1)
+    assert m.accuracy == pytest.approx(0.6)
+    assert qa.baselines["always_yes"] == pytest.approx(0.5)
+    assert qa.baselines["length_only"] == 1.0  # the crafted lengths give the truth away
+    assert qa.runs == ("r1",)
+    contrast = rows[1]
+    assert contrast.metrics.accuracy == pytest.approx(0.75)
+    assert all(v is None for v in contrast.baselines.values())
+
+
+def test_results_filter_by_run_and_accept_a_bare_connection(store) -> None:
+    rows = results_from_store(store.conn, ["r1", "r2"])
+    assert {r.model for r in rows} == {"model-a", "model-b"}
+    assert results_from_store(store, []) == []
+    assert [r.task for r in results_from_store(store, ["r3"])] == ["summarization"]
+
+
+def test_markdown_has_the_paper_table_with_reference_rows(store) -> None:
+    md = render_markdown(results_from_store(store))
+    assert "| Model | Strategy | QA | Dialogue | Summarization | General |" in md
+    assert f"| {PAPER_LABEL} | plain | 62.59 | 72.40 | 58.53 | 79.44 |" in md
+    assert f"| {PAPER_LABEL} | knowledge | 76.83 | 73.80 | — | — |" in md
+    assert f"| {PAPER_LABEL} | contrast | 49.19 | 68.67 | 49.46 | — |" in md
+    assert f"| {PAPER_LABEL} | cot |" not in md  # no measured cot rows, no cot reference
+    # measured: 6 of 10, Wilson half-width (0.8318 - 0.3127) / 2 = 26.0 points
+    assert "| model-a | plain | 60.0 ±26.0 | — | — | — |" in md
+    assert "| model-a | knowledge | — | 100.0 ±" in md
+    lines = md.splitlines()
+    # each strategy's reference row comes right after its measured rows
+    plain_at = lines.index("| model-a | plain | 60.0 ±26.0 | — | — | — |")
+    assert lines[plain_at + 2].startswith(f"| {PAPER_LABEL} | plain |")
+    for title in ("### QA: details", "### Dialogue: details", "### Summarization: details"):
+        assert title in md
+    assert "### General: details" not in md
+    # the details: accuracy with its interval, invalid rate, baselines
+    detail = next(x for x in lines if x.startswith("| model-a | plain | 10 |"))
+    cells = [c.strip() for c in detail.strip("|").split("|")]
+    assert cells[3] == "60.0 [31.3, 83.2]"
+    assert cells[4:6] == ["66.7", "10.0"]
+    assert cells[-3:] == ["50.0", "50.0", "100.0"]
+    contrast = next(x for x in lines if x.startswith("| model-b | contrast | 4 |"))
+    assert contrast.count("—") == 8  # Yes/No metrics and baselines do not apply
+
+
+def test_csv_round_trips_the_numbers(store) -> None:
+    text = render_csv(results_from_store(store))
+    rows = list(csv.DictReader(io.StringIO(text)))
+    measured = [r for r in rows if r["source"] == "measured"]
+    paper = [r for r in rows if r["source"] == "paper"]
+    assert len(measured) == 4
+    assert len(paper) == sum(len(v) for v in PAPER_CHATGPT.values())
+    qa = measured[0]
+    assert (qa["task"], qa["model"], qa["strategy"], qa["n"]) == ("qa", "model-a", "plain", "10")
+    assert float(qa["accuracy"]) == pytest.approx(0.6)
+    assert float(qa["invalid_rate"]) == pytest.approx(0.1)
+    assert float(qa["length_only"]) == 1.0 and qa["runs"] == "r1"
+    contrast = measured[1]
+    assert contrast["strategy"] == "contrast" and float(contrast["accuracy"]) == 0.75
+    for name in ("precision", "recall", "f1", "yes_rate", "balanced_accuracy", "always_no",
+                 "length_only"):
+        assert contrast[name] == "", name
+    gen = next(r for r in paper if r["strategy"] == "plain" and r["task"] == "general")
+    assert float(gen["accuracy"]) == pytest.approx(0.7944) and gen["model"] == PAPER_LABEL
+
+
+def test_rich_renders_every_table(store) -> None:
+    console = Console(record=True, width=220)
+    tables = render_rich(results_from_store(store))
+    assert len(tables) == 4  # accuracy, then QA, dialogue, summarization details
+    for table in tables:
+        console.print(table)
+    out = console.export_text()
+    assert "Recognition accuracy (%)" in out
+    assert PAPER_LABEL in out and "62.59" in out and "60.0 ±26.0" in out
+    assert "QA: details" in out and "Dialogue: details" in out
+    assert "chance 50%" in out
+
+
+def test_empty_results_still_render() -> None:
+    md = render_markdown([])
+    assert "| Model | Strategy | QA |" in md and f"| {PAPER_LABEL} |" not in md
+    assert render_csv([]).splitlines()[0].startswith("source,task,model")
+    (only,) = render_rich([])
+    Console(record=True).print(only)
