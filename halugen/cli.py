@@ -115,6 +115,19 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--db", default=None)
     rep.add_argument("--config", help=argparse.SUPPRESS)
 
+    top = sub.add_parser("topics", help="LDA topics of a task's samples and of a model's failures")
+    top.add_argument("--task", required=True, help="qa, dialogue, summarization or general")
+    top.add_argument("--eval-run", help="whose failures (default: the latest eval run of the task)")
+    top.add_argument("--gen-run", help="only the samples of this generation run")
+    top.add_argument("--data", nargs="+", help="HaluEval's released files instead of the "
+                     "store's samples (failures from the eval run that judged them)")
+    top.add_argument("--topics", type=int, default=10, help="topics over all samples (10)")
+    top.add_argument("--failure-topics", type=int, default=5, help="topics over failures (5)")
+    top.add_argument("--backend", choices=("sklearn", "gensim"), default="sklearn")
+    top.add_argument("--out", default=None, help="PNG figure (default: topics-<task>.png)")
+    top.add_argument("--db", default=None)
+    top.add_argument("--config", help=argparse.SUPPRESS)
+
     demo = sub.add_parser("demo", help="run end to end against the built-in simulator")
     demo.add_argument("--db", default="halugen-demo.duckdb",
                       help="store for the demo (default: ./halugen-demo.duckdb, replaced)")
@@ -149,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--no-n", action="store_true", help="ignore n>1 like some servers")
     sim.add_argument("--no-usage", action="store_true", help="omit usage from responses")
     sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--oracle", nargs="+", help="HaluEval files whose labels the simulated "
+                     "judge knows (recognition experiments)")
+    sim.add_argument("--judge-accuracy", type=float,
+                     help="how often the simulated judge is right about oracle answers")
 
     exp = sub.add_parser("export", help="write samples as HaluEval JSON lines, JSONL or Parquet")
     exp.add_argument("--format", choices=("halueval", "jsonl", "parquet"), default="halueval")
@@ -288,6 +305,50 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_topics(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from .analysis import (
+        analyse,
+        documents_for,
+        documents_from_files,
+        latest_eval_run,
+        plot,
+        save_reports,
+    )
+    from .store.db import open_store
+
+    with open_store(_db_path(args)) as store:
+        eval_run = args.eval_run or latest_eval_run(store.conn, args.task)
+        if args.data:
+            docs, failed = documents_from_files(store.conn, args.task, args.data,
+                                                eval_run=eval_run)
+        else:
+            docs, failed = documents_for(store.conn, args.task, eval_run=eval_run,
+                                         gen_run=args.gen_run)
+        if not docs:
+            raise UsageError(f"no {args.task} samples in the store to analyse")
+        reports = analyse(docs, failed, task=args.task, n_topics_all=args.topics,
+                          n_topics_failures=args.failure_topics, backend=args.backend)
+        analysis_id = f"{args.task}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+        save_reports(store.conn, analysis_id, reports)
+    figure = plot(reports, Path(args.out or f"topics-{args.task}.png"))
+    for report in reports:
+        table = Table(title=f"{args.task}: {report.topic_set} ({report.n_documents} documents"
+                            f"{f', {report.n_failures} failures' if report.n_failures else ''})")
+        for col in ("topic", "top words", "share of samples", "share of failures",
+                    "coherence"):
+            table.add_column(col)
+        for t in report.topics:
+            table.add_row(str(t.index), " ".join(t.top_words[:8]), f"{t.share_samples:.1%}",
+                          "—" if t.share_failures is None else f"{t.share_failures:.1%}",
+                          f"{t.coherence:.2f}")
+        out.print(table)
+    failures = f" (failures from eval run {eval_run})" if eval_run and failed else ""
+    out.print(f"analysis {analysis_id}{failures}: figure {figure}; rows in topic_results")
+    return 0
+
+
 def cmd_estimate(args: argparse.Namespace) -> int:
     from .engine import load_tasks, resolve_price, resolve_tasks
     from .estimate import estimate_task
@@ -395,6 +456,25 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     kw: dict[str, Any] = {}
     if args.faults:
         kw["faults"] = tuple(f.strip() for f in args.faults.split(",") if f.strip())
+    if args.oracle:
+        from .evaluate.items import EVAL_FIELDS, items_from_files
+        from .evaluate.judge import shown_texts
+
+        oracle: dict[str, bool] = {}
+        for path in args.oracle:
+            task = next((t for t in ("qa", "dialogue", "summarization", "general")
+                         if all(f in _first_json(path) for f in EVAL_FIELDS[t])), None)
+            if task is None:
+                raise UsageError(f"--oracle {path}: not one of HaluEval's released layouts")
+            for item in items_from_files([path], task):
+                right, hallucinated = shown_texts(item)
+                if task == "general":
+                    oracle[right] = bool(item.human_label)
+                else:
+                    oracle[right], oracle[hallucinated] = False, True
+        kw["oracle"] = oracle
+    if args.judge_accuracy is not None:
+        kw["judge_accuracy"] = args.judge_accuracy
     config = SimConfig(
         latency_ms=args.latency_ms, jitter_ms=args.jitter_ms, rpm=args.rpm, tpm=args.tpm,
         fail_rate=args.fail_rate, hang_s=args.hang_s, price_in=args.price_in,
@@ -428,6 +508,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _first_json(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            line = f.readline()
+        data = orjson.loads(line)
+    except (OSError, orjson.JSONDecodeError):
+        raise UsageError(f"{path}: cannot read its first JSON line") from None
+    return data if isinstance(data, dict) else {}
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     path = Path("halugen.toml")
     if path.exists() and not args.force:
@@ -450,7 +540,7 @@ def _print_table(title: str | None, columns: Sequence[str], rows: Sequence[Seque
 COMMANDS = {
     "run": cmd_run, "estimate": cmd_estimate, "demo": cmd_demo, "status": cmd_status,
     "sql": cmd_sql, "simulate": cmd_simulate, "init": cmd_init, "export": cmd_export,
-    "eval": cmd_eval, "report": cmd_report,
+    "eval": cmd_eval, "report": cmd_report, "topics": cmd_topics,
 }
 
 

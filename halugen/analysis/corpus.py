@@ -1,0 +1,211 @@
+"""The store side of topic analysis: documents and failure flags in, topic tables out.
+
+A document is the part of a sample that says what it is about: QA the knowledge and the
+question, dialogue the knowledge and the dialogue history, summarization the (reference)
+summary, general the user query and the response.
+
+A sample is a failure of an eval run when the run showed its hallucinated answer (or, with
+the contrast strategy, both answers) and the model's verdict was "no": it missed the
+hallucination. Samples are matched to judgements by the evaluated item's key, which
+``halugen eval`` computes as the fingerprint of the task and the sample's fields (see
+``halugen/evaluate/items.py``; a test keeps the two in step). General items are matched by
+their annotation item id. Judgements of HaluEval files (not of samples in the store) match
+no sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import orjson
+
+from ..errors import UsageError
+from ..records import fingerprint
+from ..store.db import now
+from ..store.migrations import TABLE_COLUMNS
+from .topics import TopicReport
+
+__all__ = ["DOCUMENT_FIELDS", "documents_for", "documents_from_files", "latest_eval_run",
+           "save_reports"]
+
+# task -> sample fields joined into the document
+DOCUMENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "qa": ("knowledge", "question"),
+    "dialogue": ("knowledge", "dialogue_history"),
+    "summarization": ("right_summary",),
+    "general": ("query", "response"),
+}
+
+# task -> the fields `halugen eval` fingerprints into an item key (HaluEval's names, in
+# the order of evaluate.items.EVAL_FIELDS)
+_KEY_FIELDS: dict[str, tuple[str, ...]] = {
+    "qa": ("knowledge", "question", "right_answer", "hallucinated_answer"),
+    "dialogue": ("knowledge", "dialogue_history", "right_response", "hallucinated_response"),
+    "summarization": ("document", "right_summary", "hallucinated_summary"),
+}
+
+# a missed hallucination: the shown answer was hallucinated (contrast: always) and the
+# verdict said it was not
+_FAILED = "bool_or(truth AND verdict = 'no')"
+
+
+def _connection(conn: Any) -> Any:
+    """Accept a Store or a DuckDB connection."""
+    return getattr(conn, "conn", conn)
+
+
+def latest_eval_run(conn: Any, task: str) -> str | None:
+    """The eval run with the most recent judgements of ``task``, or None when there is none."""
+    row = _connection(conn).execute(
+        "SELECT run_id FROM judgements WHERE task = ? GROUP BY run_id "
+        "ORDER BY max(created_at) DESC, run_id DESC LIMIT 1", [task]
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def documents_for(conn: Any, task: str, *, eval_run: str | None = None,
+                  gen_run: str | None = None) -> tuple[list[str], list[bool] | None]:
+    """(documents, failure flags) of ``task``'s samples, in a stable order.
+
+    ``gen_run`` keeps the samples of one generation run (general: of one pre-selection
+    run). ``eval_run`` names the recognition run whose failures to flag; without it the
+    latest eval run of the task is used. The flags are None when there is no eval run of
+    the task, or when the latest one judged none of these samples; naming an eval run that
+    judged none of them is a UsageError.
+    """
+    if task not in DOCUMENT_FIELDS:
+        raise UsageError(f"unknown task {task!r}; known: {', '.join(DOCUMENT_FIELDS)}")
+    db = _connection(conn)
+    explicit = eval_run is not None
+    if eval_run is None:
+        eval_run = latest_eval_run(db, task)
+    elif db.execute("SELECT count(*) FROM judgements WHERE run_id = ? AND task = ?",
+                    [eval_run, task]).fetchone()[0] == 0:
+        raise UsageError(f"eval run {eval_run!r} has no {task} judgements")
+    keys, documents = _general(db, gen_run) if task == "general" else _samples(db, task, gen_run)
+    judged_keys: set[str] = set()
+    failed_keys: set[str] = set()
+    if eval_run is not None:
+        # general items are judged under their annotation item id, samples under the key
+        column = "item_id" if task == "general" else "item_key"
+        for key, failed in db.execute(
+            f"SELECT {column}, {_FAILED} FROM judgements WHERE run_id = ? AND task = ? "
+            f"GROUP BY {column}", [eval_run, task]
+        ).fetchall():
+            judged_keys.add(str(key))
+            if failed:
+                failed_keys.add(str(key))
+    if eval_run is None:
+        return documents, None
+    if not judged_keys.intersection(keys):
+        if explicit:
+            raise UsageError(f"eval run {eval_run!r} judged none of the {task} samples in this "
+                             f"store (did it judge HaluEval files?)")
+        return documents, None
+    return documents, [k in failed_keys for k in keys]
+
+
+def _join(values: Any) -> str:
+    return "\n".join(str(v).strip() for v in values if v is not None and str(v).strip())
+
+
+def _samples(db: Any, task: str, gen_run: str | None) -> tuple[list[str], list[str]]:
+    """(item keys, documents) of the samples, one per distinct item."""
+    key_fields = _KEY_FIELDS[task]
+    doc_fields = DOCUMENT_FIELDS[task]
+    where, params = "WHERE task = ?", [task]
+    if gen_run is not None:
+        where += " AND run_id = ?"
+        params.append(gen_run)
+    columns = ", ".join(dict.fromkeys((*key_fields, *doc_fields)))
+    cur = db.execute(f"SELECT {columns} FROM samples {where} "
+                     f"ORDER BY run_id, source_file, source_line, seed_key", params)
+    names = [d[0] for d in cur.description]
+    keys: list[str] = []
+    documents: list[str] = []
+    seen: set[str] = set()
+    while rows := cur.fetchmany(1000):
+        for row in rows:
+            values = dict(zip(names, row, strict=True))
+            key = fingerprint({"task": task, "fields": {n: values[n] for n in key_fields}})
+            if key in seen:  # the same sample kept by two runs: one document
+                continue
+            seen.add(key)
+            text = _join(values[n] for n in doc_fields)
+            if not text and task == "summarization":
+                text = _join([values["hallucinated_summary"]])
+            keys.append(key)
+            documents.append(text)
+    return keys, documents
+
+
+def _general(db: Any, gen_run: str | None) -> tuple[list[str], list[str]]:
+    """(item ids, documents) of the annotation items, latest row per item."""
+    where, params = "", []
+    if gen_run is not None:
+        where, params = "WHERE run_id = ?", [gen_run]
+    rows = db.execute(
+        f"SELECT item_id, query, response FROM annotation_items {where} "
+        f"QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at DESC) = 1 "
+        f"ORDER BY item_id", params
+    ).fetchall()
+    return [str(r[0]) for r in rows], [_join(r[1:]) for r in rows]
+
+
+# HaluEval file fields that make a task's document (general files name them differently)
+_FILE_FIELDS = {**DOCUMENT_FIELDS, "summarization": ("right_summary",),
+                "general": ("user_query", "chatgpt_response")}
+
+
+def documents_from_files(conn: Any, task: str, paths: Sequence[str], *,
+                         eval_run: str | None = None) -> tuple[list[str], list[bool] | None]:
+    """Documents of HaluEval's released files, with failures from an eval run over them."""
+    from ..evaluate.items import items_from_files
+
+    db = getattr(conn, "conn", conn)
+    keys: list[str] = []
+    documents: list[str] = []
+    for item in items_from_files(list(paths), task):
+        keys.append(item.item_id if task == "general" else item.key)
+        documents.append(" ".join(item.fields.get(f, "") for f in _FILE_FIELDS[task]))
+    if eval_run is None:
+        return documents, None
+    column = "item_id" if task == "general" else "item_key"
+    failed = {str(k) for k, f in db.execute(
+        f"SELECT {column}, {_FAILED} FROM judgements WHERE run_id = ? AND task = ? "
+        f"GROUP BY {column}", [eval_run, task]).fetchall() if f}
+    return documents, [k in failed for k in keys]
+
+
+def save_reports(writer_or_conn: Any, analysis_id: str, reports: Iterable[TopicReport]) -> None:
+    """One ``topic_results`` row per topic; ``top_words`` is a JSON array, best word first.
+
+    Given the store's writer, the rows are queued as one group (committed with its next
+    commit; flush the writer before reading them back). Given a Store or a DuckDB
+    connection, they are inserted at once, in one transaction.
+    """
+    rows = [
+        (analysis_id, r.task, r.topic_set, t.index, orjson.dumps(list(t.top_words)).decode(),
+         t.share_samples, t.share_failures, t.coherence)
+        for r in reports for t in r.topics
+    ]
+    if not rows:
+        return
+    if hasattr(writer_or_conn, "put"):
+        writer_or_conn.put([("topic_results", row) for row in rows])
+        return
+    db = _connection(writer_or_conn)
+    columns = TABLE_COLUMNS["topic_results"]
+    stamp = now()
+    db.execute("BEGIN TRANSACTION")
+    try:
+        db.executemany(
+            f"INSERT INTO topic_results ({', '.join(columns)}) "
+            f"VALUES ({', '.join('?' for _ in columns)})",
+            [[*row, stamp] for row in rows],
+        )
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")

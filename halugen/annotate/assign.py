@@ -1,0 +1,223 @@
+"""Which item an annotator gets next.
+
+An item goes to at most ``per_item`` distinct annotators. Two things hold a place on an
+item: a saved label (any source: web or imported) and a lease, the short-lived claim of an
+item handed out by the web page but not labelled yet. Leases keep several people working at
+once from being handed the same last free place; they live in memory only (a restart forgets
+them, which at worst lets an item be handed out again - the cap is checked once more when
+the label is saved).
+
+Items are offered in ``item_id`` order, the same for everyone; an annotator may always come
+back to the items they labelled themself. Labels are read from the store on every call, so
+what the page shows is what the store holds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from ..store.db import Store
+
+__all__ = ["Assigner", "Leases", "MyItems", "Progress"]
+
+DEFAULT_LEASE_SECONDS = 600.0
+
+# One row per distinct item id, with how many distinct annotators labelled it and whether
+# the asking annotator is one of them.
+_ITEM_COUNTS = """
+SELECT i.item_id, COALESCE(c.n, 0) AS n, COALESCE(c.mine, false) AS mine
+FROM (SELECT DISTINCT item_id FROM annotation_items) i
+LEFT JOIN (
+    SELECT item_id, count(DISTINCT annotator) AS n, bool_or(annotator = $me) AS mine
+    FROM annotations GROUP BY item_id
+) c USING (item_id)
+"""
+
+
+class Leases:
+    """Who was handed which item, until when. ``clock`` is injectable for tests."""
+
+    def __init__(self, seconds: float = DEFAULT_LEASE_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self._clock = clock
+        self._until: dict[tuple[str, str], float] = {}  # (annotator, item_id) -> expiry
+
+    def grant(self, annotator: str, item_id: str) -> None:
+        self._until[(annotator, item_id)] = self._clock() + self.seconds
+
+    def release(self, annotator: str, item_id: str) -> None:
+        self._until.pop((annotator, item_id), None)
+
+    def holds(self, annotator: str, item_id: str) -> bool:
+        until = self._until.get((annotator, item_id))
+        return until is not None and until > self._clock()
+
+    def others_on(self, item_id: str, annotator: str) -> int:
+        """Active leases on ``item_id`` held by anyone but ``annotator``."""
+        self._expire()
+        return sum(1 for (who, item) in self._until if item == item_id and who != annotator)
+
+    def held_by(self, annotator: str) -> list[str]:
+        self._expire()
+        return sorted(item for (who, item) in self._until if who == annotator)
+
+    def by_item(self) -> dict[str, set[str]]:
+        self._expire()
+        out: dict[str, set[str]] = {}
+        for who, item in self._until:
+            out.setdefault(item, set()).add(who)
+        return out
+
+    def _expire(self) -> None:
+        t = self._clock()
+        for key in [k for k, until in self._until.items() if until <= t]:
+            del self._until[key]
+
+
+@dataclass(frozen=True, slots=True)
+class MyItems:
+    """Where an item sits among an annotator's own labelled items."""
+
+    position: int          # 1-based: the k in "k of n"
+    total: int             # labelled + still available to this annotator
+    prev: str | None       # the annotator's labelled item just before (item_id order)
+    next: str | None       # the annotator's labelled item just after
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    labelled: int          # items this annotator labelled
+    available: int         # items this annotator could still be given
+    items: int             # items in the store
+    complete: int          # items with per_item labels or more
+    labels: int            # (item, annotator) labels in the store
+    per_item: int
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "mine": {"labelled": self.labelled, "available": self.available},
+            "overall": {"items": self.items, "complete": self.complete, "labels": self.labels,
+                        "target": self.items * self.per_item, "per_item": self.per_item},
+        }
+
+
+class Assigner:
+    """Hands out items under the per-item cap. Synchronous: call it from one thread."""
+
+    def __init__(self, store: Store, *, per_item: int = 3,
+                 leases: Leases | None = None) -> None:
+        if per_item < 1:
+            raise ValueError("per_item must be at least 1")
+        self.store = store
+        self.per_item = per_item
+        self.leases = leases if leases is not None else Leases()
+
+    # -- questions ----------------------------------------------------------------------
+    def labelled_by(self, item_id: str, annotator: str) -> bool:
+        rows = self.store.query(
+            "SELECT 1 FROM annotations WHERE item_id = ? AND annotator = ? LIMIT 1",
+            [item_id, annotator])
+        return bool(rows)
+
+    def others_labelled(self, item_id: str, annotator: str) -> int:
+        ((n,),) = self.store.query(
+            "SELECT count(DISTINCT annotator) FROM annotations WHERE item_id = ? "
+            "AND annotator <> ?", [item_id, annotator])
+        return int(n)
+
+    def may_label(self, item_id: str, annotator: str) -> bool:
+        """True when a label by ``annotator`` on ``item_id`` keeps the item within the cap."""
+        if self.labelled_by(item_id, annotator) or self.leases.holds(annotator, item_id):
+            return True
+        taken = self.others_labelled(item_id, annotator) + self.leases.others_on(
+            item_id, annotator)
+        return taken < self.per_item
+
+    def may_view(self, item_id: str, annotator: str) -> bool:
+        """An annotator sees the items they labelled and the ones handed to them."""
+        return self.labelled_by(item_id, annotator) or self.leases.holds(annotator, item_id)
+
+    # -- handing out --------------------------------------------------------------------
+    def next_for(self, annotator: str) -> str | None:
+        """The item ``annotator`` should work on now (leased to them), or None when done."""
+        for item_id in self.leases.held_by(annotator):
+            if not self.labelled_by(item_id, annotator) and self._exists(item_id):
+                self.leases.grant(annotator, item_id)  # still on it: renew
+                return item_id
+        leased = self.leases.by_item()
+        cur = self.store.conn.cursor()
+        try:
+            cur.execute(f"SELECT item_id, n FROM ({_ITEM_COUNTS}) WHERE NOT mine AND n < $cap "
+                        "ORDER BY item_id", {"me": annotator, "cap": self.per_item})
+            return self._first_free(cur, annotator, leased)
+        finally:
+            cur.close()
+
+    def _first_free(self, cur: duckdb.DuckDBPyConnection, annotator: str,
+                    leased: dict[str, set[str]]) -> str | None:
+        while batch := cur.fetchmany(256):
+            for item_id, n in batch:
+                others = len(leased.get(item_id, set()) - {annotator})
+                if n + others < self.per_item:
+                    self.leases.grant(annotator, item_id)
+                    return str(item_id)
+        return None
+
+    # -- where am I ---------------------------------------------------------------------
+    def my_items(self, item_id: str, annotator: str) -> MyItems:
+        progress = self.progress(annotator)
+        ((before, prev, nxt),) = self._rows(
+            """
+            SELECT count(*) FILTER (WHERE item_id < $id),
+                   max(item_id) FILTER (WHERE item_id < $id),
+                   min(item_id) FILTER (WHERE item_id > $id)
+            FROM (SELECT DISTINCT item_id FROM annotations WHERE annotator = $me)
+            """, {"id": item_id, "me": annotator})
+        if self.labelled_by(item_id, annotator):
+            position = int(before) + 1
+        else:  # a new item: the one after all the labelled ones
+            position = progress.labelled + 1
+        total = max(progress.labelled + progress.available, position)
+        return MyItems(position, total, prev, nxt)
+
+    def last_labelled(self, annotator: str) -> str | None:
+        ((last,),) = self.store.query(
+            "SELECT max(item_id) FROM annotations WHERE annotator = ?", [annotator])
+        return last
+
+    def progress(self, annotator: str) -> Progress:
+        ((items, complete, labels, mine, open_to_me),) = self._rows(
+            f"""
+            SELECT count(*), count(*) FILTER (WHERE n >= $cap), COALESCE(sum(n), 0),
+                   count(*) FILTER (WHERE mine),
+                   count(*) FILTER (WHERE NOT mine AND n < $cap)
+            FROM ({_ITEM_COUNTS})
+            """, {"me": annotator, "cap": self.per_item})
+        # items open by the labels alone but filled up by other people's leases
+        blocked = 0
+        leased = {item: who - {annotator} for item, who in self.leases.by_item().items()}
+        leased = {item: who for item, who in leased.items() if who}
+        if leased:
+            for item_id, n in self._rows(
+                f"SELECT item_id, n FROM ({_ITEM_COUNTS}) "
+                "WHERE NOT mine AND n < $cap AND list_contains($ids, item_id)",
+                {"me": annotator, "cap": self.per_item, "ids": sorted(leased)},
+            ):
+                if n + len(leased[item_id]) >= self.per_item:
+                    blocked += 1
+        return Progress(
+            labelled=int(mine), available=int(open_to_me) - blocked, items=int(items),
+            complete=int(complete), labels=int(labels), per_item=self.per_item)
+
+    def _rows(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return self.store.conn.execute(sql, params).fetchall()
+
+    def _exists(self, item_id: str) -> bool:
+        return bool(self.store.query(
+            "SELECT 1 FROM annotation_items WHERE item_id = ? LIMIT 1", [item_id]))

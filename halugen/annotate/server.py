@@ -1,0 +1,536 @@
+"""The browser annotation workflow: a small aiohttp app serving one page and a JSON API.
+
+Routes (JSON bodies; every POST must carry ``X-Halugen: 1``, which a cross-site form or
+simple request cannot send, so it doubles as CSRF protection next to the SameSite cookie)::
+
+    GET  /                     the page (static/index.html, app.js, style.css; no build step)
+    GET  /api/session          who is logged in, whether tokens are needed, the span kinds
+    POST /api/login            {annotator, token?} -> session cookie (HttpOnly, SameSite=Strict)
+    POST /api/logout
+    GET  /api/next             the item to work on now, or {done: true}
+    GET  /api/item/{id}        one of the annotator's items, with their own label only
+    POST /api/label            {item_id, label: yes|no, spans: [{start, end, kind}], note?}
+    GET  /api/progress         counts for this annotator and overall
+
+A label is one row appended to ``annotations`` (source "web") through the durable lane of
+the store writer: the answer comes only after the commit, so a page reload or a crash of
+the server loses nothing that was acknowledged. Nobody is ever sent another annotator's
+label. Bound to loopback by default; a non-loopback address needs ``allow_remote`` and a
+token per annotator (see ``make_tokens``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import ipaddress
+import itertools
+import os
+import re
+import secrets
+import signal
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from ..errors import HalugenError, UsageError
+from ..store.db import Store, open_store
+from .assign import DEFAULT_LEASE_SECONDS, Assigner, Leases
+
+__all__ = [
+    "KINDS",
+    "LABELS",
+    "LOOPBACK_HOSTS",
+    "AnnotateServer",
+    "LabelError",
+    "build_app",
+    "check_bind",
+    "is_loopback",
+    "make_tokens",
+    "parse_label",
+    "run_server",
+    "serve",
+    "validate_name",
+]
+
+KINDS: tuple[str, ...] = ("unverifiable", "non-factual", "irrelevant")
+LABELS: tuple[str, ...] = ("yes", "no")
+LOOPBACK_HOSTS: frozenset[str] = frozenset({"127.0.0.1", "localhost", "::1"})
+
+COOKIE = "halugen_session"
+CSRF_HEADER = "X-Halugen"
+MAX_SPANS = 500
+MAX_NOTE = 4000
+MAX_SESSIONS = 10_000
+_NAME = re.compile(r"[\w .\-]{1,64}")  # \w on str: Unicode letters, digits and '_'
+_JSON = "application/json"
+_STATIC = {  # URL path -> (file in static/, content type)
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/static/style.css": ("style.css", "text/css; charset=utf-8"),
+}
+# The page loads nothing from elsewhere and runs no inline script: even a bug that put data
+# into the DOM as markup could not run it.
+_SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+        "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+
+
+# -- names, tokens, binding ----------------------------------------------------------------
+def validate_name(name: object) -> str:
+    """An annotator name: 1-64 letters, digits, spaces or ``._-`` (outer spaces dropped)."""
+    if not isinstance(name, str):
+        raise UsageError("annotator name must be a string")
+    cleaned = name.strip()
+    if not _NAME.fullmatch(cleaned):
+        raise UsageError(
+            "annotator name must be 1 to 64 letters, digits, spaces or . _ -")
+    return cleaned
+
+
+def make_tokens(names: Iterable[str]) -> dict[str, str]:
+    """A fresh random token per annotator (for ``allow_remote``), name -> token."""
+    out: dict[str, str] = {}
+    for raw in names:
+        name = validate_name(raw)
+        if name in out:
+            raise UsageError(f"annotator {name!r} given twice")
+        out[name] = secrets.token_urlsafe(24)
+    if not out:
+        raise UsageError("no annotator names given")
+    return out
+
+
+def is_loopback(host: str) -> bool:
+    h = host.strip().strip("[]").lower()
+    if h == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(h).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost: could resolve to anything
+
+
+def check_bind(host: str, *, allow_remote: bool, tokens: Mapping[str, str] | None) -> None:
+    """Refuse a non-loopback bind unless asked for explicitly, and then only with tokens."""
+    if is_loopback(host):
+        return
+    if not allow_remote:
+        raise UsageError(
+            f"refusing to listen on {host}: the annotation server binds to 127.0.0.1 unless "
+            f"--allow-remote is given (and then every annotator needs a token)")
+    if not tokens:
+        raise UsageError(
+            f"listening on {host} needs a token per annotator: create them with "
+            f"'halugen annotate tokens --annotators a,b,c' and pass them to the server")
+
+
+# -- labels --------------------------------------------------------------------------------
+class LabelError(ValueError):
+    """A label body that cannot be stored; the message is shown to the annotator."""
+
+
+def _offset(value: object, what: str) -> int:
+    if type(value) is not int:  # bool is an int subclass: refuse it too
+        raise LabelError(f"span {what} must be an integer")
+    return value
+
+
+def parse_label(body: object, response: str) -> tuple[str, list[dict[str, Any]], str | None]:
+    """Check a POST /api/label body against the stored response.
+
+    Returns (label, spans sorted by start with ``text`` cut from the response, note).
+    Offsets count Unicode code points of the stored response (Python string indices).
+    """
+    if not isinstance(body, dict):
+        raise LabelError("body must be a JSON object")
+    label = body.get("label")
+    if label not in LABELS:
+        raise LabelError("label must be 'yes' or 'no'")
+    raw_spans = body.get("spans", [])
+    if not isinstance(raw_spans, list):
+        raise LabelError("spans must be a list")
+    if len(raw_spans) > MAX_SPANS:
+        raise LabelError(f"at most {MAX_SPANS} spans")
+    spans: list[dict[str, Any]] = []
+    for s in raw_spans:
+        if not isinstance(s, dict):
+            raise LabelError("each span must be an object {start, end, kind}")
+        start, end = _offset(s.get("start"), "start"), _offset(s.get("end"), "end")
+        if not 0 <= start < end <= len(response):
+            raise LabelError(
+                f"span [{start}, {end}) is outside the response (0..{len(response)}) or empty")
+        kind = s.get("kind")
+        if kind not in KINDS:
+            raise LabelError(f"span kind must be one of {', '.join(KINDS)}")
+        spans.append({"start": start, "end": end, "text": response[start:end], "kind": kind})
+    spans.sort(key=lambda s: (s["start"], s["end"]))
+    for a, b in itertools.pairwise(spans):
+        if b["start"] < a["end"]:
+            raise LabelError(f"spans [{a['start']}, {a['end']}) and [{b['start']}, "
+                             f"{b['end']}) overlap")
+    if label == "no" and spans:
+        raise LabelError("a response marked not hallucinated cannot have hallucinated spans")
+    note = body.get("note")
+    if note is not None and not isinstance(note, str):
+        raise LabelError("note must be a string")
+    if note is not None and len(note) > MAX_NOTE:
+        raise LabelError(f"note longer than {MAX_NOTE} characters")
+    return label, spans, (note or None)
+
+
+# -- the app -------------------------------------------------------------------------------
+@dataclass
+class _State:
+    store: Store
+    assigner: Assigner
+    tokens: dict[str, str] | None
+    allowed_hosts: frozenset[str] | None
+    static: dict[str, tuple[bytes, str]]
+    sessions: dict[str, str] = field(default_factory=dict)  # session id -> annotator
+    locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+    def lock(self, annotator: str) -> asyncio.Lock:
+        # one writer at a time per annotator: their rows commit in the order they were sent,
+        # so "latest row wins" means "last thing they saved wins"
+        return self.locks.setdefault(annotator, asyncio.Lock())
+
+
+STATE = web.AppKey("halugen_annotate", _State)
+
+
+def _json(data: object, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(data), status=status, content_type=_JSON)
+
+
+def _error(status: int, message: str) -> web.Response:
+    return _json({"error": message}, status)
+
+
+def _fail(exc_type: type[web.HTTPException], message: str) -> web.HTTPException:
+    return exc_type(text=orjson.dumps({"error": message}).decode(), content_type=_JSON)
+
+
+async def _body(request: web.Request) -> Any:
+    try:
+        return orjson.loads(await request.read())
+    except orjson.JSONDecodeError:
+        raise _fail(web.HTTPBadRequest, "body must be JSON") from None
+
+
+def _annotator(request: web.Request) -> str:
+    state = request.app[STATE]
+    name = state.sessions.get(request.cookies.get(COOKIE, ""))
+    if name is None:
+        raise _fail(web.HTTPUnauthorized, "log in first")
+    return name
+
+
+def _load_static() -> dict[str, tuple[bytes, str]]:
+    folder = resources.files(__package__) / "static"
+    return {path: (folder.joinpath(name).read_bytes(), ctype)
+            for path, (name, ctype) in _STATIC.items()}
+
+
+def build_app(
+    store: Store,
+    *,
+    per_item: int = 3,
+    tokens: Mapping[str, str] | None = None,
+    allowed_hosts: Iterable[str] | None = LOOPBACK_HOSTS,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+) -> web.Application:
+    """The annotation app over an open store.
+
+    ``tokens`` (name -> token): when given, only those annotators may log in, each with
+    their token. ``allowed_hosts``: Host header names accepted (None: any); on loopback this
+    stops a web page from reaching the server through DNS rebinding. ``clock`` drives the
+    leases (tests pass a fake one).
+    """
+    if tokens is not None:
+        tokens = {validate_name(k): v for k, v in tokens.items()}
+    state = _State(
+        store=store,
+        assigner=Assigner(store, per_item=per_item, leases=Leases(lease_seconds, clock)),
+        tokens=dict(tokens) if tokens is not None else None,
+        allowed_hosts=frozenset(h.lower() for h in allowed_hosts)
+        if allowed_hosts is not None else None,
+        static=_load_static(),
+    )
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
+        if state.allowed_hosts is not None:
+            try:
+                host = (request.url.host or "").strip("[]").lower()
+            except ValueError:
+                host = ""
+            if host not in state.allowed_hosts:
+                return _error(421, "unexpected Host header")
+        if request.method == "POST" and request.headers.get(CSRF_HEADER) != "1":
+            return _error(403, f"missing {CSRF_HEADER} header")
+        try:
+            return await handler(request)
+        except HalugenError as exc:  # the store failed under a write: say so, keep serving
+            return _error(500, str(exc))
+
+    async def add_headers(request: web.Request, response: web.StreamResponse) -> None:
+        for k, v in _SECURITY_HEADERS.items():
+            response.headers.setdefault(k, v)
+
+    app = web.Application(middlewares=[guard], client_max_size=2 * 2**20)
+    app[STATE] = state
+    app.on_response_prepare.append(add_headers)
+    for path in _STATIC:
+        app.router.add_get(path, _static)
+    app.router.add_get("/api/session", _session)
+    app.router.add_post("/api/login", _login)
+    app.router.add_post("/api/logout", _logout)
+    app.router.add_get("/api/next", _next)
+    app.router.add_get("/api/item/{item_id:.+}", _item)
+    app.router.add_post("/api/label", _label)
+    app.router.add_get("/api/progress", _progress)
+    return app
+
+
+async def _static(request: web.Request) -> web.Response:
+    body, ctype = request.app[STATE].static[request.path]
+    return web.Response(body=body, headers={"Content-Type": ctype})
+
+
+async def _session(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    return _json({
+        "annotator": state.sessions.get(request.cookies.get(COOKIE, "")),
+        "tokens_required": state.tokens is not None,
+        "kinds": KINDS,
+        "per_item": state.assigner.per_item,
+    })
+
+
+async def _login(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    body = await _body(request)
+    if not isinstance(body, dict):
+        return _error(400, "body must be a JSON object")
+    try:
+        name = validate_name(body.get("annotator"))
+    except UsageError as exc:
+        return _error(400, str(exc))
+    if state.tokens is not None:
+        given = body.get("token")
+        expected = state.tokens.get(name)
+        # compare even for unknown names, so timing does not tell which names exist
+        ok = hmac.compare_digest(
+            (given if isinstance(given, str) else "").encode(),
+            (expected if expected is not None else secrets.token_urlsafe(24)).encode(),
+        )
+        if not ok or expected is None:
+            return _error(403, "unknown annotator or wrong token")
+    old = request.cookies.get(COOKIE)
+    if old:
+        state.sessions.pop(old, None)
+    if len(state.sessions) >= MAX_SESSIONS:  # forget the oldest login
+        state.sessions.pop(next(iter(state.sessions)))
+    sid = secrets.token_urlsafe(32)
+    state.sessions[sid] = name
+    resp = _json({"annotator": name})
+    resp.set_cookie(COOKIE, sid, httponly=True, samesite="Strict", path="/")
+    return resp
+
+
+async def _logout(request: web.Request) -> web.Response:
+    request.app[STATE].sessions.pop(request.cookies.get(COOKIE, ""), None)
+    resp = _json({"annotator": None})
+    resp.del_cookie(COOKIE, path="/")
+    return resp
+
+
+def _item_payload(state: _State, item_id: str, annotator: str) -> dict[str, Any] | None:
+    rows = state.store.query(
+        # an item imported twice keeps its first text: saved offsets refer to it
+        "SELECT query, response FROM annotation_items WHERE item_id = ? "
+        "ORDER BY created_at LIMIT 1", [item_id])
+    if not rows:
+        return None
+    query, response = rows[0]
+    own = state.store.query(
+        "SELECT label, spans_json, note FROM annotations_latest WHERE item_id = ? "
+        "AND annotator = ?", [item_id, annotator])
+    label = None
+    if own:
+        label = {"label": own[0][0], "spans": orjson.loads(own[0][1]), "note": own[0][2]}
+    where = state.assigner.my_items(item_id, annotator)
+    return {
+        "done": False, "id": item_id, "query": query, "response": response,
+        "position": f"{where.position} of {where.total}", "index": where.position,
+        "total": where.total, "prev": where.prev, "next": where.next, "label": label,
+    }
+
+
+async def _next(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    annotator = _annotator(request)
+    item_id = state.assigner.next_for(annotator)
+    if item_id is not None:
+        payload = _item_payload(state, item_id, annotator)
+        if payload is not None:
+            return _json(payload)
+    return _json({"done": True, "prev": state.assigner.last_labelled(annotator)})
+
+
+async def _item(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    annotator = _annotator(request)
+    item_id = request.match_info["item_id"]
+    if not state.assigner.may_view(item_id, annotator):
+        return _error(404, "not one of your items")
+    payload = _item_payload(state, item_id, annotator)
+    if payload is None:
+        return _error(404, "no such item")
+    return _json(payload)
+
+
+async def _label(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    annotator = _annotator(request)
+    body = await _body(request)
+    item_id = body.get("item_id") if isinstance(body, dict) else None
+    if not isinstance(item_id, str):
+        return _error(400, "item_id must be a string")
+    rows = state.store.query(
+        "SELECT response FROM annotation_items WHERE item_id = ? ORDER BY created_at LIMIT 1",
+        [item_id])
+    if not rows:
+        return _error(404, "no such item")
+    try:
+        label, spans, note = parse_label(body, rows[0][0])
+    except LabelError as exc:
+        return _error(400, str(exc))
+    assigner = state.assigner
+    async with state.lock(annotator):
+        if not assigner.may_label(item_id, annotator):
+            return _error(409, f"this item already has {assigner.per_item} annotators")
+        # hold the place while the row commits, so a concurrent /api/next cannot hand it out
+        assigner.leases.grant(annotator, item_id)
+        await state.store.writer.put_durable([(
+            "annotations",
+            (item_id, annotator, label, orjson.dumps(spans).decode(), note, "web"),
+        )])
+        assigner.leases.release(annotator, item_id)  # the label holds the place now
+    return _json({
+        "saved": True, "item_id": item_id, "label": label, "spans": spans, "note": note,
+        "progress": assigner.progress(annotator).as_dict(),
+    })
+
+
+async def _progress(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    return _json(state.assigner.progress(_annotator(request)).as_dict())
+
+
+# -- serving -------------------------------------------------------------------------------
+@dataclass
+class AnnotateServer:
+    """A running server: ``url`` to open, ``await close()`` to stop it."""
+
+    runner: web.AppRunner
+    host: str
+    port: int
+    store: Store
+    owns_store: bool
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    async def close(self) -> None:
+        try:
+            await self.runner.cleanup()
+        finally:
+            if self.owns_store:
+                self.store.close()
+
+
+async def serve(
+    db: str | os.PathLike[str] | Store,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    *,
+    allow_remote: bool = False,
+    tokens: Mapping[str, str] | None = None,
+    per_item: int = 3,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+) -> AnnotateServer:
+    """Start serving the annotation page for the store ``db`` (a path or an open Store).
+
+    ``port=0`` picks a free port (see ``.port``). A non-loopback ``host`` needs
+    ``allow_remote=True`` and ``tokens``; tokens given on loopback are enforced too.
+    """
+    check_bind(host, allow_remote=allow_remote, tokens=tokens)
+    owns = not isinstance(db, Store)
+    store = open_store(db) if not isinstance(db, Store) else db
+    try:
+        allowed = None if not is_loopback(host) else LOOPBACK_HOSTS | {host.strip("[]").lower()}
+        app = build_app(store, per_item=per_item, tokens=tokens, allowed_hosts=allowed,
+                        lease_seconds=lease_seconds)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False,
+                               shutdown_timeout=2.0)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, host, port).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+    except BaseException:
+        if owns:
+            store.close()
+        raise
+    bound = runner.addresses[0][1]
+    return AnnotateServer(runner, host, bound, store, owns)
+
+
+def run_server(
+    db: str | os.PathLike[str] | Store,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    *,
+    allow_remote: bool = False,
+    tokens: Mapping[str, str] | None = None,
+    per_item: int = 3,
+    ready: Callable[[AnnotateServer], None] | None = None,
+) -> None:
+    """Serve until SIGINT/SIGTERM; ``ready(server)`` is called once listening. Prints nothing."""
+
+    async def main() -> None:
+        server = await serve(db, host, port, allow_remote=allow_remote, tokens=tokens,
+                             per_item=per_item)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, stop.set)
+        try:
+            if ready is not None:
+                ready(server)
+            await stop.wait()
+        finally:
+            await server.close()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())

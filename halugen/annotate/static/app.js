@@ -1,0 +1,506 @@
+// The annotation page. Plain script, no build, nothing loaded from elsewhere.
+//
+// Safety rule: data from the server (queries, responses, names, notes) only ever reaches
+// the page through textContent or as text nodes; no HTML string is ever built from it.
+//
+// Offsets: the server counts Unicode code points of the response (Python string indices);
+// the DOM counts UTF-16 units. Everything kept in `state.spans` is in code points and is
+// converted at the two edges (reading a selection, drawing the highlights).
+"use strict";
+
+(() => {
+  const KEY_KINDS = { "1": "unverifiable", "2": "non-factual", "3": "irrelevant" };
+
+  const state = {
+    annotator: null,
+    item: null,          // the item payload from the server
+    label: null,         // "yes" | "no" | null
+    spans: [],           // [{start, end, kind}] in code points, in the order they were added
+    note: "",
+    lastSaved: null,     // the body last acknowledged by the server, as JSON
+    wanted: null,        // the body of the latest save asked for, as JSON
+    inflight: null,      // the body of the latest save sent and not answered yet, as JSON
+    chain: Promise.resolve(),  // saves go one after another, in order
+    donePrev: null,      // on the "done" screen: the item behind the ← key
+  };
+
+  const $ = (id) => document.getElementById(id);
+
+  class ApiError extends Error {
+    constructor(status, message) {
+      super(message);
+      this.status = status;
+    }
+  }
+
+  async function api(method, path, body) {
+    // X-Halugen: the server refuses POSTs without it (a cross-site page cannot send it)
+    const init = { method, credentials: "same-origin", headers: { "X-Halugen": "1" } };
+    if (body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    let resp;
+    try {
+      resp = await fetch(path, init);
+    } catch (e) {
+      throw new ApiError(0, "the server cannot be reached");
+    }
+    let data = null;
+    try {
+      data = await resp.json();
+    } catch (e) {
+      data = null;
+    }
+    if (!resp.ok) {
+      const message = (data && typeof data.error === "string") ? data.error : "error " + resp.status;
+      if (resp.status === 401 && path !== "/api/login") {
+        showLogin("Your session ended: log in again.");
+      }
+      throw new ApiError(resp.status, message);
+    }
+    return data;
+  }
+
+  // -- code points <-> UTF-16 ---------------------------------------------------------
+  function isHigh(c) { return c >= 0xd800 && c <= 0xdbff; }
+
+  function cpToU16(s, cp) {
+    let i = 0;
+    for (let n = 0; n < cp && i < s.length; n++) {
+      i += (isHigh(s.charCodeAt(i)) && i + 1 < s.length) ? 2 : 1;
+    }
+    return i;
+  }
+
+  function u16ToCp(s, u) {
+    let n = 0;
+    for (let i = 0; i < u && i < s.length; n++) {
+      i += (isHigh(s.charCodeAt(i)) && i + 1 < s.length) ? 2 : 1;
+    }
+    return n;
+  }
+
+  // -- status and progress ------------------------------------------------------------
+  function setStatus(kind, text) {
+    const el = $("status");
+    el.className = kind;
+    el.textContent = text;
+  }
+
+  function showProgress(p) {
+    if (!p) return;
+    const mine = p.mine;
+    const all = p.overall;
+    const bar = $("progress-bar");
+    bar.max = Math.max(1, mine.labelled + mine.available);
+    bar.value = mine.labelled;
+    $("progress-text").textContent =
+      "You: " + mine.labelled + " labelled, " + mine.available + " to go · All: " +
+      all.complete + " of " + all.items + " items complete (" + all.labels + " of " +
+      all.target + " labels)";
+  }
+
+  async function refreshProgress() {
+    try {
+      showProgress(await api("GET", "/api/progress"));
+    } catch (e) {
+      /* the next save shows the problem */
+    }
+  }
+
+  // -- drawing ------------------------------------------------------------------------
+  function sortedSpans() {
+    return [...state.spans].sort((a, b) => a.start - b.start || a.end - b.end);
+  }
+
+  function kindClass(kind) {
+    return "kind-" + (Object.values(KEY_KINDS).includes(kind) ? kind : "none");
+  }
+
+  function renderResponse() {
+    // Only text nodes and <mark> elements holding response text: the selection code
+    // measures offsets with Range.toString(), which must see exactly the response.
+    const el = $("response");
+    const text = state.item.response;
+    const nodes = [];
+    let pos = 0;
+    for (const s of sortedSpans()) {
+      const a = cpToU16(text, s.start);
+      const b = cpToU16(text, s.end);
+      if (a > pos) nodes.push(document.createTextNode(text.slice(pos, a)));
+      const mark = document.createElement("mark");
+      mark.className = "span " + kindClass(s.kind);
+      mark.title = s.kind || "untagged";
+      mark.textContent = text.slice(a, b);
+      nodes.push(mark);
+      pos = b;
+    }
+    if (pos < text.length) nodes.push(document.createTextNode(text.slice(pos)));
+    el.replaceChildren(...nodes);
+  }
+
+  function renderSpans() {
+    const list = $("spans");
+    const text = state.item.response;
+    const items = sortedSpans().map((s) => {
+      const li = document.createElement("li");
+      const badge = document.createElement("span");
+      badge.className = "badge " + kindClass(s.kind);
+      badge.textContent = s.kind || "untagged";
+      const quote = document.createElement("q");
+      quote.textContent = text.slice(cpToU16(text, s.start), cpToU16(text, s.end));
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.className = "remove";
+      remove.textContent = "×";
+      remove.title = "remove this span";
+      remove.addEventListener("click", () => removeSpan(s));
+      li.append(badge, " ", quote, " ", remove);
+      return li;
+    });
+    list.replaceChildren(...items);
+    $("no-spans").hidden = items.length > 0;
+  }
+
+  function renderLabel() {
+    for (const id of ["label-yes", "label-no"]) {
+      const button = $(id);
+      button.setAttribute("aria-pressed", String(button.dataset.label === state.label));
+    }
+  }
+
+  function render() {
+    renderResponse();
+    renderSpans();
+    renderLabel();
+  }
+
+  function showItem(payload) {
+    state.item = payload;
+    const own = payload.label;
+    state.label = own ? own.label : null;
+    state.spans = own ? own.spans.map((s) => ({ start: s.start, end: s.end, kind: s.kind })) : [];
+    state.note = own && own.note ? own.note : "";
+    state.lastSaved = own ? JSON.stringify(body()) : null;
+    state.wanted = state.lastSaved;
+    state.inflight = null;  // saves of the previous item still finish, in order, on the chain
+    state.donePrev = null;
+    $("done").hidden = true;
+    $("item").hidden = false;
+    $("confirm-no").hidden = true;
+    $("position").textContent = payload.position;
+    $("item-id").textContent = "(" + payload.id + ")";
+    $("query").textContent = payload.query;
+    $("note").value = state.note;
+    render();
+    setStatus(own ? "saved" : "", own ? "saved" : "");
+    history.replaceState(null, "", "#item=" + encodeURIComponent(payload.id));
+    const sel = window.getSelection();
+    if (sel) sel.removeAllRanges();
+    window.scrollTo(0, 0);
+  }
+
+  function showDone(prev) {
+    state.item = null;
+    state.donePrev = prev || null;
+    $("item").hidden = true;
+    $("done").hidden = false;
+    history.replaceState(null, "", "#done");
+  }
+
+  // -- loading ------------------------------------------------------------------------
+  async function openNext() {
+    const data = await api("GET", "/api/next");
+    if (data.done) showDone(data.prev);
+    else showItem(data);
+    refreshProgress();
+  }
+
+  async function openItem(id) {
+    try {
+      showItem(await api("GET", "/api/item/" + encodeURIComponent(id)));
+      refreshProgress();
+    } catch (e) {
+      if (e.status === 404) await openNext();
+      else throw e;
+    }
+  }
+
+  async function route() {
+    const m = /^#item=(.+)$/.exec(location.hash);
+    if (m) await openItem(decodeURIComponent(m[1]));
+    else await openNext();
+  }
+
+  // -- saving -------------------------------------------------------------------------
+  function body() {
+    return {
+      item_id: state.item.id,
+      label: state.label,
+      spans: sortedSpans().map((s) => ({ start: s.start, end: s.end, kind: s.kind })),
+      note: state.note || null,
+    };
+  }
+
+  // Save the current label; resolves true once the server has it stored.
+  function save() {
+    if (!state.item || !state.label) return Promise.resolve(false);
+    const payload = body();
+    const key = JSON.stringify(payload);
+    const itemId = state.item.id;
+    state.wanted = key;
+    if (key === state.lastSaved && state.inflight === null) {
+      setStatus("saved", "saved");  // nothing changed since the last save
+      return Promise.resolve(true);
+    }
+    if (key === state.inflight) {
+      // on its way already: wait for that save instead of sending it twice
+      return state.chain.then(() => state.lastSaved === key);
+    }
+    state.inflight = key;
+    setStatus("saving", "saving…");
+    const done = state.chain.then(async () => {
+      try {
+        const res = await api("POST", "/api/label", payload);
+        const current = state.item && state.item.id === itemId;
+        if (current) state.lastSaved = key;
+        if (current && state.wanted === key) setStatus("saved", "saved");
+        showProgress(res.progress);
+        return true;
+      } catch (e) {
+        if (state.item && state.item.id === itemId) setStatus("error", "not saved: " + e.message);
+        return false;
+      } finally {
+        if (state.inflight === key) state.inflight = null;  // a failed save may be retried
+      }
+    });
+    state.chain = done;
+    return done;
+  }
+
+  // -- editing ------------------------------------------------------------------------
+  // The selection inside the response as code-point offsets, whitespace trimmed, or null.
+  function selectionOffsets() {
+    const sel = window.getSelection();
+    if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return null;
+    const range = sel.getRangeAt(0);
+    const el = $("response");
+    if (!range.intersectsNode(el)) return null;
+    const text = state.item.response;
+    const measure = document.createRange();
+    let start = 0;
+    let end = text.length;
+    // A range is ordered: an edge outside the element lies before it (start) or after it (end).
+    if (el.contains(range.startContainer)) {
+      measure.selectNodeContents(el);
+      measure.setEnd(range.startContainer, range.startOffset);
+      start = measure.toString().length;
+    }
+    if (el.contains(range.endContainer)) {
+      measure.selectNodeContents(el);
+      measure.setEnd(range.endContainer, range.endOffset);
+      end = measure.toString().length;
+    }
+    while (start < end && /\s/.test(text[start])) start++;
+    while (end > start && /\s/.test(text[end - 1])) end--;
+    if (start >= end) return null;
+    return { start: u16ToCp(text, start), end: u16ToCp(text, end) };
+  }
+
+  function tag(kind) {
+    if (!state.item) return;
+    const sel = selectionOffsets();
+    if (!sel) {
+      setStatus("error", "Select some text in the response first.");
+      return;
+    }
+    if (state.spans.some((s) => sel.start < s.end && s.start < sel.end)) {
+      setStatus("error", "That overlaps a tagged span: remove it first (× or Backspace).");
+      return;
+    }
+    state.spans.push({ start: sel.start, end: sel.end, kind });
+    window.getSelection().removeAllRanges();
+    state.label = "yes";  // a tagged span means the response is hallucinated
+    $("confirm-no").hidden = true;
+    render();
+    save();
+  }
+
+  function removeSpan(span) {
+    state.spans = state.spans.filter((s) => s !== span);
+    render();
+    save();
+  }
+
+  function removeLast() {
+    if (state.spans.length === 0) return;
+    state.spans.pop();
+    render();
+    save();
+  }
+
+  function setLabel(label) {
+    if (!state.item) return;
+    if (label === "no" && state.spans.length > 0) {
+      $("confirm-no").hidden = false;
+      $("confirm-clear").focus();
+      return;
+    }
+    $("confirm-no").hidden = true;
+    state.label = label;
+    renderLabel();
+    save();
+  }
+
+  function confirmNo(clear) {
+    $("confirm-no").hidden = true;
+    if (clear) {
+      state.spans = [];
+      state.label = "no";
+      render();
+    } else {
+      state.label = "yes";
+      renderLabel();
+    }
+    save();
+  }
+
+  async function goNext() {
+    if (!state.item) return;
+    if (!state.label) {
+      setStatus("error", "Mark y (hallucinated) or n (not) first.");
+      return;
+    }
+    if (!(await save())) return;
+    try {
+      if (state.item.next) await openItem(state.item.next);
+      else await openNext();
+    } catch (e) {
+      setStatus("error", e.message);
+    }
+  }
+
+  async function goPrev() {
+    const prev = state.item ? state.item.prev : state.donePrev;
+    if (state.item && state.label && !(await save())) return;
+    if (!prev) {
+      if (state.item) setStatus("", "This is your first item.");
+      return;
+    }
+    try {
+      await openItem(prev);
+    } catch (e) {
+      setStatus("error", e.message);
+    }
+  }
+
+  // -- login --------------------------------------------------------------------------
+  function showLogin(message) {
+    state.annotator = null;
+    state.item = null;
+    $("work").hidden = true;
+    $("who").hidden = true;
+    $("login").hidden = false;
+    $("login-error").textContent = message || "";
+    $("login-name").focus();
+  }
+
+  function showWork(name) {
+    state.annotator = name;
+    $("annotator-name").textContent = name;
+    $("who").hidden = false;
+    $("login").hidden = true;
+    $("work").hidden = false;
+  }
+
+  async function login(ev) {
+    ev.preventDefault();
+    const name = $("login-name").value;
+    const token = $("login-token").value;
+    try {
+      const res = await api("POST", "/api/login", { annotator: name, token: token || null });
+      showWork(res.annotator);
+      await route();
+    } catch (e) {
+      $("login-error").textContent = "Cannot log in as “" + name + "”: " + e.message;
+    }
+  }
+
+  async function logout() {
+    try {
+      await api("POST", "/api/logout", {});
+    } finally {
+      history.replaceState(null, "", location.pathname);
+      showLogin("");
+    }
+  }
+
+  // -- keys ---------------------------------------------------------------------------
+  function onKey(ev) {
+    if (!state.annotator || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const t = ev.target;
+    if (t instanceof HTMLInputElement || t instanceof HTMLTextAreaElement ||
+        (t instanceof HTMLElement && t.isContentEditable)) {
+      if (ev.key === "Escape") t.blur();  // back to the shortcuts
+      return;
+    }
+    const key = ev.key.length === 1 ? ev.key.toLowerCase() : ev.key;
+    if (!$("confirm-no").hidden) {
+      if (key === "c") confirmNo(true);
+      else if (key === "k" || key === "Escape" || key === "y") confirmNo(false);
+      else return;
+      ev.preventDefault();
+      return;
+    }
+    if (key in KEY_KINDS) tag(KEY_KINDS[key]);
+    else if (key === "y") setLabel("yes");
+    else if (key === "n") setLabel("no");
+    else if (key === "Backspace") removeLast();
+    else if (key === "Enter" || key === "ArrowRight") goNext();
+    else if (key === "ArrowLeft") goPrev();
+    else return;
+    ev.preventDefault();
+  }
+
+  // -- start --------------------------------------------------------------------------
+  async function start() {
+    $("login-form").addEventListener("submit", login);
+    $("logout").addEventListener("click", logout);
+    for (const button of document.querySelectorAll("button.tag")) {
+      // keep the text selection when the button is pressed
+      button.addEventListener("mousedown", (ev) => ev.preventDefault());
+      button.addEventListener("click", () => tag(button.dataset.kind));
+    }
+    $("label-yes").addEventListener("click", () => setLabel("yes"));
+    $("label-no").addEventListener("click", () => setLabel("no"));
+    $("confirm-clear").addEventListener("click", () => confirmNo(true));
+    $("confirm-keep").addEventListener("click", () => confirmNo(false));
+    $("prev").addEventListener("click", goPrev);
+    $("next").addEventListener("click", goNext);
+    $("note").addEventListener("input", () => { state.note = $("note").value; });
+    $("note").addEventListener("change", () => { state.note = $("note").value; save(); });
+    document.addEventListener("keydown", onKey);
+
+    let session;
+    try {
+      session = await api("GET", "/api/session");
+    } catch (e) {
+      showLogin("The server cannot be reached: " + e.message);
+      return;
+    }
+    $("login-token-row").hidden = !session.tokens_required;
+    if (session.annotator) {
+      showWork(session.annotator);
+      try {
+        await route();
+      } catch (e) {
+        setStatus("error", e.message);
+      }
+    } else {
+      showLogin("");
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", start);
+})();

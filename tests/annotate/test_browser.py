@@ -1,0 +1,283 @@
+"""The annotation page in a real headless browser (Debian's chromium driven by Playwright).
+
+Skipped when the ``playwright`` package or a ``chromium`` binary is missing; CI installs both
+(``apt-get install -y chromium``, ``pip install playwright``; no ``playwright install``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from halugen.annotate.server import AnnotateServer, serve
+from halugen.store.db import open_store
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not "
+                               "installed (pip install playwright)")
+CHROMIUM = os.environ.get("HALUGEN_CHROMIUM") or shutil.which("chromium") or (
+    "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (apt-get install "
+                                "-y chromium, or set HALUGEN_CHROMIUM)")
+
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+# an astral character before the span: JS counts it as 2 units, the store as 1 code point
+RESPONSE1 = ("Paris \U0001f5fc \u2014 the Eiffel Tower was finished in 1999 by Gustave "
+             "Eiffel.\nIt is 330 m tall.")
+SPAN1 = "in 1999"
+QUERY2 = "<img src=x onerror=alert(2)> Which <b>tag</b>?"
+RESPONSE2 = "<script>alert(1)</script><img src=x onerror=\"alert(3)\"> plain & text"
+ITEMS = [
+    ("item-1", "When was the Eiffel Tower finished?", RESPONSE1),
+    ("item-2", QUERY2, RESPONSE2),
+    ("item-3", "Who wrote Hamlet?", "Hamlet was written by Charles Dickens."),
+    ("item-4", "What is 2 + 2?", "2 + 2 is 4."),
+]
+
+
+def utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+@dataclass
+class Served:
+    server: AnnotateServer
+    db: Path
+    stop: Callable[[], None]  # stops the server; the store file is then free to open here
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    db = tmp_path / "web.duckdb"
+    with open_store(db) as store:
+        store.writer.put([("annotation_items", (i, "jsonl", None, q, r, None))
+                          for i, q, r in ITEMS])
+        store.writer.flush_blocking(10)
+
+    loop = asyncio.new_event_loop()
+    box: dict[str, Any] = {}
+    ready = threading.Event()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            box["server"] = loop.run_until_complete(serve(db, "127.0.0.1", 0))
+        except BaseException as exc:
+            box["error"] = exc
+        finally:
+            ready.set()
+        if "server" in box:
+            loop.run_forever()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert ready.wait(30), "annotation server did not start"
+    if "error" in box:
+        raise box["error"]
+    server: AnnotateServer = box["server"]
+    stopped = False
+
+    def stop() -> None:
+        nonlocal stopped
+        if not stopped:
+            stopped = True
+            asyncio.run_coroutine_threadsafe(server.close(), loop).result(30)
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(30)
+
+    yield Served(server, db, stop)
+    stop()
+    if not loop.is_running():
+        loop.close()
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    with sync_api.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=ARGS)
+        context.set_default_timeout(15_000)
+        try:
+            yield p, context
+        finally:
+            context.close()
+
+
+def select_with_mouse(page: Any, start: int, end: int) -> None:
+    """Drag the mouse over response characters [start, end) (UTF-16 units)."""
+    box = page.evaluate(
+        """([s, e]) => {
+            const node = document.getElementById("response").firstChild;
+            const r = document.createRange();
+            r.setStart(node, s); r.setEnd(node, s + 1);
+            const a = r.getBoundingClientRect();
+            r.setStart(node, e - 1); r.setEnd(node, e);
+            const b = r.getBoundingClientRect();
+            return {x1: a.left + 1, y1: a.top + a.height / 2,
+                    x2: b.right - 1, y2: b.top + b.height / 2};
+        }""", [start, end])
+    page.mouse.move(box["x1"], box["y1"])
+    page.mouse.down()
+    page.mouse.move(box["x2"], box["y2"], steps=8)
+    page.mouse.up()
+
+
+def test_label_with_mouse_reload_escaping_and_majority(served: Served, browser: Any) -> None:
+    server, db = served.server, served.db
+    p, context = browser
+    expect = sync_api.expect
+    page = context.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(server.url)
+
+    # a name with markup is refused and echoed as text, not as an element
+    page.fill("#login-name", "<b>bold</b>")
+    page.click("#login-submit")
+    expect(page.locator("#login-error")).to_contain_text("“<b>bold</b>”")
+    assert page.locator("#login-error *").count() == 0
+    assert page.locator("b").count() == 0
+
+    page.fill("#login-name", "ann1")
+    page.click("#login-submit")
+    expect(page.locator("#annotator-name")).to_have_text("ann1")
+    expect(page.locator("#position")).to_have_text("1 of 4")
+    expect(page.locator("#query")).to_have_text(ITEMS[0][1])
+    assert page.locator("#response").text_content() == RESPONSE1
+
+    # select "in 1999" with the mouse, tag it non-factual (key 2)
+    at = RESPONSE1.index(SPAN1)
+    u16 = utf16_len(RESPONSE1[:at])
+    assert u16 == at + 1  # the tower emoji: the two coordinate systems differ here
+    select_with_mouse(page, u16, u16 + len(SPAN1))
+    assert page.evaluate("window.getSelection().toString()") == SPAN1
+    page.keyboard.press("2")
+    mark = page.locator("#response mark")
+    expect(mark).to_have_count(1)
+    expect(mark).to_have_text(SPAN1)
+    expect(mark).to_have_class("span kind-non-factual")
+    expect(page.locator("#spans li")).to_have_count(1)
+    page.keyboard.press("y")
+    expect(page.locator("#label-yes")).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("#status")).to_have_class("saved")
+
+    # "n" with a span present asks first; "k" keeps yes
+    page.keyboard.press("n")
+    expect(page.locator("#confirm-no")).to_be_visible()
+    page.keyboard.press("k")
+    expect(page.locator("#confirm-no")).to_be_hidden()
+    expect(page.locator("#label-yes")).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("#spans li")).to_have_count(1)
+
+    # reload: the label and the span come back from the store
+    page.reload()
+    expect(page.locator("#response mark")).to_have_text(SPAN1)
+    expect(page.locator("#response mark")).to_have_class("span kind-non-factual")
+    expect(page.locator("#label-yes")).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("#status")).to_have_class("saved")
+    assert page.locator("#response").text_content() == RESPONSE1
+
+    # Enter: save & next -> the item with markup in its query and response
+    page.keyboard.press("Enter")
+    expect(page.locator("#position")).to_have_text("2 of 4")
+    assert page.locator("#response").text_content() == RESPONSE2
+    assert page.locator("#query").text_content() == QUERY2
+    assert page.locator("#response *").count() == 0
+    assert page.locator("#query *").count() == 0
+    assert page.locator("script").count() == 1  # app.js only
+    assert page.locator("img").count() == 0
+    page.keyboard.press("n")
+    expect(page.locator("#status")).to_have_class("saved")
+    expect(page.locator("#progress-text")).to_contain_text("You: 2 labelled, 2 to go")
+
+    # ← goes back to the first item with its label
+    page.keyboard.press("ArrowLeft")
+    expect(page.locator("#position")).to_have_text("1 of 4")
+    expect(page.locator("#response mark")).to_have_text(SPAN1)
+
+    # Backspace removes the last span (and saves); y and a new mouse selection bring it back
+    page.keyboard.press("Backspace")
+    expect(page.locator("#response mark")).to_have_count(0)
+    expect(page.locator("#status")).to_have_class("saved")
+    select_with_mouse(page, u16, u16 + len(SPAN1))
+    page.locator("button.tag.kind-non-factual").click()  # the button instead of the key
+    expect(page.locator("#response mark")).to_have_text(SPAN1)
+    expect(page.locator("#status")).to_have_class("saved")
+    assert dialogs == []
+    assert errors == []
+
+    # three annotators on the same items: ann1's remaining ones and ann2, ann3 via the API
+    votes = {  # item: (ann1, ann2, ann3)
+        "item-1": ("yes", "yes", "no"),
+        "item-2": ("no", "no", "no"),
+        "item-3": ("yes", "yes", "yes"),
+        "item-4": ("no", "no", "no"),
+    }
+    year = RESPONSE1.index("1999")
+    hdr = {"X-Halugen": "1"}
+    r = page.request.post(server.url + "api/label", headers=hdr, data={
+        "item_id": "item-3", "label": "yes", "spans": []})
+    assert r.ok, r.text()
+    r = page.request.post(server.url + "api/label", headers=hdr, data={
+        "item_id": "item-4", "label": "no", "spans": []})
+    assert r.ok, r.text()
+    for k, name in ((1, "ann2"), (2, "ann3")):
+        api = p.request.new_context(base_url=server.url, extra_http_headers=hdr)
+        try:
+            assert api.post("api/login", data={"annotator": name}).ok
+            assert api.get("api/next").json()["id"] == "item-1"
+            for item_id, labels in votes.items():
+                spans = []
+                if labels[k] == "yes" and item_id == "item-1":
+                    spans = [{"start": year, "end": year + 4, "kind": "non-factual"}]
+                r = api.post("api/label", data={"item_id": item_id, "label": labels[k],
+                                                "spans": spans})
+                assert r.ok, r.text()
+            assert api.get("api/next").json() == {"done": True, "prev": "item-4"}
+        finally:
+            api.dispose()
+    # a fourth annotator finds nothing left
+    api = p.request.new_context(base_url=server.url, extra_http_headers=hdr)
+    try:
+        assert api.post("api/login", data={"annotator": "ann4"}).ok
+        assert api.get("api/next").json() == {"done": True, "prev": None}
+    finally:
+        api.dispose()
+    page.close()
+
+    from halugen.annotate.resolve import resolve_all
+
+    served.stop()
+    with open_store(db) as store:
+        rows = store.query("SELECT spans_json FROM annotations_latest "
+                           "WHERE item_id = 'item-1' AND annotator = 'ann1'")
+        # offsets in the store's coordinates (code points), not the browser's UTF-16
+        assert orjson.loads(rows[0][0]) == [
+            {"start": at, "end": at + len(SPAN1), "text": SPAN1, "kind": "non-factual"}]
+        report = resolve_all(store)
+        resolved = {r[0]: r[1:] for r in store.query(
+            "SELECT item_id, label, spans_json, n_labels, method FROM annotation_resolved")}
+    assert {k: v[0] for k, v in resolved.items()} == {
+        "item-1": "yes", "item-2": "no", "item-3": "yes", "item-4": "no"}
+    assert all(v[2:] == (3, "majority") for v in resolved.values())
+    # item-1: union of ann1's "in 1999" and ann2's "1999" (ann3 said no)
+    assert orjson.loads(resolved["item-1"][1]) == [
+        {"start": at, "end": at + len(SPAN1), "text": SPAN1, "kind": "non-factual"}]
+    # Fleiss by hand, columns (yes, no): [2,1] [0,3] [3,0] [0,3]
+    # P-bar = (1/3 + 1 + 1 + 1) / 4 = 5/6; p_yes = 5/12, p_no = 7/12 -> P_e = 74/144
+    # kappa = (5/6 - 74/144) / (1 - 74/144) = 46/70 = 23/35
+    assert report.fleiss_kappa == pytest.approx(23 / 35)
+    assert report.raters_per_item == {3: 4}
+
