@@ -67,6 +67,13 @@ def export_samples(store: Store, *, fmt: str, out: Path | None, run: str | None 
                    task: str | None = None, where: str | None = None) -> ExportResult:
     if run and store.get_run(run) is None:
         raise UsageError(f"no run {run!r} in {store.path} (see 'halugen status')")
+    if fmt == "halueval" and task == "general":
+        from .annotate.formats import export_halueval_general
+
+        target = out or Path("general_data.json")
+        if target.is_dir():
+            target = target / "general_data.json"
+        return ExportResult(((target, export_halueval_general(store, target)),))
     if fmt == "halueval":
         return _halueval(store, out, run, task, where)
     if fmt not in ("jsonl", "parquet"):
