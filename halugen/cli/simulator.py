@@ -1,0 +1,79 @@
+"""``halugen simulate``: the built-in OpenAI-compatible simulator on loopback."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..errors import UsageError
+from .common import first_json
+
+
+def add_parsers(sub: Any) -> None:
+    sim = sub.add_parser("simulate", help="serve the OpenAI-compatible simulator on loopback")
+    sim.add_argument("--host", default="127.0.0.1")
+    sim.add_argument("--port", type=int, default=8000)
+    sim.add_argument("--latency-ms", type=float, default=0.0)
+    sim.add_argument("--jitter-ms", type=float, default=0.0)
+    sim.add_argument("--rpm", type=float)
+    sim.add_argument("--tpm", type=float)
+    sim.add_argument("--fail-rate", type=float, default=0.0)
+    sim.add_argument("--faults", help="comma-separated fault kinds (default: all): "
+                     "500,503,hang,malformed,content_filter,drop")
+    sim.add_argument("--hang-s", type=float, default=30.0)
+    sim.add_argument("--price-in", type=float, default=0.15)
+    sim.add_argument("--price-out", type=float, default=0.60)
+    sim.add_argument("--api-key", help="require this key (401 otherwise)")
+    sim.add_argument("--garbage-rate", type=float, default=0.0)
+    sim.add_argument("--no-n", action="store_true", help="ignore n>1 like some servers")
+    sim.add_argument("--no-usage", action="store_true", help="omit usage from responses")
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--oracle", nargs="+", help="HaluEval files whose labels the simulated "
+                     "judge knows (recognition experiments)")
+    sim.add_argument("--judge-accuracy", type=float,
+                     help="how often the simulated judge is right about oracle answers")
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from ..simulate import SimConfig, run_server
+
+    kw: dict[str, Any] = {}
+    if args.faults:
+        kw["faults"] = tuple(f.strip() for f in args.faults.split(",") if f.strip())
+    if args.oracle:
+        from ..evaluate.items import EVAL_FIELDS, items_from_files
+        from ..evaluate.judge import shown_texts
+
+        oracle: dict[str, bool] = {}
+        for path in args.oracle:
+            task = next((t for t in ("qa", "dialogue", "summarization", "general")
+                         if all(f in first_json(path) for f in EVAL_FIELDS[t])), None)
+            if task is None:
+                raise UsageError(f"--oracle {path}: not one of HaluEval's released layouts")
+            for item in items_from_files([path], task):
+                right, hallucinated = shown_texts(item)
+                if task == "general":
+                    oracle[right] = bool(item.human_label)
+                else:
+                    oracle[right], oracle[hallucinated] = False, True
+        kw["oracle"] = oracle
+    if args.judge_accuracy is not None:
+        kw["judge_accuracy"] = args.judge_accuracy
+    config = SimConfig(
+        latency_ms=args.latency_ms, jitter_ms=args.jitter_ms, rpm=args.rpm, tpm=args.tpm,
+        fail_rate=args.fail_rate, hang_s=args.hang_s, price_in=args.price_in,
+        price_out=args.price_out, api_key=args.api_key, honour_n=not args.no_n,
+        report_usage=not args.no_usage, seed=args.seed, garbage_rate=args.garbage_rate, **kw,
+    )
+
+    def ready(port: int) -> None:
+        print(f"simulator listening on http://{args.host}:{port}/v1", flush=True)
+
+    try:
+        run_server(config, args.host, args.port, ready=ready)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
+    return 0
+
+
+COMMANDS = {"simulate": cmd_simulate}
