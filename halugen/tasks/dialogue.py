@@ -17,16 +17,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from . import qa
-from .base import ParsedCandidate, TaskSpec, normalise
-from .qa import (
-    _FENCE_LINE,
-    _PARAGRAPH_BREAK,
-    _PLACEHOLDER,
-    _REFUSAL,
-    _REFUSAL_VERB,
-    _first_labelled,
-    _unquote,
-)
+from .base import ParsedCandidate, TaskSpec
+from .replies import PARAGRAPH_BREAK, read_candidate, unquote
 
 __all__ = [
     "DIALOGUE",
@@ -117,8 +109,8 @@ def _pattern_of(text: str | None) -> str:
 def _clean_response(value: str) -> tuple[str, str]:
     """(response, pattern named in a trailing parenthesis or "") from a labelled value."""
     # Text after a blank line is commentary ("This is wrong because ..."), not the turn.
-    value = _PARAGRAPH_BREAK.split(value.strip(), maxsplit=1)[0]
-    value = _unquote(" ".join(value.split()).strip("*_").strip())
+    value = PARAGRAPH_BREAK.split(value.strip(), maxsplit=1)[0]
+    value = unquote(" ".join(value.split()).strip("*_").strip())
     value = _LEADING_SPEAKER.sub("", value)
     value = _LATER_TURN.sub("", value)
     trailing = ""
@@ -126,7 +118,7 @@ def _clean_response(value: str) -> tuple[str, str]:
     if m:
         trailing = m.group(0)
         value = value[: m.start()].rstrip()
-    return _unquote(value.strip("*_").strip()), trailing
+    return unquote(value.strip("*_").strip()), trailing
 
 
 def parse_candidate(text: str) -> ParsedCandidate:
@@ -136,27 +128,8 @@ def parse_candidate(text: str) -> ParsedCandidate:
     "refusal", "no_answer_label", "empty_answer", "placeholder_answer". Equality with the
     right response is the engine's check, form checks are ``check_candidate``'s.
     """
-    body = _FENCE_LINE.sub("", text or "").strip()
-    if not body:
-        return ParsedCandidate(answer="", pattern="unstated", problem="empty_reply")
-
-    raw = _first_labelled(body, _RESPONSE_LABELS, _STOP_LABELS)
-    pattern = _pattern_of(_first_labelled(body, _PATTERN_LABELS, _STOP_LABELS))
-
-    if raw is None:
-        problem = "refusal" if _REFUSAL.match(body) else "no_answer_label"
-        return ParsedCandidate(answer="", pattern=pattern, problem=problem)
-
-    response, trailing = _clean_response(raw)
-    if pattern == "unstated" and trailing:
-        pattern = _pattern_of(trailing)
-    if not normalise(response):
-        return ParsedCandidate(answer="", pattern=pattern, problem="empty_answer")
-    if _PLACEHOLDER.match(response):
-        return ParsedCandidate(answer="", pattern=pattern, problem="placeholder_answer")
-    if _REFUSAL.match(response) and _REFUSAL_VERB.search(response):
-        return ParsedCandidate(answer="", pattern=pattern, problem="refusal")
-    return ParsedCandidate(answer=response, pattern=pattern)
+    return read_candidate(text, value_labels=_RESPONSE_LABELS, pattern_labels=_PATTERN_LABELS,
+                          stop_labels=_STOP_LABELS, clean=_clean_response, pattern_of=_pattern_of)
 
 
 def filter_values(fields: Mapping[str, str], answers: Sequence[str]) -> dict[str, str]:

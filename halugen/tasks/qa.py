@@ -14,7 +14,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from . import base
-from .base import ParsedCandidate, TaskSpec, labelled_value, normalise
+from .base import ParsedCandidate, TaskSpec
+from .replies import PARAGRAPH_BREAK, read_candidate, unquote
 
 __all__ = [
     "PATTERNS",
@@ -63,40 +64,12 @@ _STOP_LABELS = (
     "Correct answer",
 )
 
-_FENCE_LINE = re.compile(r"^\s*```[\w-]*\s*$", re.MULTILINE)
-_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 # A trailing "(pattern: factualness)", "[Pattern - inference]" or "(factualness)".
 _TRAILING_PATTERN = re.compile(
     r"\s*[\(\[]\s*(?:(?:hallucination\s+)?pattern\b[^)\]]*"
     r"|(?:comprehension|factualness|specificity|inference)(?:\s+pattern)?)\s*[\)\]]\s*$",
     re.IGNORECASE,
 )
-_QUOTES = (('"', '"'), ("'", "'"), ("“", "”"), ("‘", "’"), ("`", "`"), ("«", "»"))
-_REFUSAL = re.compile(
-    r"^\W*(?:i['’]m\s+sorry|i\s+am\s+sorry|sorry\s*[,.!]|i\s+apologi[sz]e|i\s+cannot\b|i\s+can['’]?t\b"
-    r"|i\s+can\s+not\b|i\s+won['’]t\b|i\s+will\s+not\b|i['’]m\s+(?:not\s+able|unable)"
-    r"|i\s+am\s+(?:not\s+able|unable)|as\s+an\s+ai\b)",
-    re.IGNORECASE,
-)
-# An answer that opens like a refusal is one only if it also refuses to do something: song
-# and book titles such as "I Won't Back Down" are legitimate answers.
-_REFUSAL_VERB = re.compile(
-    r"\b(?:help|assist|provide|create|generate|comply|fulfil+|write|produce|do\s+(?:that|this))\b",
-    re.IGNORECASE,
-)
-# The reply format's own placeholder copied back, e.g. "<your hallucinated answer>".
-_PLACEHOLDER = re.compile(r"^<[^<>]*>$")
-
-
-def _first_labelled(text: str, labels: Sequence[str], stops: Sequence[str]) -> str | None:
-    """The value of the first of ``labels`` present in ``text`` (None when none is)."""
-    for label in labels:
-        value = labelled_value(text, label, stops)
-        if value is not None:
-            return value
-    return None
-
-
 def _pattern_of(text: str | None) -> str:
     """The first QA pattern named in ``text``; "unstated" when none is."""
     if not text:
@@ -111,29 +84,11 @@ def _pattern_of(text: str | None) -> str:
     return "unstated"  # pragma: no cover - every alternative of the regex has a stem
 
 
-def _unquote(text: str) -> str:
-    """Drop quotes wrapping the whole text; quotes inside it (or a lone apostrophe) stay."""
-    while len(text) >= 2:
-        for left, right in _QUOTES:
-            inner = text[len(left) : -len(right)]
-            # '"a" and "b"' is not one quoted answer: the inner text must hold no such quote.
-            if (
-                text.startswith(left)
-                and text.endswith(right)
-                and not (left in inner or right in inner)
-            ):
-                text = inner.strip()
-                break
-        else:
-            return text
-    return text
-
-
 def _clean_answer(value: str) -> tuple[str, str]:
     """(answer, pattern named in a trailing parenthesis or "") from a labelled value."""
     value = value.strip()
     # Text after a blank line is commentary ("This is wrong because ..."), not the answer.
-    value = _PARAGRAPH_BREAK.split(value, maxsplit=1)[0]
+    value = PARAGRAPH_BREAK.split(value, maxsplit=1)[0]
     value = " ".join(value.split())
     value = value.strip("*_").strip()
     trailing = ""
@@ -141,39 +96,18 @@ def _clean_answer(value: str) -> tuple[str, str]:
     if m:
         trailing = m.group(0)
         value = value[: m.start()].rstrip()
-    value = _unquote(value.strip("*_").strip())
+    value = unquote(value.strip("*_").strip())
     return value, trailing
 
 
 def parse_candidate(text: str) -> ParsedCandidate:
     """Read a sampling reply: ``Pattern: <p>`` and ``Answer: <hallucinated answer>``.
 
-    ``problem`` is "" for a usable reply, otherwise one of: "empty_reply", "refusal",
-    "no_answer_label", "empty_answer", "placeholder_answer". Equality with the right
-    answer is the engine's check, not this function's.
+    See ``replies.read_candidate`` for the problem codes. Equality with the right answer is
+    the engine's check, not this function's.
     """
-    body = _FENCE_LINE.sub("", text or "").strip()
-    if not body:
-        return ParsedCandidate(answer="", pattern="unstated", problem="empty_reply")
-
-    # The value stops at the next label, including a repeated "Answer:" line.
-    raw = _first_labelled(body, _ANSWER_LABELS, _STOP_LABELS)
-    pattern = _pattern_of(_first_labelled(body, _PATTERN_LABELS, _STOP_LABELS))
-
-    if raw is None:
-        problem = "refusal" if _REFUSAL.match(body) else "no_answer_label"
-        return ParsedCandidate(answer="", pattern=pattern, problem=problem)
-
-    answer, trailing = _clean_answer(raw)
-    if pattern == "unstated" and trailing:
-        pattern = _pattern_of(trailing)
-    if not normalise(answer):
-        return ParsedCandidate(answer="", pattern=pattern, problem="empty_answer")
-    if _PLACEHOLDER.match(answer):
-        return ParsedCandidate(answer="", pattern=pattern, problem="placeholder_answer")
-    if _REFUSAL.match(answer) and _REFUSAL_VERB.search(answer):
-        return ParsedCandidate(answer="", pattern=pattern, problem="refusal")
-    return ParsedCandidate(answer=answer, pattern=pattern)
+    return read_candidate(text, value_labels=_ANSWER_LABELS, pattern_labels=_PATTERN_LABELS,
+                          stop_labels=_STOP_LABELS, clean=_clean_answer, pattern_of=_pattern_of)
 
 
 def filter_values(fields: Mapping[str, str], answers: Sequence[str]) -> dict[str, str]:

@@ -19,16 +19,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from . import qa
-from .base import ParsedCandidate, TaskSpec, normalise
-from .qa import (
-    _FENCE_LINE,
-    _PARAGRAPH_BREAK,
-    _PLACEHOLDER,
-    _REFUSAL,
-    _REFUSAL_VERB,
-    _first_labelled,
-    _unquote,
-)
+from .base import ParsedCandidate, TaskSpec
+from .replies import PARAGRAPH_BREAK, read_candidate, unquote
 
 __all__ = [
     "MAX_LENGTH_RATIO",
@@ -138,7 +130,7 @@ def _join_lines(paragraphs: Sequence[str], bullets: bool) -> str:
 
 def _clean_summary(value: str) -> tuple[str, str]:
     """(summary, pattern named in a trailing parenthesis or "") from a labelled value."""
-    paragraphs = _PARAGRAPH_BREAK.split(value.strip())
+    paragraphs = PARAGRAPH_BREAK.split(value.strip())
     # Text after a blank line is commentary, unless the summary is a list of bullets that a
     # blank line merely spaces out.
     keep = paragraphs[:1]
@@ -154,7 +146,7 @@ def _clean_summary(value: str) -> tuple[str, str]:
     if m:
         trailing = m.group(0)
         summary = summary[: m.start()].rstrip()
-    return _unquote(summary.strip("*_").strip()), trailing
+    return unquote(summary.strip("*_").strip()), trailing
 
 
 def parse_candidate(text: str) -> ParsedCandidate:
@@ -164,27 +156,8 @@ def parse_candidate(text: str) -> ParsedCandidate:
     "refusal", "no_answer_label", "empty_answer", "placeholder_answer". Equality with the
     right summary is the engine's check, length and form are ``check_candidate``'s.
     """
-    body = _FENCE_LINE.sub("", text or "").strip()
-    if not body:
-        return ParsedCandidate(answer="", pattern="unstated", problem="empty_reply")
-
-    raw = _first_labelled(body, _SUMMARY_LABELS, _STOP_LABELS)
-    pattern = _pattern_of(_first_labelled(body, _PATTERN_LABELS, _STOP_LABELS))
-
-    if raw is None:
-        problem = "refusal" if _REFUSAL.match(body) else "no_answer_label"
-        return ParsedCandidate(answer="", pattern=pattern, problem=problem)
-
-    summary, trailing = _clean_summary(raw)
-    if pattern == "unstated" and trailing:
-        pattern = _pattern_of(trailing)
-    if not normalise(summary):
-        return ParsedCandidate(answer="", pattern=pattern, problem="empty_answer")
-    if _PLACEHOLDER.match(summary):
-        return ParsedCandidate(answer="", pattern=pattern, problem="placeholder_answer")
-    if _REFUSAL.match(summary) and _REFUSAL_VERB.search(summary):
-        return ParsedCandidate(answer="", pattern=pattern, problem="refusal")
-    return ParsedCandidate(answer=summary, pattern=pattern)
+    return read_candidate(text, value_labels=_SUMMARY_LABELS, pattern_labels=_PATTERN_LABELS,
+                          stop_labels=_STOP_LABELS, clean=_clean_summary, pattern_of=_pattern_of)
 
 
 def filter_values(fields: Mapping[str, str], answers: Sequence[str]) -> dict[str, str]:
