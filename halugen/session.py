@@ -33,7 +33,9 @@ from .stats import RunStats
 from .store.db import Store, open_store
 from .tokens import TokenCounter, get_counter
 
-__all__ = ["CallSession", "StopFlags", "call_session", "drive", "resolve_price"]
+__all__ = ["CallSession", "StopFlags", "call_session", "closing", "drive", "resolve_price"]
+
+EXIT_CODES = {"done": 0, "budget_exhausted": 3, "interrupted": 130, "input_error": 2}
 
 
 @dataclass
@@ -236,6 +238,21 @@ async def drive(session: CallSession, pipeline: Callable[[], Awaitable[None]], *
     if flags.input_error is not None:
         return "input_error", str(flags.input_error)
     return "done", ""
+
+
+def closing(status: str, detail: str, *, what: str, summary: str) -> tuple[str, int]:
+    """The one-line message and exit code that end a run of any kind."""
+    if status == "done":
+        message = f"{what} done: {summary}"
+    elif status == "budget_exhausted":
+        message = (f"{what} stopped: the budget is used up ({summary}). State is saved: run the "
+                   f"same command with a larger --budget to continue")
+    elif status == "interrupted":
+        message = (f"{what} interrupted ({summary}). State is saved: run the same command "
+                   f"again to resume")
+    else:
+        message = f"{what} failed: {detail} ({summary})"
+    return message, EXIT_CODES.get(status, 1)
 
 
 @contextlib.contextmanager

@@ -23,7 +23,7 @@ from ..llm.calls import CallFailure
 from ..llm.transport import Transport
 from ..prompts import Template, load_template
 from ..records import ChatRequest, fingerprint
-from ..session import CallSession, call_session, drive
+from ..session import CallSession, call_session, closing, drive
 from ..store.db import KeyIndex, key_prefix
 from . import judge
 from .items import check_task, items_from_files, items_from_store
@@ -204,16 +204,10 @@ async def evaluate(cfg: EvalConfig, *, transport: Transport | None = None,
         judged = session.store.query(
             "SELECT count(*) FROM judgements WHERE run_id = ?", [session.run_id])[0][0]
         spent = format_usd(session.store.spent(session.run_id))
-        exit_code = {"done": 0, "budget_exhausted": 3, "interrupted": 130,
-                     "input_error": 2}.get(status, 1)
-        summary = f"{judged} item(s) judged in run {session.run_id}; spent {spent}"
-        if status == "done":
-            message = f"eval {cfg.task}/{cfg.strategy} with {cfg.run.model} done: {summary}"
-        elif status == "budget_exhausted":
-            message = (f"eval stopped: the budget is used up ({summary}); run the same command "
-                       f"with a larger --budget to continue")
-        elif status == "interrupted":
-            message = f"eval interrupted ({summary}); run the same command again to resume"
+        message, exit_code = closing(
+            status, message, what=f"eval run {session.run_id} ({cfg.task}/{cfg.strategy} with "
+                                  f"{cfg.run.model})",
+            summary=f"{judged} item(s) judged; spent {spent}")
         session.store.update_run(session.run_id, status=status, status_detail=message[:1000])
         return EvalOutcome(session.run_id, status, message, exit_code, judged,
                            tuple(session.notes))

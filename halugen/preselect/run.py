@@ -25,7 +25,7 @@ from ..errors import BudgetExhausted, UsageError
 from ..llm.calls import CallFailure
 from ..llm.transport import Transport
 from ..records import BadRecord, ChatRequest, fingerprint
-from ..session import CallSession, call_session, drive
+from ..session import CallSession, call_session, closing, drive
 from ..store.db import KeyIndex, key_prefix
 from .queries import Query, read_queries
 from .scoring import PairwiseScorer, ScorerSpec
@@ -241,17 +241,10 @@ async def preselect(cfg: PreselectConfig, *, transport: Transport | None = None,
             scored += 1
         kept = top.result()
         spent = format_usd(store.spent(session.run_id))
-        exit_code = {"done": 0, "budget_exhausted": 3, "interrupted": 130,
-                     "input_error": 2}.get(status, 1)
-        summary = (f"{scored} queries scored, the {len(kept)} least similar kept "
-                   f"(see the preselect_ranked view); spent {spent}")
-        if status == "done":
-            message = f"pre-selection run {session.run_id} done: {summary}"
-        elif status == "budget_exhausted":
-            message = (f"pre-selection stopped: the budget is used up ({summary}); run the same "
-                       f"command with a larger --budget to continue")
-        elif status == "interrupted":
-            message = f"pre-selection interrupted ({summary}); run the same command to resume"
+        message, exit_code = closing(
+            status, message, what=f"pre-selection run {session.run_id}",
+            summary=f"{scored} queries scored, the {len(kept)} least similar kept (see the "
+                    f"preselect_ranked view); spent {spent}")
         store.update_run(session.run_id, status=status, status_detail=message[:1000])
         return PreselectOutcome(session.run_id, status, message, exit_code, scored, kept,
                                 tuple(session.notes))
