@@ -278,17 +278,19 @@ class ProgressView:
         total = f.total(task)
         line = Text()
         line.append(task.ljust(width), style="bold")
-        line.append(f"  seeds {_int(f.finished(task))}/{'?' if total is None else _int(total)}")
+        w = s.words
+        line.append(f"  {w['seeds']} {_int(f.finished(task))}/"
+                    f"{'?' if total is None else _int(total)}")
         _pairs(
             line,
             (
-                ("sampled", _int(s.sampled.get(task, 0))),
-                ("rejected", _int(s.rejected.get(task, 0))),
+                (w["sampled"], _int(s.sampled.get(task, 0))),
+                (w["rejected"], _int(s.rejected.get(task, 0))),
                 ("failed", _int(s.failed.get(task, 0))),
                 ("bad records", _int(s.bad_records.get(task, 0))),
                 ("already done", _int(s.already_done.get(task, 0))),
-                ("acceptance", f.acceptance(task)),
-                ("per accepted sample", f.cost_per_sample(task)),
+                (w["acceptance"], f.acceptance(task)),
+                (w["per"], f.cost_per_sample(task)),
             ),
         )
         return line
@@ -364,9 +366,10 @@ class ProgressView:
         for task in f.tasks:
             s = f.stats
             total = f.total(task)
+            w = s.words
             detail = [
-                f"{_int(s.sampled.get(task, 0))} sampled",
-                f"{_int(s.rejected.get(task, 0))} rejected",
+                f"{_int(s.sampled.get(task, 0))} {w['sampled']}",
+                f"{_int(s.rejected.get(task, 0))} {w['rejected']}",
                 f"{_int(s.failed.get(task, 0))} failed",
             ]
             if s.bad_records.get(task, 0):
@@ -375,7 +378,7 @@ class ProgressView:
                 detail.append(f"{_int(s.already_done[task])} already done")
             tasks.append(
                 f"{task}: {_int(f.finished(task))}/{'?' if total is None else _int(total)} "
-                f"seeds ({', '.join(detail)})"
+                f"{w['seeds']} ({', '.join(detail)})"
             )
         parts.append("; ".join(tasks) if tasks else "no seeds yet")
         parts.append(f"calls {_int(f.totals.done)} ok {_int(f.totals.failed)} failed")

@@ -39,6 +39,10 @@ class RunStats:
     bad_records: dict[str, int] = field(default_factory=dict)
     truncated: dict[str, int] = field(default_factory=dict)
     filter_calls: dict[str, int] = field(default_factory=dict)
+    # what the counters are called in the live view, per kind of run
+    words: dict[str, str] = field(default_factory=lambda: {
+        "seeds": "seeds", "sampled": "sampled", "rejected": "rejected",
+        "acceptance": "acceptance", "per": "per accepted sample"})
     # recent completions for rates: (monotonic time, prompt+completion tokens)
     _recent: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=200_000))
 

@@ -185,6 +185,8 @@ async def evaluate(cfg: EvalConfig, *, transport: Transport | None = None,
             "SELECT item_key FROM judgements WHERE run_id = ?", [session.run_id])
         done = KeyIndex(key_prefix(r[0]) for r in rows)
         session.stats.seeds_total[cfg.task] = cfg.limit
+        session.stats.words.update(seeds="items", sampled="judged", rejected="invalid",
+                                   acceptance="valid", per="per item")
         workers = max(1, cfg.run.rate.concurrency)
 
         async def pipeline() -> None:

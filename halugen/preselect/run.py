@@ -214,6 +214,8 @@ async def preselect(cfg: PreselectConfig, *, transport: Transport | None = None,
                            [session.run_id])
         done = KeyIndex(key_prefix(r[0]) for r in rows)
         mode = _NMode(cfg.use_n)
+        session.stats.words.update(seeds="queries", sampled="scored", rejected="unscored",
+                                   acceptance="scored", per="per query")
         workers = max(1, cfg.run.rate.concurrency)
 
         async def pipeline() -> None:
