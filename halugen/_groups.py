@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from .errors import AuthError, BudgetExhausted, StoreError
+from .errors import AuthError, BudgetExhausted, EndpointUnreachable, StoreError
 
 __all__ = ["most_serious"]
 
-_RANK = (KeyboardInterrupt, SystemExit, StoreError, AuthError, BudgetExhausted)
+_RANK = (KeyboardInterrupt, SystemExit, StoreError, AuthError, EndpointUnreachable,
+         BudgetExhausted)
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

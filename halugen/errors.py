@@ -6,6 +6,7 @@
     ├── ConfigError                 halugen.toml, price cards, prompt templates (exit 2)
     ├── StoreError                  the DuckDB store cannot be opened / is corrupt (exit 1)
     ├── BudgetExhausted             nothing more fits in the budget (exit 3)
+    ├── EndpointUnreachable         no call has ever got through to the endpoint (exit 1)
     └── LLMError                    a call to the model endpoint failed
         ├── RetryableError          429, 408, 409, 5xx, timeouts, connection errors, bad bodies
         │   └── RateLimited         429; carries the server's retry-after hint
@@ -22,6 +23,7 @@ __all__ = [
     "AuthError",
     "BudgetExhausted",
     "ConfigError",
+    "EndpointUnreachable",
     "FatalCallError",
     "HalugenError",
     "InputError",
@@ -57,6 +59,12 @@ class StoreError(HalugenError):
 
 class BudgetExhausted(HalugenError):
     exit_code = 3
+
+
+class EndpointUnreachable(HalugenError):
+    """The endpoint never answered: a wrong --base-url or no network. Stops the run."""
+
+    exit_code = 1
 
 
 class LLMError(HalugenError):

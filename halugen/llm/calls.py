@@ -20,7 +20,7 @@ import orjson
 
 from ..budget import Ledger, ModelPrice, PromptMargin, Reservation
 from ..config import RetryPolicy
-from ..errors import AuthError, FatalCallError, LLMError, RetryableError
+from ..errors import AuthError, EndpointUnreachable, FatalCallError, LLMError, RetryableError
 from ..prompts import PER_MESSAGE_TOKENS, PER_REQUEST_TOKENS
 from ..records import ChatRequest, ChatResult
 from ..stats import RunStats
@@ -89,6 +89,7 @@ class CallRunner:
         self._known: KeyIndex = store.response_index()
         self._inflight: dict[str, asyncio.Future[ChatResult | CallFailure]] = {}
         self.auth_failed: AuthError | None = None
+        self._reached = False  # has any attempt got an HTTP answer from the endpoint?
 
     def estimate_prompt_tokens(self, request: ChatRequest) -> int:
         return PER_REQUEST_TOKENS + sum(
@@ -163,6 +164,7 @@ class CallRunner:
                     result = await self.client.send(request, body=body)
             except RetryableError as exc:
                 last_error = exc
+                self._reached = self._reached or exc.status != 0
                 total_cost += self._close(reservation, call_id, res_no, exc.billed_maybe)
                 if attempts >= self.retry.max_attempts:
                     break
@@ -172,6 +174,7 @@ class CallRunner:
                 continue
             except FatalCallError as exc:
                 last_error = exc
+                self._reached = True
                 total_cost += self._close(reservation, call_id, res_no, False)
                 if isinstance(exc, AuthError):
                     self.auth_failed = exc
@@ -187,6 +190,7 @@ class CallRunner:
             finally:
                 st.in_flight -= 1
             # success
+            self._reached = True
             cost = self.price.cost(result.prompt_tokens, result.completion_tokens,
                                    result.cached_tokens)
             total_cost += cost
@@ -215,6 +219,11 @@ class CallRunner:
         assert last_error is not None
         self._log_failure(call_id, key, stage, task, seed_key, request, est, last_error,
                           attempts, total_cost, total_reserved)
+        if last_error.status == 0 and not self._reached:
+            # every attempt of the first calls failed before any answer: systemic, not per call
+            raise EndpointUnreachable(
+                f"cannot reach {self.client.url} after {attempts} attempts ({last_error}); "
+                f"check --base-url (or OPENAI_BASE_URL) and the network")
         st.failed += 1
         st.cost_pusd += total_cost
         return CallFailure(key, last_error.error_class, str(last_error), last_error.status)

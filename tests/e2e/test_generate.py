@@ -216,3 +216,21 @@ def test_bad_budget_is_a_usage_error(bad, hotpot_file, tmp_path, capsys):
                  "--db", str(tmp_path / "h.duckdb"), "--no-progress"])
     assert code == 2
     assert "50usd" in capsys.readouterr().err
+
+
+def test_unreachable_endpoint_stops_the_run_with_a_clear_message(hotpot_file, tmp_path, capsys):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    db = tmp_path / "h.duckdb"
+    code = main(["run", "--seeds", str(hotpot_file(20)), "--base-url",
+                 f"http://127.0.0.1:{port}/v1", "--api-key", "k", "--db", str(db),
+                 "--no-progress", "--max-attempts", "2", "--concurrency", "2"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "cannot reach" in err and "--base-url" in err
+    # nothing was sent, so nothing counts as spent
+    assert query(db, "SELECT coalesce(sum(pusd), 0) FROM ledger WHERE event <> 'reserve'"
+                 )[0][0] == 0
