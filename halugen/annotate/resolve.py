@@ -47,8 +47,8 @@ from .agreement import (
     span_agreement,
     span_union,
 )
-from .formats import load_spans, spans_json
 from .items import KINDS, append_rows
+from .spans import load_spans, spans_json
 
 __all__ = [
     "Resolution",

@@ -1,0 +1,66 @@
+"""Who may annotate: annotator names, per-annotator tokens, and where the server may listen.
+
+The server binds to loopback by default; a non-loopback bind needs an explicit flag and
+then a token per annotator, compared in constant time.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import secrets
+from collections.abc import Iterable, Mapping
+
+from ..errors import UsageError
+
+__all__ = ["check_bind", "is_loopback", "make_tokens", "validate_name"]
+
+_NAME = re.compile(r"[\w .\-]{1,64}")  # \w on str: Unicode letters, digits and '_'
+
+
+def validate_name(name: object) -> str:
+    """An annotator name: 1-64 letters, digits, spaces or ``._-`` (outer spaces dropped)."""
+    if not isinstance(name, str):
+        raise UsageError("annotator name must be a string")
+    cleaned = name.strip()
+    if not _NAME.fullmatch(cleaned):
+        raise UsageError(
+            "annotator name must be 1 to 64 letters, digits, spaces or . _ -")
+    return cleaned
+
+
+def make_tokens(names: Iterable[str]) -> dict[str, str]:
+    """A fresh random token per annotator (for ``allow_remote``), name -> token."""
+    out: dict[str, str] = {}
+    for raw in names:
+        name = validate_name(raw)
+        if name in out:
+            raise UsageError(f"annotator {name!r} given twice")
+        out[name] = secrets.token_urlsafe(24)
+    if not out:
+        raise UsageError("no annotator names given")
+    return out
+
+
+def is_loopback(host: str) -> bool:
+    h = host.strip().strip("[]").lower()
+    if h == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(h).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost: could resolve to anything
+
+
+def check_bind(host: str, *, allow_remote: bool, tokens: Mapping[str, str] | None) -> None:
+    """Refuse a non-loopback bind unless asked for explicitly, and then only with tokens."""
+    if is_loopback(host):
+        return
+    if not allow_remote:
+        raise UsageError(
+            f"refusing to listen on {host}: the annotation server binds to 127.0.0.1 unless "
+            f"--allow-remote is given (and then every annotator needs a token)")
+    if not tokens:
+        raise UsageError(
+            f"listening on {host} needs a token per annotator: create them with "
+            f"'halugen annotate tokens --annotators a,b,c' and pass them to the server")
