@@ -80,6 +80,12 @@ async def decide(ctx: GenContext, seed: Seed, candidates: list[Candidate]) -> Sa
         _record(ctx, seed, judgement)
         return Rejected(seed, "filter", result.reason, result.message[:300], tuple(candidates),
                         judgement)
+    if result.finish_reason == "content_filter":  # an outcome, not a parsing problem
+        judgement = Judgement(seed.key, shown_idx, None, "content_filter", request.key,
+                              template.hash)
+        _record(ctx, seed, judgement)
+        return Rejected(seed, "filter", "judge_content_filter", "", tuple(candidates),
+                        judgement)
     position = task.spec.parse_choice(result.text, [c.text for c in shown])
     if position is None:
         judgement = Judgement(seed.key, shown_idx, None, "unparseable", request.key,

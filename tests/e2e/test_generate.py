@@ -234,3 +234,23 @@ def test_unreachable_endpoint_stops_the_run_with_a_clear_message(hotpot_file, tm
     # nothing was sent, so nothing counts as spent
     assert query(db, "SELECT coalesce(sum(pusd), 0) FROM ledger WHERE event <> 'reserve'"
                  )[0][0] == 0
+
+
+def test_content_filter_and_unparseable_judges_are_recorded_never_data(simulator, hotpot_file,
+                                                                       tmp_path):
+    sim = simulator(fail_rate=0.3, faults=("content_filter",), garbage_rate=0.3)
+    db = tmp_path / "h.duckdb"
+    outcome = run(config(sim.base_url, hotpot_file(60), db))
+    assert outcome.exit_code == 0, outcome.message
+    reasons = dict(query(db, "SELECT reason, count(*) FROM seed_progress "
+                             "WHERE outcome = 'rejected' GROUP BY 1"))
+    assert reasons.get("judge_unparseable", 0) + reasons.get("judge_content_filter", 0) > 0
+    statuses = {r[0] for r in query(db, "SELECT DISTINCT status FROM candidates")}
+    assert {"content_filter", "unparseable"} <= statuses
+    # what was rejected never became a sample, and every sample has a real hallucination
+    rejected = {r[0] for r in query(db, "SELECT seed_key FROM seed_progress "
+                                        "WHERE outcome = 'rejected'")}
+    sampled = {r[0] for r in query(db, "SELECT seed_key FROM samples")}
+    assert not rejected & sampled
+    assert query(db, "SELECT count(*) FROM samples WHERE hallucinated_answer = '' "
+                     "OR hallucinated_answer IS NULL")[0][0] == 0
