@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from . import qa
 from .base import ParsedCandidate, TaskSpec
-from .replies import PARAGRAPH_BREAK, read_candidate, unquote
+from .replies import PARAGRAPH_BREAK, read_candidate, split_trailing, unquote
 
 __all__ = [
     "DIALOGUE",
@@ -113,11 +113,7 @@ def _clean_response(value: str) -> tuple[str, str]:
     value = unquote(" ".join(value.split()).strip("*_").strip())
     value = _LEADING_SPEAKER.sub("", value)
     value = _LATER_TURN.sub("", value)
-    trailing = ""
-    m = _TRAILING_PATTERN.search(value)
-    if m:
-        trailing = m.group(0)
-        value = value[: m.start()].rstrip()
+    value, trailing = split_trailing(value, _TRAILING_PATTERN)
     return unquote(value.strip("*_").strip()), trailing
 
 

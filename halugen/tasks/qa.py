@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from . import base
 from .base import ParsedCandidate, TaskSpec
-from .replies import PARAGRAPH_BREAK, read_candidate, unquote
+from .replies import PARAGRAPH_BREAK, read_candidate, split_trailing, unquote
 
 __all__ = [
     "PATTERNS",
@@ -91,11 +91,7 @@ def _clean_answer(value: str) -> tuple[str, str]:
     value = PARAGRAPH_BREAK.split(value, maxsplit=1)[0]
     value = " ".join(value.split())
     value = value.strip("*_").strip()
-    trailing = ""
-    m = _TRAILING_PATTERN.search(value)
-    if m:
-        trailing = m.group(0)
-        value = value[: m.start()].rstrip()
+    value, trailing = split_trailing(value, _TRAILING_PATTERN)
     value = unquote(value.strip("*_").strip())
     return value, trailing
 

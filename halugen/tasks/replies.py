@@ -21,6 +21,7 @@ __all__ = [
     "REFUSAL_VERB",
     "first_labelled",
     "read_candidate",
+    "split_trailing",
     "unquote",
 ]
 
@@ -70,6 +71,14 @@ def unquote(text: str) -> str:
             return text
     return text
 
+
+
+def split_trailing(value: str, trailing: re.Pattern[str]) -> tuple[str, str]:
+    """(value without a trailing remark such as "(pattern: x)", the remark or "")."""
+    m = trailing.search(value)
+    if not m:
+        return value, ""
+    return value[: m.start()].rstrip(), m.group(0)
 
 
 def read_candidate(

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from . import qa
 from .base import ParsedCandidate, TaskSpec
-from .replies import PARAGRAPH_BREAK, read_candidate, unquote
+from .replies import PARAGRAPH_BREAK, read_candidate, split_trailing, unquote
 
 __all__ = [
     "MAX_LENGTH_RATIO",
@@ -141,11 +141,7 @@ def _clean_summary(value: str) -> tuple[str, str]:
                 break
             keep.append(p)
     summary = _join_lines(keep, bullets)
-    trailing = ""
-    m = _TRAILING_PATTERN.search(summary)
-    if m:
-        trailing = m.group(0)
-        summary = summary[: m.start()].rstrip()
+    summary, trailing = split_trailing(summary, _TRAILING_PATTERN)
     return unquote(summary.strip("*_").strip()), trailing
 
 
