@@ -35,8 +35,11 @@ class SimProcess(str):
 @contextlib.contextmanager
 def simulator_process(*args: str, stub: bool = False) -> Iterator[SimProcess]:
     """Start ``halugen simulate`` (or the minimal stub) in a child process; yields its URL."""
-    command = ([sys.executable, str(Path(__file__).with_name("stub_server.py"))] if stub
-               else [sys.executable, "-m", "halugen", "simulate", "--port", "0", *args])
+    command = (
+        [sys.executable, str(Path(__file__).with_name("stub_server.py"))]
+        if stub
+        else [sys.executable, "-m", "halugen", "simulate", "--port", "0", *args]
+    )
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline() if proc.stdout else ""

@@ -73,8 +73,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--model", default=None, help="default: the bundled offline test model")
     parser.add_argument("--layers", type=int, default=None)
-    parser.add_argument("--batch-size", type=int, default=None,
-                        help="default: the scorer's own (16 on a CPU, 64 on a GPU)")
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="default: the scorer's own (16 on a CPU, 64 on a GPU)",
+    )
     parser.add_argument("--chunk", type=int, default=250, help="queries per score_groups call")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--keep", type=int, default=100, help="K least similar to keep")
@@ -92,9 +96,9 @@ def main() -> None:
     queries, answers, source = load(args.queries)
     groups = responses(answers)
     started = time.perf_counter()
-    scorer = PairwiseScorer(ScorerSpec(
-        model=model, num_layers=layers, batch_size=args.batch_size, device=args.device
-    ))
+    scorer = PairwiseScorer(
+        ScorerSpec(model=model, num_layers=layers, batch_size=args.batch_size, device=args.device)
+    )
     loaded = time.perf_counter() - started
     top = LeastSimilar(args.keep)
     pairs = 0
@@ -109,11 +113,15 @@ def main() -> None:
     chars = sum(len(r) for g in groups for r in g) / (3 * len(groups))
     kept = top.result()
     print(f"queries: {len(queries)} from {source}; 3 responses each, {chars:.0f} chars on average")
-    print(f"scorer: {scorer.name} on {scorer.device}, torch threads {torch.get_num_threads()}, "
-          f"batch {scorer.spec.batch_size}, {args.chunk} queries per call; "
-          f"loaded in {loaded:.1f} s")
-    print(f"scored {pairs} pairs in {elapsed:.1f} s: "
-          f"{pairs / elapsed:.1f} pairs/s, {len(queries) / elapsed:.1f} queries/s")
+    print(
+        f"scorer: {scorer.name} on {scorer.device}, torch threads {torch.get_num_threads()}, "
+        f"batch {scorer.spec.batch_size}, {args.chunk} queries per call; "
+        f"loaded in {loaded:.1f} s"
+    )
+    print(
+        f"scored {pairs} pairs in {elapsed:.1f} s: "
+        f"{pairs / elapsed:.1f} pairs/s, {len(queries) / elapsed:.1f} queries/s"
+    )
     print(f"kept {len(kept)} least similar: scores {kept[0][1]:.3f} .. {kept[-1][1]:.3f}")
 
 

@@ -38,10 +38,12 @@ def write_array(path: Path, n: int) -> None:
 
 def peak_rss_mb(cmd: list[str]) -> tuple[float, float, int]:
     """Run ``cmd`` in a fresh child (via a wrapper so its peak is its own)."""
-    wrapper = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
-               "rc = subprocess.call(sys.argv[1:]); "
-               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
-               "time.perf_counter() - t, rc)")
+    wrapper = (
+        "import resource, subprocess, sys, time; t = time.perf_counter(); "
+        "rc = subprocess.call(sys.argv[1:]); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+        "time.perf_counter() - t, rc)"
+    )
     out = subprocess.run([sys.executable, "-c", wrapper, *cmd], capture_output=True, text=True)
     kb, secs, rc = out.stdout.split()[-3:]
     return int(kb) / 1024, float(secs), int(rc)
@@ -60,20 +62,43 @@ def main() -> None:
             t = time.perf_counter()
             write_array(seeds, n)
             size = seeds.stat().st_size / 2**20
-            print(f"wrote {n:,} records ({size:,.0f} MB) in {time.perf_counter() - t:.0f} s",
-                  flush=True)
-            cmd = [sys.executable, "-m", "halugen", "run", "--seeds", str(seeds),
-                   "--base-url", url, "--api-key", "bench", "--db", str(Path(tmp) / f"{n}.db"),
-                   "--limit", str(args.limit), "--no-progress", "--concurrency", "128"]
+            print(
+                f"wrote {n:,} records ({size:,.0f} MB) in {time.perf_counter() - t:.0f} s",
+                flush=True,
+            )
+            cmd = [
+                sys.executable,
+                "-m",
+                "halugen",
+                "run",
+                "--seeds",
+                str(seeds),
+                "--base-url",
+                url,
+                "--api-key",
+                "bench",
+                "--db",
+                str(Path(tmp) / f"{n}.db"),
+                "--limit",
+                str(args.limit),
+                "--no-progress",
+                "--concurrency",
+                "128",
+            ]
             rss, secs, rc = peak_rss_mb(cmd)
             results[n] = rss
-            print(f"{n:>9,} records, --limit {args.limit}: peak RSS {rss:,.0f} MB "
-                  f"({secs:.1f} s, exit {rc})", flush=True)
+            print(
+                f"{n:>9,} records, --limit {args.limit}: peak RSS {rss:,.0f} MB "
+                f"({secs:.1f} s, exit {rc})",
+                flush=True,
+            )
             seeds.unlink()
         small, large = results[args.small], results[args.large]
-        print(f"peak RSS large/small = {large / small:.3f} "
-              f"({'within' if abs(large / small - 1) <= 0.10 else 'NOT within'} 10%; "
-              f"{'under' if max(small, large) < 300 else 'OVER'} 300 MB)")
+        print(
+            f"peak RSS large/small = {large / small:.3f} "
+            f"({'within' if abs(large / small - 1) <= 0.10 else 'NOT within'} 10%; "
+            f"{'under' if max(small, large) < 300 else 'OVER'} 300 MB)"
+        )
 
 
 if __name__ == "__main__":

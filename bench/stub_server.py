@@ -12,17 +12,28 @@ import sys
 
 import orjson
 
-_CANDIDATES = [b"Pattern: factualness\nAnswer: the stub answer %d", b"Pattern: inference\nAnswer: "
-               b"another stub answer %d"]
+_CANDIDATES = [
+    b"Pattern: factualness\nAnswer: the stub answer %d",
+    b"Pattern: inference\nAnswer: another stub answer %d",
+]
 
 
 def _body(content: bytes) -> bytes:
-    return orjson.dumps({
-        "id": "stub", "object": "chat.completion", "model": "gpt-4o-mini",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content.decode()},
-                     "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 900, "completion_tokens": 12, "total_tokens": 912},
-    })
+    return orjson.dumps(
+        {
+            "id": "stub",
+            "object": "chat.completion",
+            "model": "gpt-4o-mini",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content.decode()},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 900, "completion_tokens": 12, "total_tokens": 912},
+        }
+    )
 
 
 class Stub(asyncio.Protocol):
@@ -40,12 +51,15 @@ class Stub(asyncio.Protocol):
                 return
             head = self.buf[:head_end].lower()
             i = head.find(b"content-length:")
-            length = int(head[i + 15:head.find(b"\r\n", i) if head.find(b"\r\n", i) > 0 else None]
-                         ) if i >= 0 else 0
+            length = (
+                int(head[i + 15 : head.find(b"\r\n", i) if head.find(b"\r\n", i) > 0 else None])
+                if i >= 0
+                else 0
+            )
             if len(self.buf) < head_end + 4 + length:
                 return
-            body = self.buf[head_end + 4:head_end + 4 + length]
-            self.buf = self.buf[head_end + 4 + length:]
+            body = self.buf[head_end + 4 : head_end + 4 + length]
+            self.buf = self.buf[head_end + 4 + length :]
             Stub.counter += 1
             if b"Choice:" in body[-400:]:
                 content = b"Choice: 1"
@@ -54,7 +68,10 @@ class Stub(asyncio.Protocol):
             payload = _body(content)
             self.transport.write(  # type: ignore[attr-defined]
                 b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+                + str(len(payload)).encode()
+                + b"\r\n\r\n"
+                + payload
+            )
 
 
 async def main() -> None:

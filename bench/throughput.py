@@ -33,11 +33,20 @@ def cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def one_run(base_url: str, seeds: Path, db: Path, concurrency: int, task: str
-            ) -> tuple[float, int, float]:
-    cfg = RunConfig(tasks=(task,), seeds=(str(seeds),), model="gpt-4o-mini", base_url=base_url,
-                    api_key="bench", db=db, rate=RateLimit(concurrency=concurrency),
-                    progress=False, fresh=True)
+def one_run(
+    base_url: str, seeds: Path, db: Path, concurrency: int, task: str
+) -> tuple[float, int, float]:
+    cfg = RunConfig(
+        tasks=(task,),
+        seeds=(str(seeds),),
+        model="gpt-4o-mini",
+        base_url=base_url,
+        api_key="bench",
+        db=db,
+        rate=RateLimit(concurrency=concurrency),
+        progress=False,
+        fresh=True,
+    )
     cpu0, t0 = cpu_seconds(), time.perf_counter()
     outcome = anyio.run(lambda: generate(cfg))
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
@@ -52,34 +61,49 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=2000)
     ap.add_argument("--concurrency", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--task", choices=("qa", "summarization"), default="qa",
-                    help="summarization: CNN/DailyMail articles, long prompts")
+    ap.add_argument(
+        "--task",
+        choices=("qa", "summarization"),
+        default="qa",
+        help="summarization: CNN/DailyMail articles, long prompts",
+    )
     ap.add_argument("--servers", default="sim0,sim50,stub")
     args = ap.parse_args()
-    servers = {"sim0": ("simulator, 0 ms", ("--latency-ms", "0"), False),
-               "sim50": ("simulator, 50 ms", ("--latency-ms", "50"), False),
-               "stub": ("minimal stub", (), True)}
+    servers = {
+        "sim0": ("simulator, 0 ms", ("--latency-ms", "0"), False),
+        "sim50": ("simulator, 50 ms", ("--latency-ms", "50"), False),
+        "stub": ("minimal stub", (), True),
+    }
     with tempfile.TemporaryDirectory() as tmp:
-        seeds = (write_hotpot(Path(tmp) / "seeds.json", args.seeds) if args.task == "qa"
-                 else write_cnndm(Path(tmp) / "seeds.csv", args.seeds))
+        seeds = (
+            write_hotpot(Path(tmp) / "seeds.json", args.seeds)
+            if args.task == "qa"
+            else write_cnndm(Path(tmp) / "seeds.csv", args.seeds)
+        )
         for name in args.servers.split(","):
             label, sim_args, stub = servers[name]
             with simulator_process(*sim_args, stub=stub) as url:
                 rates, cpus, server_cpus = [], [], []
                 for i in range(args.repeat):
                     server0 = url.cpu()
-                    wall, calls, cpu = one_run(url, seeds, Path(tmp) / f"{name}{i}.duckdb",
-                                               args.concurrency, args.task)
+                    wall, calls, cpu = one_run(
+                        url, seeds, Path(tmp) / f"{name}{i}.duckdb", args.concurrency, args.task
+                    )
                     rates.append(calls / wall)
                     cpus.append(cpu / calls * 1e6)
                     server_cpus.append((url.cpu() - server0) / calls * 1e6)
-                    print(f"  {label} run {i + 1}: {calls} calls in {wall:.2f} s = "
-                          f"{calls / wall:,.0f} calls/s", flush=True)
-                print(f"{label}: median {statistics.median(rates):,.0f} calls/s; halugen CPU "
-                      f"{statistics.median(cpus):,.0f} us/call; server CPU "
-                      f"{statistics.median(server_cpus):,.0f} us/call "
-                      f"(concurrency {args.concurrency}, {args.seeds} {args.task} seeds)",
-                      flush=True)
+                    print(
+                        f"  {label} run {i + 1}: {calls} calls in {wall:.2f} s = "
+                        f"{calls / wall:,.0f} calls/s",
+                        flush=True,
+                    )
+                print(
+                    f"{label}: median {statistics.median(rates):,.0f} calls/s; halugen CPU "
+                    f"{statistics.median(cpus):,.0f} us/call; server CPU "
+                    f"{statistics.median(server_cpus):,.0f} us/call "
+                    f"(concurrency {args.concurrency}, {args.seeds} {args.task} seeds)",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -6,8 +6,7 @@ from .errors import AuthError, BudgetExhausted, EndpointUnreachable, StoreError
 
 __all__ = ["most_serious"]
 
-_RANK = (KeyboardInterrupt, SystemExit, StoreError, AuthError, EndpointUnreachable,
-         BudgetExhausted)
+_RANK = (KeyboardInterrupt, SystemExit, StoreError, AuthError, EndpointUnreachable, BudgetExhausted)
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

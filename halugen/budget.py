@@ -105,7 +105,10 @@ class ModelPrice:
 
         cached = input_usd if cached_input_usd is None else cached_input_usd
         return cls(
-            model=model, input=conv(input_usd), output=conv(output_usd), cached_input=conv(cached),
+            model=model,
+            input=conv(input_usd),
+            output=conv(output_usd),
+            cached_input=conv(cached),
             **kw,  # type: ignore[arg-type]
         )
 
@@ -157,9 +160,15 @@ class PriceCard:
 
 def _renamed(price: ModelPrice, model: str) -> ModelPrice:
     return ModelPrice(
-        model=model, input=price.input, output=price.output, cached_input=price.cached_input,
-        tokenizer=price.tokenizer, context_window=price.context_window,
-        batch_discount=price.batch_discount, card=price.card, date=price.date,
+        model=model,
+        input=price.input,
+        output=price.output,
+        cached_input=price.cached_input,
+        tokenizer=price.tokenizer,
+        context_window=price.context_window,
+        batch_discount=price.batch_discount,
+        card=price.card,
+        date=price.date,
     )
 
 
@@ -195,8 +204,9 @@ def _load_card(path: Path) -> PriceCard:
             ) from None
         for alias in spec.get("aliases", []):
             aliases[str(alias)] = model
-    return PriceCard(name=name, date=date, models=models, aliases=aliases,
-                     source=str(data.get("source", "")))
+    return PriceCard(
+        name=name, date=date, models=models, aliases=aliases, source=str(data.get("source", ""))
+    )
 
 
 def load_price_cards(extra: Iterable[Path] = ()) -> list[PriceCard]:

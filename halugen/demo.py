@@ -22,22 +22,36 @@ EXAMPLE_SEEDS = Path(__file__).resolve().parent / "examples" / "qa_seeds.json"
 Summary = list[tuple[str, list[str], list[tuple[Any, ...]]]]
 
 
-async def run_demo(*, db: Path, progress: bool = True, console: Console | None = None,
-                   latency_ms: float = 250.0) -> tuple[RunOutcome, Summary]:
+async def run_demo(
+    *, db: Path, progress: bool = True, console: Console | None = None, latency_ms: float = 250.0
+) -> tuple[RunOutcome, Summary]:
     from .simulate import SimConfig, serve
 
     for path in (db, Path(f"{db}.wal")):  # the demo store is the demo's own: start clean
         path.unlink(missing_ok=True)
-    sim = SimConfig(latency_ms=latency_ms, jitter_ms=latency_ms, fail_rate=0.05,
-                    faults=("500", "503", "malformed"), rpm=600, tpm=400_000)
+    sim = SimConfig(
+        latency_ms=latency_ms,
+        jitter_ms=latency_ms,
+        fail_rate=0.05,
+        faults=("500", "503", "malformed"),
+        rpm=600,
+        tpm=400_000,
+    )
     runner, port = await serve(sim, host="127.0.0.1", port=0)
     try:
         cfg = RunConfig(
-            tasks=("qa",), seeds=(str(EXAMPLE_SEEDS),), model="gpt-4o-mini",
-            base_url=f"http://127.0.0.1:{port}/v1", api_key="demo", db=db,
-            budget_usd=0.05, rate=RateLimit(concurrency=8),
+            tasks=("qa",),
+            seeds=(str(EXAMPLE_SEEDS),),
+            model="gpt-4o-mini",
+            base_url=f"http://127.0.0.1:{port}/v1",
+            api_key="demo",
+            db=db,
+            budget_usd=0.05,
+            rate=RateLimit(concurrency=8),
             retry=RetryPolicy(max_attempts=6, base_delay=0.2, max_delay=2.0),
-            timeouts=Timeouts(total=20.0, read=20.0), progress=progress, fresh=True,
+            timeouts=Timeouts(total=20.0, read=20.0),
+            progress=progress,
+            fresh=True,
         )
         outcome = await generate(cfg, console=console)
     finally:
@@ -45,14 +59,20 @@ async def run_demo(*, db: Path, progress: bool = True, console: Console | None =
     with open_store(db, read_only=True) as store:
         summary: Summary = []
         for title, sql in (
-            ("Samples (first 5)",
-             "SELECT pattern, question, right_answer, hallucinated_answer FROM samples "
-             "ORDER BY seed_id LIMIT 5"),
-            ("Patterns", "SELECT pattern, count(*) AS samples FROM samples GROUP BY 1 "
-                         "ORDER BY 2 DESC"),
-            ("Cost by stage",
-             "SELECT stage, calls, failed_calls, prompt_tokens, completion_tokens, "
-             "round(cost_usd, 6) AS cost_usd FROM cost_by_stage ORDER BY stage DESC"),
+            (
+                "Samples (first 5)",
+                "SELECT pattern, question, right_answer, hallucinated_answer FROM samples "
+                "ORDER BY seed_id LIMIT 5",
+            ),
+            (
+                "Patterns",
+                "SELECT pattern, count(*) AS samples FROM samples GROUP BY 1 ORDER BY 2 DESC",
+            ),
+            (
+                "Cost by stage",
+                "SELECT stage, calls, failed_calls, prompt_tokens, completion_tokens, "
+                "round(cost_usd, 6) AS cost_usd FROM cost_by_stage ORDER BY stage DESC",
+            ),
         ):
             cur = store.conn.execute(sql)
             summary.append((title, [d[0] for d in cur.description], cur.fetchall()))

@@ -50,15 +50,15 @@ class RunOutcome:
     notes: tuple[str, ...] = ()
 
 
-def load_tasks(names: tuple[str, ...], prompts_dir: Path | None = None
-               ) -> dict[str, LoadedTask]:
+def load_tasks(names: tuple[str, ...], prompts_dir: Path | None = None) -> dict[str, LoadedTask]:
     tasks = {}
     for name in names:
         spec = get_task(name)
         tasks[name] = LoadedTask(
             spec=spec,
-            sample_templates=tuple(load_template(name, t, prompts_dir)
-                                   for t in spec.sample_templates),
+            sample_templates=tuple(
+                load_template(name, t, prompts_dir) for t in spec.sample_templates
+            ),
             filter_template=load_template(name, spec.filter_template, prompts_dir),
         )
     return tasks
@@ -103,9 +103,16 @@ def template_hashes(tasks: dict[str, LoadedTask]) -> dict[str, str]:
 
 def _seed_from_row(task: str, row: tuple[Any, ...]) -> Seed:
     seed_key, seed_id, dataset, source_file, source_line, fields_json, truncated = row
-    return Seed(task=task, fields=orjson.loads(fields_json), seed_id=seed_id or "",
-                source_file=source_file or "", source_line=source_line or 0,
-                dataset=dataset or "", key=seed_key, truncated_tokens=truncated or 0)
+    return Seed(
+        task=task,
+        fields=orjson.loads(fields_json),
+        seed_id=seed_id or "",
+        source_file=source_file or "",
+        source_line=source_line or 0,
+        dataset=dataset or "",
+        key=seed_key,
+        truncated_tokens=truncated or 0,
+    )
 
 
 async def generate(
@@ -120,15 +127,29 @@ async def generate(
         raise UsageError("no seed files given: pass --seeds FILE (or set seeds in halugen.toml)")
     cfg, files_of = resolve_tasks(cfg)
     tasks = load_tasks(cfg.tasks, cfg.prompts_dir)
-    async with call_session(cfg, kind="generate", identity=cfg.identity(template_hashes(tasks)),
-                            tasks=",".join(cfg.tasks), transport=transport,
-                            on_run=on_run) as session:
+    async with call_session(
+        cfg,
+        kind="generate",
+        identity=cfg.identity(template_hashes(tasks)),
+        tasks=",".join(cfg.tasks),
+        transport=transport,
+        on_run=on_run,
+    ) as session:
         store, run_id = session.store, session.run_id
-        ctx = GenContext(run_id=run_id, model=cfg.model, run_seed=cfg.run_seed,
-                         runner=session.runner, writer=store.writer, stats=session.stats,
-                         tasks=tasks, sampling=cfg.sampling, judge=cfg.judge,
-                         flags=session.flags, context_window=session.price.context_window,
-                         long_documents=cfg.long_documents)
+        ctx = GenContext(
+            run_id=run_id,
+            model=cfg.model,
+            run_seed=cfg.run_seed,
+            runner=session.runner,
+            writer=store.writer,
+            stats=session.stats,
+            tasks=tasks,
+            sampling=cfg.sampling,
+            judge=cfg.judge,
+            flags=session.flags,
+            context_window=session.price.context_window,
+            long_documents=cfg.long_documents,
+        )
         sources = []
         for task in cfg.tasks:
             pending = [_seed_from_row(task, r) for r in store.pending_seeds(run_id, task)]
@@ -136,28 +157,41 @@ async def generate(
                 rows = store.stored_candidates(run_id, task, seed.key)
                 if rows:
                     ctx.resumed_candidates[seed.key] = rows
-            bad_seen = {(r[0], r[1]) for r in store.query(
-                "SELECT source_file, source_line FROM bad_records WHERE run_id = ? AND task = ?",
-                [run_id, task])}
-            sources.append(SeedSource(
-                task=task,
-                read=lambda task=task: read_seeds(files_of[task], task, fmt=cfg.seed_format),
-                pending=pending, admitted=store.admitted_seeds(run_id, task),
-                bad_seen=bad_seen, limit=cfg.limit,
-            ))
+            bad_seen = {
+                (r[0], r[1])
+                for r in store.query(
+                    "SELECT source_file, source_line FROM bad_records"
+                    " WHERE run_id = ? AND task = ?",
+                    [run_id, task],
+                )
+            }
+            sources.append(
+                SeedSource(
+                    task=task,
+                    read=lambda task=task: read_seeds(files_of[task], task, fmt=cfg.seed_format),
+                    pending=pending,
+                    admitted=store.admitted_seeds(run_id, task),
+                    bad_seen=bad_seen,
+                    limit=cfg.limit,
+                )
+            )
             session.stats.seeds_total[task] = cfg.limit
         workers = max(1, cfg.rate.concurrency)
         status, message = await drive(
             session,
-            lambda: run_pipeline(ctx, sources, sample_workers=workers,
-                                 filter_workers=max(1, workers // 2)),
-            progress=cfg.progress, console=console)
+            lambda: run_pipeline(
+                ctx, sources, sample_workers=workers, filter_workers=max(1, workers // 2)
+            ),
+            progress=cfg.progress,
+            console=console,
+        )
         store.writer.flush_blocking()
         return _finish(store, ctx, session.ledger, status, message, session.notes)
 
 
-def _finish(store: Store, ctx: GenContext, ledger: Ledger, status: str, message: str,
-            notes: list[str]) -> RunOutcome:
+def _finish(
+    store: Store, ctx: GenContext, ledger: Ledger, status: str, message: str, notes: list[str]
+) -> RunOutcome:
     st = ctx.stats
     run_id = ctx.run_id
     sampled = sum(st.sampled.values())
@@ -165,26 +199,35 @@ def _finish(store: Store, ctx: GenContext, ledger: Ledger, status: str, message:
     failed = sum(st.failed.values())
     pending = store.query(
         "SELECT count(*) FROM seed_progress WHERE run_id = ? AND outcome IN ('pending', 'failed')",
-        [run_id])[0][0]
+        [run_id],
+    )[0][0]
     spent = store.spent(run_id)
-    summary = (f"{sampled} sampled, {rejected} rejected, {failed} failed this session; "
-               f"spent {format_usd(spent)} of {format_usd(ledger.budget)}")
+    summary = (
+        f"{sampled} sampled, {rejected} rejected, {failed} failed this session; "
+        f"spent {format_usd(spent)} of {format_usd(ledger.budget)}"
+    )
     if status == "done" and pending:
         status, code = "incomplete", EXIT_FAILED
-        message = (f"run {run_id}: {pending} seed(s) failed on call errors ({summary}); run the "
-                   f"same command again to retry them")
+        message = (
+            f"run {run_id}: {pending} seed(s) failed on call errors ({summary}); run the "
+            f"same command again to retry them"
+        )
     elif status == "done":
         code = EXIT_OK
         message = f"run {run_id} done: {summary}"
     elif status == "budget_exhausted":
         code = EXIT_BUDGET
-        message = (f"run {run_id} stopped: the budget of {format_usd(ledger.budget)} is used up "
-                   f"({summary}; {pending} seed(s) pending). State is saved: run the same "
-                   f"command with a larger --budget to continue")
+        message = (
+            f"run {run_id} stopped: the budget of {format_usd(ledger.budget)} is used up "
+            f"({summary}; {pending} seed(s) pending). State is saved: run the same "
+            f"command with a larger --budget to continue"
+        )
     elif status == "interrupted":
         code = EXIT_INTERRUPTED
-        message = (f"run {run_id} interrupted ({summary}; {pending} seed(s) pending). State is "
-                   f"saved: run the same command again to resume")
+        message = (
+            f"run {run_id} interrupted ({summary}; {pending} seed(s) pending). State is "
+            f"saved: run the same command again to resume"
+        )
     elif status == "input_error":
         code = InputError.exit_code
         message = f"run {run_id}: {message} ({summary})"
@@ -192,5 +235,13 @@ def _finish(store: Store, ctx: GenContext, ledger: Ledger, status: str, message:
         code = EXIT_FAILED
         message = f"run {run_id} failed: {message}"
     store.update_run(run_id, status=status, status_detail=message[:1000])
-    return RunOutcome(run_id=run_id, status=status, message=message, exit_code=code,
-                      spent_pusd=spent, budget_pusd=ledger.budget, stats=st, notes=tuple(notes))
+    return RunOutcome(
+        run_id=run_id,
+        status=status,
+        message=message,
+        exit_code=code,
+        spent_pusd=spent,
+        budget_pusd=ledger.budget,
+        stats=st,
+        notes=tuple(notes),
+    )

@@ -31,8 +31,9 @@ class TaskEstimate:
     tokens_exact: bool = True
 
 
-def estimate_task(cfg: RunConfig, task: LoadedTask, price: ModelPrice,
-                  files: list[str] | None = None) -> TaskEstimate:
+def estimate_task(
+    cfg: RunConfig, task: LoadedTask, price: ModelPrice, files: list[str] | None = None
+) -> TaskEstimate:
     """Every seed costs its sampling calls plus one filter call (an upper count: identical
     candidates skip the filter). Typical output assumes answers as long as the right one."""
     counter = get_counter(price.tokenizer)

@@ -24,10 +24,14 @@ __all__ = ["HALUEVAL_FIELDS", "ExportResult", "export_samples"]
 # HaluEval's released files: task -> (file name, fields in order)
 HALUEVAL_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "qa": ("qa_data.json", ("knowledge", "question", "right_answer", "hallucinated_answer")),
-    "dialogue": ("dialogue_data.json",
-                 ("knowledge", "dialogue_history", "right_response", "hallucinated_response")),
-    "summarization": ("summarization_data.json",
-                      ("document", "right_summary", "hallucinated_summary")),
+    "dialogue": (
+        "dialogue_data.json",
+        ("knowledge", "dialogue_history", "right_response", "hallucinated_response"),
+    ),
+    "summarization": (
+        "summarization_data.json",
+        ("document", "right_summary", "hallucinated_summary"),
+    ),
 }
 
 _FULL = """
@@ -63,8 +67,15 @@ def _sql_error(exc: duckdb.Error) -> UsageError:
     return UsageError(f"export query failed: {str(exc).splitlines()[0]} (check --where)")
 
 
-def export_samples(store: Store, *, fmt: str, out: Path | None, run: str | None = None,
-                   task: str | None = None, where: str | None = None) -> ExportResult:
+def export_samples(
+    store: Store,
+    *,
+    fmt: str,
+    out: Path | None,
+    run: str | None = None,
+    task: str | None = None,
+    where: str | None = None,
+) -> ExportResult:
     if run and store.get_run(run) is None:
         raise UsageError(f"no run {run!r} in {store.path} (see 'halugen status')")
     if fmt == "halueval" and task == "general":
@@ -93,13 +104,20 @@ def export_samples(store: Store, *, fmt: str, out: Path | None, run: str | None 
     return ExportResult(((target, int(count)),))
 
 
-def _halueval(store: Store, out: Path | None, run: str | None, task: str | None,
-              where: str | None) -> ExportResult:
-    tasks = [task] if task else [
-        t for (t,) in store.conn.execute(
-            f"SELECT DISTINCT task FROM samples {_where(run, None, where)[0]} ORDER BY task",
-            _where(run, None, where)[1]).fetchall()
-    ]
+def _halueval(
+    store: Store, out: Path | None, run: str | None, task: str | None, where: str | None
+) -> ExportResult:
+    tasks = (
+        [task]
+        if task
+        else [
+            t
+            for (t,) in store.conn.execute(
+                f"SELECT DISTINCT task FROM samples {_where(run, None, where)[0]} ORDER BY task",
+                _where(run, None, where)[1],
+            ).fetchall()
+        ]
+    )
     unknown = [t for t in tasks if t not in HALUEVAL_FIELDS]
     if unknown:
         raise UsageError(f"no HaluEval layout for task(s) {unknown}; use --format jsonl")
@@ -118,8 +136,10 @@ def _halueval(store: Store, out: Path | None, run: str | None, task: str | None,
         else:
             target = out
         clause, params = _where(run, name, where)
-        sql = (f"SELECT {', '.join(fields)} FROM samples {clause} "
-               f"ORDER BY run_id, source_file, source_line, seed_key")
+        sql = (
+            f"SELECT {', '.join(fields)} FROM samples {clause} "
+            f"ORDER BY run_id, source_file, source_line, seed_key"
+        )
         try:
             rows = store.iter_rows(sql, params)
             n = 0

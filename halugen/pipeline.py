@@ -24,7 +24,11 @@ __all__ = ["run_pipeline"]
 
 
 async def run_pipeline(
-    ctx: GenContext, sources: list[SeedSource], *, sample_workers: int, filter_workers: int,
+    ctx: GenContext,
+    sources: list[SeedSource],
+    *,
+    sample_workers: int,
+    filter_workers: int,
     buffer: int = 16,
 ) -> None:
     seed_tx, seed_rx = anyio.create_memory_object_stream[Seed](buffer)

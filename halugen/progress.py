@@ -279,8 +279,9 @@ class ProgressView:
         line = Text()
         line.append(task.ljust(width), style="bold")
         w = s.words
-        line.append(f"  {w['seeds']} {_int(f.finished(task))}/"
-                    f"{'?' if total is None else _int(total)}")
+        line.append(
+            f"  {w['seeds']} {_int(f.finished(task))}/{'?' if total is None else _int(total)}"
+        )
         _pairs(
             line,
             (
@@ -349,8 +350,16 @@ class ProgressView:
         table = Table(expand=False, show_edge=False, pad_edge=False)
         table.add_column("task")
         table.add_column("stage")
-        for name in ("done", "in flight", "failed", "cached", "retries", "tokens in",
-                     "tokens out", "spent"):
+        for name in (
+            "done",
+            "in flight",
+            "failed",
+            "cached",
+            "retries",
+            "tokens in",
+            "tokens out",
+            "spent",
+        ):
             table.add_column(name, justify="right")
         for (task, stage), s in f.rows:
             table.add_row(task, stage, *_cells(s))
@@ -383,9 +392,7 @@ class ProgressView:
         parts.append("; ".join(tasks) if tasks else "no seeds yet")
         parts.append(f"calls {_int(f.totals.done)} ok {_int(f.totals.failed)} failed")
         money = f"{format_usd(f.spent)} spent, {format_usd(f.reserved)} reserved, "
-        money += (
-            "unlimited budget" if f.budget is None else f"{format_usd(f.remaining)} left"
-        )
+        money += "unlimited budget" if f.budget is None else f"{format_usd(f.remaining)} left"
         parts.append(money)
         parts.append(f"{_int(f.rpm)} rpm {_int(f.tpm)} tpm")
         eta = f"ETA {format_eta(f.eta())}"

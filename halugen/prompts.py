@@ -86,9 +86,7 @@ def parse_template(name: str, text: str) -> Template:
         elif messages:
             messages[-1][1].append(line)
     if not messages:
-        raise ConfigError(
-            f"prompt template {name} has no '=== user' (or system/assistant) section"
-        )
+        raise ConfigError(f"prompt template {name} has no '=== user' (or system/assistant) section")
     parts = []
     for role, lines in messages:
         content = "".join(lines).strip()

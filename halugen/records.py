@@ -111,15 +111,19 @@ class ChatRequest:
     def key(self) -> str:
         """The request key of DESIGN.md: same key, same answer, never paid twice."""
         if not self._key:
-            object.__setattr__(self, "_key", fingerprint(
-                {
-                    "model": self.model,
-                    "messages": list(self.messages),
-                    "params": self.params(),
-                    "index": self.index,
-                },
-                size=64,
-            ))
+            object.__setattr__(
+                self,
+                "_key",
+                fingerprint(
+                    {
+                        "model": self.model,
+                        "messages": list(self.messages),
+                        "params": self.params(),
+                        "index": self.index,
+                    },
+                    size=64,
+                ),
+            )
         return self._key
 
 

@@ -70,8 +70,9 @@ class CallSession:
 
 def resolve_price(cfg: RunConfig) -> tuple[ModelPrice, list[str]]:
     """The price to account with, and notes for the user. Unknown + budget is an error."""
-    price = find_price(cfg.model, card=cfg.price_card, price_in=cfg.price_in,
-                       price_out=cfg.price_out)
+    price = find_price(
+        cfg.model, card=cfg.price_card, price_in=cfg.price_in, price_out=cfg.price_out
+    )
     if price is not None:
         return price, []
     if cfg.budget_usd is not None:
@@ -82,13 +83,23 @@ def resolve_price(cfg: RunConfig) -> tuple[ModelPrice, list[str]]:
         )
     return (
         ModelPrice.per_million(cfg.model, 0.0, 0.0, card="unpriced"),
-        [f"no price is known for model {cfg.model!r}: costs are counted as $0 "
-         f"(give --price-in/--price-out to count them)"],
+        [
+            f"no price is known for model {cfg.model!r}: costs are counted as $0 "
+            f"(give --price-in/--price-out to count them)"
+        ],
     )
 
 
-def _open_run(store: Store, cfg: RunConfig, *, kind: str, identity: dict[str, Any],
-              tasks: str, price: ModelPrice, budget: int | None) -> tuple[str, bool]:
+def _open_run(
+    store: Store,
+    cfg: RunConfig,
+    *,
+    kind: str,
+    identity: dict[str, Any],
+    tasks: str,
+    price: ModelPrice,
+    budget: int | None,
+) -> tuple[str, bool]:
     config_hash = fingerprint(identity)
     run = None
     if cfg.run_id:
@@ -104,14 +115,23 @@ def _open_run(store: Store, cfg: RunConfig, *, kind: str, identity: dict[str, An
         run = store.find_run(config_hash=config_hash, kind=kind)
     if run is None:
         run_id = store.create_run(
-            kind=kind, config_hash=config_hash, config=identity, tasks=tasks, model=cfg.model,
-            base_url=cfg.base_url, price=price.as_record(), budget_pusd=budget,
+            kind=kind,
+            config_hash=config_hash,
+            config=identity,
+            tasks=tasks,
+            model=cfg.model,
+            base_url=cfg.base_url,
+            price=price.as_record(),
+            budget_pusd=budget,
             version=__version__,
         )
         return run_id, False
     run_id = run["run_id"]
-    updates: dict[str, Any] = {"status": "running", "status_detail": None,
-                               "price_json": orjson.dumps(price.as_record()).decode()}
+    updates: dict[str, Any] = {
+        "status": "running",
+        "status_detail": None,
+        "price_json": orjson.dumps(price.as_record()).decode(),
+    }
     if budget is not None:
         updates["budget_pusd"] = budget
     store.update_run(run_id, **updates)
@@ -122,16 +142,25 @@ def _mark_lost(store: Store, run_id: str) -> int:
     """Reservations never closed (a crash): count them as spent. Returns how many."""
     rows = store.open_reservations(run_id)
     if rows:
-        store.writer.put([("ledger", (call_id, res_no, run_id, "lost", pusd, None, None, None,
-                                      None, None)) for call_id, res_no, pusd in rows])
+        store.writer.put(
+            [
+                ("ledger", (call_id, res_no, run_id, "lost", pusd, None, None, None, None, None))
+                for call_id, res_no, pusd in rows
+            ]
+        )
         store.writer.flush_blocking()
     return len(rows)
 
 
 @contextlib.asynccontextmanager
 async def call_session(
-    cfg: RunConfig, *, kind: str, identity: dict[str, Any], tasks: str,
-    transport: Transport | None = None, on_run: Callable[[str, bool], None] | None = None,
+    cfg: RunConfig,
+    *,
+    kind: str,
+    identity: dict[str, Any],
+    tasks: str,
+    transport: Transport | None = None,
+    on_run: Callable[[str, bool], None] | None = None,
 ) -> AsyncIterator[CallSession]:
     """Open (or resume) the run of ``kind`` whose settings are ``identity``."""
     price, notes = resolve_price(cfg)
@@ -141,28 +170,54 @@ async def call_session(
     owned_transport = transport is None
     transport = transport or AiohttpTransport()
     try:
-        run_id, resumed = _open_run(store, cfg, kind=kind, identity=identity, tasks=tasks,
-                                    price=price, budget=budget)
+        run_id, resumed = _open_run(
+            store, cfg, kind=kind, identity=identity, tasks=tasks, price=price, budget=budget
+        )
         if on_run is not None:
             on_run(run_id, resumed)
         lost = _mark_lost(store, run_id)
         if lost:
-            notes.append(f"{lost} call(s) in flight when the last session stopped were counted "
-                         f"as spent (the provider may have billed them)")
+            notes.append(
+                f"{lost} call(s) in flight when the last session stopped were counted "
+                f"as spent (the provider may have billed them)"
+            )
         run = store.get_run(run_id)
         assert run is not None
         ledger = Ledger(run["budget_pusd"], spent=store.spent(run_id))
         stats = RunStats(run_id=run_id)
         limiter = RateLimiter(cfg.rate)
-        client = ChatClient(base_url=cfg.base_url, api_key=cfg.api_key, transport=transport,
-                            timeouts=cfg.timeouts, observe=limiter.observe,
-                            count_tokens=counter.count)
-        runner = CallRunner(run_id=run_id, client=client, limiter=limiter, ledger=ledger,
-                            price=price, counter=counter, store=store, stats=stats,
-                            retry=cfg.retry, first_call_id=store.next_call_id())
-        session = CallSession(store=store, run_id=run_id, resumed=resumed, ledger=ledger,
-                              limiter=limiter, runner=runner, stats=stats, price=price,
-                              counter=counter, notes=notes)
+        client = ChatClient(
+            base_url=cfg.base_url,
+            api_key=cfg.api_key,
+            transport=transport,
+            timeouts=cfg.timeouts,
+            observe=limiter.observe,
+            count_tokens=counter.count,
+        )
+        runner = CallRunner(
+            run_id=run_id,
+            client=client,
+            limiter=limiter,
+            ledger=ledger,
+            price=price,
+            counter=counter,
+            store=store,
+            stats=stats,
+            retry=cfg.retry,
+            first_call_id=store.next_call_id(),
+        )
+        session = CallSession(
+            store=store,
+            run_id=run_id,
+            resumed=resumed,
+            ledger=ledger,
+            limiter=limiter,
+            runner=runner,
+            stats=stats,
+            price=price,
+            counter=counter,
+            notes=notes,
+        )
         if ledger.remaining is not None and ledger.remaining <= 0:
             ledger.exhausted = True
             session.flags.budget_exhausted = True
@@ -174,8 +229,13 @@ async def call_session(
         store.close()
 
 
-async def drive(session: CallSession, pipeline: Callable[[], Awaitable[None]], *,
-                progress: bool, console: Console | None = None) -> tuple[str, str]:
+async def drive(
+    session: CallSession,
+    pipeline: Callable[[], Awaitable[None]],
+    *,
+    progress: bool,
+    console: Console | None = None,
+) -> tuple[str, str]:
     """Run ``pipeline`` with the progress view and Ctrl-C handling; returns (status, msg).
 
     First Ctrl-C: stop admitting work, let calls in flight finish. Second: cancel them
@@ -184,9 +244,16 @@ async def drive(session: CallSession, pipeline: Callable[[], Awaitable[None]], *
     from .progress import ProgressView
 
     flags = session.flags
-    view = ProgressView(stats=session.stats, ledger=session.ledger,
-                        limiter_snapshot=session.limiter.snapshot,
-                        console=console) if progress else None
+    view = (
+        ProgressView(
+            stats=session.stats,
+            ledger=session.ledger,
+            limiter_snapshot=session.limiter.snapshot,
+            console=console,
+        )
+        if progress
+        else None
+    )
     error: BaseException | None = None
     with _quiet_gc():
         async with anyio.create_task_group() as outer:
@@ -245,11 +312,14 @@ def closing(status: str, detail: str, *, what: str, summary: str) -> tuple[str, 
     if status == "done":
         message = f"{what} done: {summary}"
     elif status == "budget_exhausted":
-        message = (f"{what} stopped: the budget is used up ({summary}). State is saved: run the "
-                   f"same command with a larger --budget to continue")
+        message = (
+            f"{what} stopped: the budget is used up ({summary}). State is saved: run the "
+            f"same command with a larger --budget to continue"
+        )
     elif status == "interrupted":
-        message = (f"{what} interrupted ({summary}). State is saved: run the same command "
-                   f"again to resume")
+        message = (
+            f"{what} interrupted ({summary}). State is saved: run the same command again to resume"
+        )
     else:
         message = f"{what} failed: {detail} ({summary})"
     return message, EXIT_CODES.get(status, 1)

@@ -40,9 +40,15 @@ class RunStats:
     truncated: dict[str, int] = field(default_factory=dict)
     filter_calls: dict[str, int] = field(default_factory=dict)
     # what the counters are called in the live view, per kind of run
-    words: dict[str, str] = field(default_factory=lambda: {
-        "seeds": "seeds", "sampled": "sampled", "rejected": "rejected",
-        "acceptance": "acceptance", "per": "per accepted sample"})
+    words: dict[str, str] = field(
+        default_factory=lambda: {
+            "seeds": "seeds",
+            "sampled": "sampled",
+            "rejected": "rejected",
+            "acceptance": "acceptance",
+            "per": "per accepted sample",
+        }
+    )
     # recent completions for rates: (monotonic time, prompt+completion tokens)
     _recent: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=200_000))
 
@@ -86,6 +92,5 @@ class RunStats:
     def finished_seeds(self, task: str | None = None) -> int:
         tasks = [task] if task else list(self.admitted)
         return sum(
-            self.sampled.get(t, 0) + self.rejected.get(t, 0) + self.failed.get(t, 0)
-            for t in tasks
+            self.sampled.get(t, 0) + self.rejected.get(t, 0) + self.failed.get(t, 0) for t in tasks
         )

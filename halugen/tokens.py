@@ -67,7 +67,8 @@ class TokenCounter:
             cut = self._encoding.decode(self._encoding.encode_ordinary(text)[: max(0, max_tokens)])
         else:
             cut = text.encode("utf-8")[: int(max(0, max_tokens) * _BYTES_PER_TOKEN)].decode(
-                "utf-8", "ignore")
+                "utf-8", "ignore"
+            )
         space = cut.rfind(" ")
         if space > len(cut) * 0.8:  # drop a half word, not a half document
             cut = cut[:space]

@@ -77,10 +77,20 @@ def hotpot_record(i: int) -> dict[str, Any]:
         "answer": river,
         "supporting_facts": [[f"Aldo Brun{i}", 0], [city, 1]],
         "context": [
-            [f"Aldo Brun{i}", [f"Aldo Brun{i} was a painter born in {city} in {1800 + i}.",
-                               " He worked mostly in Lisbon."]],
-            [city, [f"{city} is a small town in the hills.",
-                    f" The {river} flows through {city} before reaching the sea."]],
+            [
+                f"Aldo Brun{i}",
+                [
+                    f"Aldo Brun{i} was a painter born in {city} in {1800 + i}.",
+                    " He worked mostly in Lisbon.",
+                ],
+            ],
+            [
+                city,
+                [
+                    f"{city} is a small town in the hills.",
+                    f" The {river} flows through {city} before reaching the sea.",
+                ],
+            ],
         ],
         "type": "bridge",
         "level": "easy",

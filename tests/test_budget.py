@@ -20,16 +20,24 @@ from halugen.errors import BudgetExhausted, UsageError
 from tests.virtual_time import run_virtual
 
 
-@pytest.mark.parametrize(("text", "usd"), [
-    ("50usd", 50), ("$50", 50), ("12.5USD", 12.5), ("$ 0.25", 0.25), ("7 usd", 7),
-    (" 3Usd ", 3),
-])
+@pytest.mark.parametrize(
+    ("text", "usd"),
+    [
+        ("50usd", 50),
+        ("$50", 50),
+        ("12.5USD", 12.5),
+        ("$ 0.25", 0.25),
+        ("7 usd", 7),
+        (" 3Usd ", 3),
+    ],
+)
 def test_budget_forms(text, usd):
     assert parse_budget(text) == int(usd * PUSD_PER_USD)
 
 
-@pytest.mark.parametrize("text", ["50", "fifty", "-3usd", "50eur", "$", "", "usd", "$-1",
-                                  "1e3usd", "0usd", "$0"])
+@pytest.mark.parametrize(
+    "text", ["50", "fifty", "-3usd", "50eur", "$", "", "usd", "$-1", "1e3usd", "0usd", "$0"]
+)
 def test_bad_budget_forms_name_the_accepted_ones(text):
     with pytest.raises(UsageError) as info:
         parse_budget(text)
@@ -41,8 +49,14 @@ def test_bundled_cards_have_dates_and_the_required_models():
     assert {"openai", "local"} <= set(cards)
     openai = cards["openai"]
     assert openai.date
-    for model in ("gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano",
-                  "gpt-3.5-turbo"):
+    for model in (
+        "gpt-4o-mini",
+        "gpt-4o",
+        "gpt-4.1",
+        "gpt-4.1-mini",
+        "gpt-4.1-nano",
+        "gpt-3.5-turbo",
+    ):
         price = openai.lookup(model)
         assert price is not None and price.input > 0 and price.output > 0, model
         assert price.context_window > 0 and price.tokenizer

@@ -32,18 +32,47 @@ def test_estimate_with_limit_and_bad_records(tmp_path, capsys):
 def test_status_and_sql_after_a_run(simulator, hotpot_file, tmp_path, capsys):
     sim = simulator()
     db = tmp_path / "h.duckdb"
-    assert main(["run", "--seeds", str(hotpot_file(4)), "--base-url", sim.base_url,
-                 "--api-key", "k", "--db", str(db), "--no-progress", "--budget", "1usd"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--seeds",
+                str(hotpot_file(4)),
+                "--base-url",
+                sim.base_url,
+                "--api-key",
+                "k",
+                "--db",
+                str(db),
+                "--no-progress",
+                "--budget",
+                "1usd",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["status", "--db", str(db)]) == 0
     out = capsys.readouterr().out
     assert "done" in out and "sample" in out and "filter" in out
-    assert main(["sql", "SELECT stage, count(*) AS n FROM calls GROUP BY stage ORDER BY stage",
-                 "--db", str(db), "--format", "csv"]) == 0
+    assert (
+        main(
+            [
+                "sql",
+                "SELECT stage, count(*) AS n FROM calls GROUP BY stage ORDER BY stage",
+                "--db",
+                str(db),
+                "--format",
+                "csv",
+            ]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0] == "stage,n" and lines[-1].startswith("sample,")
-    assert main(["sql", "SELECT count(*) AS n FROM samples", "--db", str(db),
-                 "--format", "json"]) == 0
+    assert (
+        main(["sql", "SELECT count(*) AS n FROM samples", "--db", str(db), "--format", "json"]) == 0
+    )
     assert orjson.loads(capsys.readouterr().out) == [{"n": 4}]
     assert main(["sql", "SELEC nonsense", "--db", str(db)]) == 2
     assert "SQL error" in capsys.readouterr().err
@@ -51,8 +80,7 @@ def test_status_and_sql_after_a_run(simulator, hotpot_file, tmp_path, capsys):
     assert main(["sql", "DELETE FROM sample_rows", "--db", str(db)]) == 2
 
 
-def test_init_writes_settings_that_run_reads(simulator, hotpot_file, tmp_path, monkeypatch,
-                                             capsys):
+def test_init_writes_settings_that_run_reads(simulator, hotpot_file, tmp_path, monkeypatch, capsys):
     sim = simulator()
     monkeypatch.chdir(tmp_path)
     assert main(["init"]) == 0
@@ -96,9 +124,25 @@ def test_demo_runs_end_to_end(tmp_path, capsys):
 def test_ctrl_c_stops_cleanly_and_the_run_resumes(simulator, hotpot_file, tmp_path):
     sim = simulator(latency_ms=50)
     db = tmp_path / "h.duckdb"
-    cmd = [sys.executable, "-m", "halugen", "run", "--seeds", str(hotpot_file(300)),
-           "--base-url", sim.base_url, "--api-key", "k", "--db", str(db), "--no-progress",
-           "--concurrency", "8", "--budget", "1usd"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "halugen",
+        "run",
+        "--seeds",
+        str(hotpot_file(300)),
+        "--base-url",
+        sim.base_url,
+        "--api-key",
+        "k",
+        "--db",
+        str(db),
+        "--no-progress",
+        "--concurrency",
+        "8",
+        "--budget",
+        "1usd",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while sim.stats(keys=False)["ok"] < 20:
@@ -113,7 +157,8 @@ def test_ctrl_c_stops_cleanly_and_the_run_resumes(simulator, hotpot_file, tmp_pa
     import duckdb
 
     with duckdb.connect(str(db), read_only=True) as conn:
-        assert conn.execute("SELECT count(*), count(DISTINCT seed_key) FROM sample_rows"
-                            ).fetchone() == (300, 300)
+        assert conn.execute(
+            "SELECT count(*), count(DISTINCT seed_key) FROM sample_rows"
+        ).fetchone() == (300, 300)
         # a graceful stop leaves no reservation open: nothing had to be counted as lost
         assert conn.execute("SELECT count(*) FROM ledger WHERE event = 'lost'").fetchone()[0] == 0

@@ -15,8 +15,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_public_api():
-    assert set(halugen.__all__) >= {"RunConfig", "generate", "parse_budget", "HalugenError",
-                                    "Simulator", "SimConfig"}
+    assert set(halugen.__all__) >= {
+        "RunConfig",
+        "generate",
+        "parse_budget",
+        "HalugenError",
+        "Simulator",
+        "SimConfig",
+    }
     for name in halugen.__all__:
         assert hasattr(halugen, name), name
 
@@ -24,8 +30,19 @@ def test_public_api():
 @pytest.mark.timeout(600)
 def test_wheel_ships_prompts_and_price_cards(tmp_path):
     build = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path),
-         str(ROOT)], capture_output=True, text=True)
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert build.returncode == 0, build.stderr[-2000:]
     (wheel,) = tmp_path.glob("halugen-*.whl")
     with zipfile.ZipFile(wheel) as zf:
@@ -43,7 +60,12 @@ def test_wheel_ships_prompts_and_price_cards(tmp_path):
         "t = p.load_template('qa', 'filter'); assert t.hash;"
         "assert b.find_price('gpt-4o-mini').card == 'openai'; print('ok')"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                         text=True, env={"PYTHONPATH": str(target), "PATH": ""})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(target), "PATH": ""},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "ok"

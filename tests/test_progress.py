@@ -93,8 +93,12 @@ def make_view(stats: RunStats, ledger: Ledger, clock: FakeClock, **kw: object) -
     snap = kw.pop("snapshot", FakeSnapshot())
     console = kw.pop("console", None) or text_console()[0]
     return ProgressView(
-        stats=stats, ledger=ledger, limiter_snapshot=lambda: snap, console=console,  # type: ignore[arg-type]
-        clock=clock, **kw,  # type: ignore[arg-type]
+        stats=stats,
+        ledger=ledger,
+        limiter_snapshot=lambda: snap,
+        console=console,  # type: ignore[arg-type]
+        clock=clock,
+        **kw,  # type: ignore[arg-type]
     )
 
 
@@ -142,11 +146,10 @@ def test_table_rows_sorted_by_task_then_stage_with_totals() -> None:
     stats.stage("qa", "annotate").done = 1
     stats.stage("dialogue", "sample").done = 2
     out = render_text(make_view(stats, busy_ledger(), FakeClock()))
-    table = out[out.index("tokens in"):]
+    table = out[out.index("tokens in") :]
     rows = [[c for c in line.split() if c != "│"] for line in table.splitlines() if line.strip()]
     keyed = [r[:2] for r in rows if r[0] in {"qa", "dialogue"}]
-    assert keyed == [["dialogue", "sample"], ["qa", "sample"], ["qa", "filter"],
-                     ["qa", "annotate"]]
+    assert keyed == [["dialogue", "sample"], ["qa", "sample"], ["qa", "filter"], ["qa", "annotate"]]
     sample = next(r for r in rows if r[:2] == ["qa", "sample"])
     # done, in flight, failed, cached, retries, tokens in, tokens out, spent
     assert sample[2:] == ["260", "6", "3", "17", "9", "123,456", "54,321", "$0.008000"]
@@ -168,8 +171,9 @@ def test_plain_line_summarises_the_run() -> None:
 
 def test_zero_counters_never_raise() -> None:
     stats = FakeStats(started_at=T0)
-    view = make_view(stats, Ledger(None), FakeClock(T0),
-                     snapshot=FakeSnapshot(None, None, 1, 1, 0, 0, 0.0, 0))
+    view = make_view(
+        stats, Ledger(None), FakeClock(T0), snapshot=FakeSnapshot(None, None, 1, 1, 0, 0, 0.0, 0)
+    )
     out = render_text(view)
     assert "no seeds yet" in out
     assert "ETA —" in out
@@ -311,6 +315,5 @@ def test_live_mode_draws_the_table_and_leaves_it_on_stop() -> None:
 
 
 def test_default_console_writes_to_stderr() -> None:
-    view = ProgressView(stats=RunStats(), ledger=Ledger(None),
-                        limiter_snapshot=FakeSnapshot)  # type: ignore[arg-type]
+    view = ProgressView(stats=RunStats(), ledger=Ledger(None), limiter_snapshot=FakeSnapshot)  # type: ignore[arg-type]
     assert view.console.stderr

@@ -26,8 +26,13 @@ from ..store.db import now
 from ..store.migrations import TABLE_COLUMNS
 from .topics import TopicReport
 
-__all__ = ["DOCUMENT_FIELDS", "documents_for", "documents_from_files", "latest_eval_run",
-           "save_reports"]
+__all__ = [
+    "DOCUMENT_FIELDS",
+    "documents_for",
+    "documents_from_files",
+    "latest_eval_run",
+    "save_reports",
+]
 
 # task -> sample fields joined into the document
 DOCUMENT_FIELDS: dict[str, tuple[str, ...]] = {
@@ -57,15 +62,21 @@ def _connection(conn: Any) -> Any:
 
 def latest_eval_run(conn: Any, task: str) -> str | None:
     """The eval run with the most recent judgements of ``task``, or None when there is none."""
-    row = _connection(conn).execute(
-        "SELECT run_id FROM judgements WHERE task = ? GROUP BY run_id "
-        "ORDER BY max(created_at) DESC, run_id DESC LIMIT 1", [task]
-    ).fetchone()
+    row = (
+        _connection(conn)
+        .execute(
+            "SELECT run_id FROM judgements WHERE task = ? GROUP BY run_id "
+            "ORDER BY max(created_at) DESC, run_id DESC LIMIT 1",
+            [task],
+        )
+        .fetchone()
+    )
     return None if row is None else str(row[0])
 
 
-def documents_for(conn: Any, task: str, *, eval_run: str | None = None,
-                  gen_run: str | None = None) -> tuple[list[str], list[bool] | None]:
+def documents_for(
+    conn: Any, task: str, *, eval_run: str | None = None, gen_run: str | None = None
+) -> tuple[list[str], list[bool] | None]:
     """(documents, failure flags) of ``task``'s samples, in a stable order.
 
     ``gen_run`` keeps the samples of one generation run (general: of one pre-selection
@@ -80,8 +91,12 @@ def documents_for(conn: Any, task: str, *, eval_run: str | None = None,
     explicit = eval_run is not None
     if eval_run is None:
         eval_run = latest_eval_run(db, task)
-    elif db.execute("SELECT count(*) FROM judgements WHERE run_id = ? AND task = ?",
-                    [eval_run, task]).fetchone()[0] == 0:
+    elif (
+        db.execute(
+            "SELECT count(*) FROM judgements WHERE run_id = ? AND task = ?", [eval_run, task]
+        ).fetchone()[0]
+        == 0
+    ):
         raise UsageError(f"eval run {eval_run!r} has no {task} judgements")
     keys, documents = _general(db, gen_run) if task == "general" else _samples(db, task, gen_run)
     judged_keys: set[str] = set()
@@ -91,7 +106,8 @@ def documents_for(conn: Any, task: str, *, eval_run: str | None = None,
         column = "item_id" if task == "general" else "item_key"
         for key, failed in db.execute(
             f"SELECT {column}, {_FAILED} FROM judgements WHERE run_id = ? AND task = ? "
-            f"GROUP BY {column}", [eval_run, task]
+            f"GROUP BY {column}",
+            [eval_run, task],
         ).fetchall():
             judged_keys.add(str(key))
             if failed:
@@ -100,8 +116,10 @@ def documents_for(conn: Any, task: str, *, eval_run: str | None = None,
         return documents, None
     if not judged_keys.intersection(keys):
         if explicit:
-            raise UsageError(f"eval run {eval_run!r} judged none of the {task} samples in this "
-                             f"store (did it judge HaluEval files?)")
+            raise UsageError(
+                f"eval run {eval_run!r} judged none of the {task} samples in this "
+                f"store (did it judge HaluEval files?)"
+            )
         return documents, None
     return documents, [k in failed_keys for k in keys]
 
@@ -119,8 +137,11 @@ def _samples(db: Any, task: str, gen_run: str | None) -> tuple[list[str], list[s
         where += " AND run_id = ?"
         params.append(gen_run)
     columns = ", ".join(dict.fromkeys((*key_fields, *doc_fields)))
-    cur = db.execute(f"SELECT {columns} FROM samples {where} "
-                     f"ORDER BY run_id, source_file, source_line, seed_key", params)
+    cur = db.execute(
+        f"SELECT {columns} FROM samples {where} "
+        f"ORDER BY run_id, source_file, source_line, seed_key",
+        params,
+    )
     names = [d[0] for d in cur.description]
     keys: list[str] = []
     documents: list[str] = []
@@ -148,18 +169,23 @@ def _general(db: Any, gen_run: str | None) -> tuple[list[str], list[str]]:
     rows = db.execute(
         f"SELECT item_id, query, response FROM annotation_items {where} "
         f"QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at DESC) = 1 "
-        f"ORDER BY item_id", params
+        f"ORDER BY item_id",
+        params,
     ).fetchall()
     return [str(r[0]) for r in rows], [_join(r[1:]) for r in rows]
 
 
 # HaluEval file fields that make a task's document (general files name them differently)
-_FILE_FIELDS = {**DOCUMENT_FIELDS, "summarization": ("right_summary",),
-                "general": ("user_query", "chatgpt_response")}
+_FILE_FIELDS = {
+    **DOCUMENT_FIELDS,
+    "summarization": ("right_summary",),
+    "general": ("user_query", "chatgpt_response"),
+}
 
 
-def documents_from_files(conn: Any, task: str, paths: Sequence[str], *,
-                         eval_run: str | None = None) -> tuple[list[str], list[bool] | None]:
+def documents_from_files(
+    conn: Any, task: str, paths: Sequence[str], *, eval_run: str | None = None
+) -> tuple[list[str], list[bool] | None]:
     """Documents of HaluEval's released files, with failures from an eval run over them."""
     from ..evaluate.items import items_from_files
 
@@ -172,9 +198,15 @@ def documents_from_files(conn: Any, task: str, paths: Sequence[str], *,
     if eval_run is None:
         return documents, None
     column = "item_id" if task == "general" else "item_key"
-    failed = {str(k) for k, f in db.execute(
-        f"SELECT {column}, {_FAILED} FROM judgements WHERE run_id = ? AND task = ? "
-        f"GROUP BY {column}", [eval_run, task]).fetchall() if f}
+    failed = {
+        str(k)
+        for k, f in db.execute(
+            f"SELECT {column}, {_FAILED} FROM judgements WHERE run_id = ? AND task = ? "
+            f"GROUP BY {column}",
+            [eval_run, task],
+        ).fetchall()
+        if f
+    }
     return documents, [k in failed for k in keys]
 
 
@@ -186,9 +218,18 @@ def save_reports(writer_or_conn: Any, analysis_id: str, reports: Iterable[TopicR
     connection, they are inserted at once, in one transaction.
     """
     rows = [
-        (analysis_id, r.task, r.topic_set, t.index, orjson.dumps(list(t.top_words)).decode(),
-         t.share_samples, t.share_failures, t.coherence)
-        for r in reports for t in r.topics
+        (
+            analysis_id,
+            r.task,
+            r.topic_set,
+            t.index,
+            orjson.dumps(list(t.top_words)).decode(),
+            t.share_samples,
+            t.share_failures,
+            t.coherence,
+        )
+        for r in reports
+        for t in r.topics
     ]
     if not rows:
         return

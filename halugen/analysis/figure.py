@@ -21,11 +21,15 @@ _FAILURES_COLOUR = "#DD8452"
 
 def _title(report: TopicReport) -> str:
     if report.topic_set == "failures":
-        return (f"{report.task}: topics of the failures ({len(report.topics)} topics, "
-                f"{report.n_documents} failed samples)")
+        return (
+            f"{report.task}: topics of the failures ({len(report.topics)} topics, "
+            f"{report.n_documents} failed samples)"
+        )
     failures = f", {report.n_failures} failures" if report.n_failures else ""
-    return (f"{report.task}: topics of all samples ({len(report.topics)} topics, "
-            f"{report.n_documents} samples{failures})")
+    return (
+        f"{report.task}: topics of all samples ({len(report.topics)} topics, "
+        f"{report.n_documents} samples{failures})"
+    )
 
 
 def _bars(report: TopicReport) -> list[tuple[str, str, list[float]]]:
@@ -35,8 +39,9 @@ def _bars(report: TopicReport) -> list[tuple[str, str, list[float]]]:
         return [("share of failures", _FAILURES_COLOUR, [t.share_samples for t in topics])]
     bars = [("share of samples", _SAMPLES_COLOUR, [t.share_samples for t in topics])]
     if any(t.share_failures is not None for t in topics):
-        bars.append(("share of failures", _FAILURES_COLOUR,
-                     [t.share_failures or 0.0 for t in topics]))
+        bars.append(
+            ("share of failures", _FAILURES_COLOUR, [t.share_failures or 0.0 for t in topics])
+        )
     return bars
 
 
@@ -57,8 +62,9 @@ def plot(reports: Sequence[TopicReport], path: Path) -> Path:
     heights = [max(1.5, 0.45 * len(r.topics) + 1.0) for r in reports]
     fig = Figure(figsize=(10, sum(heights)), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(len(reports), 1, squeeze=False,
-                        gridspec_kw={"height_ratios": heights})[:, 0]
+    axes = fig.subplots(len(reports), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[
+        :, 0
+    ]
     for ax, report in zip(axes, reports, strict=True):
         topics = report.topics
         positions = list(range(len(topics)))
@@ -66,11 +72,13 @@ def plot(reports: Sequence[TopicReport], path: Path) -> Path:
         height = 0.8 / len(bars)
         for n, (label, colour, values) in enumerate(bars):
             shift = (n - (len(bars) - 1) / 2) * height  # series side by side around the tick
-            ax.barh([p + shift for p in positions], values, height=height, color=colour,
-                    label=label)
+            ax.barh(
+                [p + shift for p in positions], values, height=height, color=colour, label=label
+            )
         ax.set_yticks(positions)
-        ax.set_yticklabels([f"{t.index}: {', '.join(t.top_words[:_WORDS_IN_LABEL])}"
-                            for t in topics])
+        ax.set_yticklabels(
+            [f"{t.index}: {', '.join(t.top_words[:_WORDS_IN_LABEL])}" for t in topics]
+        )
         ax.invert_yaxis()  # topic 0, the largest, on top
         ax.set_xlabel("share")
         ax.set_xlim(0, max(0.05, *(v for _, _, values in bars for v in values)) * 1.1)

@@ -128,19 +128,29 @@ def analyse(
         # batch updates are the most stable on small corpora; online (mini-batch) ones keep
         # ten thousand documents to seconds rather than minutes
         small = rows.shape[0] <= _BATCH_LIMIT
-        model = lda_class(n_components=k, learning_method="batch" if small else "online",
-                          max_iter=_MAX_ITER_BATCH if small else _MAX_ITER_ONLINE,
-                          random_state=random_state)
+        model = lda_class(
+            n_components=k,
+            learning_method="batch" if small else "online",
+            max_iter=_MAX_ITER_BATCH if small else _MAX_ITER_ONLINE,
+            random_state=random_state,
+        )
         model.fit(rows)
         return model
 
-    reports = [_report(task, "all", fit(n_topics_all, counts), counts, fail, vocabulary,
-                       top_n)]
+    reports = [_report(task, "all", fit(n_topics_all, counts), counts, fail, vocabulary, top_n)]
     if fail is not None and int(fail.sum()) >= 2 * n_topics_failures:
         failed_rows = counts[fail]
-        reports.append(_report(task, "failures", fit(n_topics_failures, failed_rows),
-                               failed_rows, np.ones(failed_rows.shape[0], dtype=bool),
-                               vocabulary, top_n))
+        reports.append(
+            _report(
+                task,
+                "failures",
+                fit(n_topics_failures, failed_rows),
+                failed_rows,
+                np.ones(failed_rows.shape[0], dtype=bool),
+                vocabulary,
+                top_n,
+            )
+        )
     return reports
 
 
@@ -160,8 +170,13 @@ class _GensimLda:
         from gensim.models import LdaModel
 
         self._model = LdaModel(
-            corpus=self._corpus(rows), num_topics=k, id2word=dict(enumerate(vocabulary)),
-            random_state=random_state, passes=10, iterations=100, chunksize=2000,
+            corpus=self._corpus(rows),
+            num_topics=k,
+            id2word=dict(enumerate(vocabulary)),
+            random_state=random_state,
+            passes=10,
+            iterations=100,
+            chunksize=2000,
         )
         self.components_ = self._model.get_topics()  # k x vocabulary, rows sum to 1
 
@@ -179,20 +194,27 @@ def _vectorise(documents: Sequence[str], max_features: int, task: str) -> tuple[
     small = len(documents) < _SMALL_CORPUS
     attempts = [(1, 1.0)] if small else [(2, 0.95), (1, 1.0)]
     for min_df, max_df in attempts:
-        vectorizer = vectorizer_class(stop_words="english", token_pattern=_TOKEN_PATTERN,
-                                      lowercase=True, min_df=min_df, max_df=max_df,
-                                      max_features=max_features)
+        vectorizer = vectorizer_class(
+            stop_words="english",
+            token_pattern=_TOKEN_PATTERN,
+            lowercase=True,
+            min_df=min_df,
+            max_df=max_df,
+            max_features=max_features,
+        )
         try:
             counts = vectorizer.fit_transform(["" if d is None else str(d) for d in documents])
         except ValueError:  # every word pruned (or only stop words): loosen the cut-offs
             continue
         return counts.tocsr(), [str(w) for w in vectorizer.get_feature_names_out()]
-    raise UsageError(f"the {task} documents have no words left to model once English stop "
-                     f"words are removed")
+    raise UsageError(
+        f"the {task} documents have no words left to model once English stop words are removed"
+    )
 
 
-def _report(task: str, topic_set: str, model: Any, rows: Any, fail: Any,
-            vocabulary: list[str], top_n: int) -> TopicReport:
+def _report(
+    task: str, topic_set: str, model: Any, rows: Any, fail: Any, vocabulary: list[str], top_n: int
+) -> TopicReport:
     """The topics of ``model`` fitted on ``rows`` (``fail``: their failure flags or None)."""
     np = _sklearn()[2]
     k = int(model.components_.shape[0])
@@ -200,26 +222,34 @@ def _report(task: str, topic_set: str, model: Any, rows: Any, fail: Any,
     n_fail = int(fail.sum()) if fail is not None else 0
     assigned = np.asarray(model.transform(rows)).argmax(axis=1)
     share_samples = np.bincount(assigned, minlength=k) / max(n_docs, 1)
-    share_failures = (np.bincount(assigned[fail], minlength=k) / n_fail
-                      if fail is not None and n_fail > 0 else None)
+    share_failures = (
+        np.bincount(assigned[fail], minlength=k) / n_fail
+        if fail is not None and n_fail > 0
+        else None
+    )
     presence = (rows > 0).astype(np.int64).tocsc()
     topics = []
     for t in range(k):
         # ties broken by vocabulary order, so equal weights still give a stable ranking
         order = np.argsort(-model.components_[t], kind="stable")[: min(top_n, len(vocabulary))]
-        topics.append(Topic(
-            index=t,
-            top_words=tuple(vocabulary[i] for i in order),
-            share_samples=float(share_samples[t]),
-            share_failures=None if share_failures is None else float(share_failures[t]),
-            coherence=umass_coherence(presence, [int(i) for i in order]),
-        ))
+        topics.append(
+            Topic(
+                index=t,
+                top_words=tuple(vocabulary[i] for i in order),
+                share_samples=float(share_samples[t]),
+                share_failures=None if share_failures is None else float(share_failures[t]),
+                coherence=umass_coherence(presence, [int(i) for i in order]),
+            )
+        )
     # number topics by decreasing share: LDA's own component order means nothing
     ranked = sorted(topics, key=lambda tp: (-tp.share_samples, tp.index))
-    topics = [Topic(i, tp.top_words, tp.share_samples, tp.share_failures, tp.coherence)
-              for i, tp in enumerate(ranked)]
-    return TopicReport(task=task, topic_set=topic_set, topics=tuple(topics),
-                       n_documents=n_docs, n_failures=n_fail)
+    topics = [
+        Topic(i, tp.top_words, tp.share_samples, tp.share_failures, tp.coherence)
+        for i, tp in enumerate(ranked)
+    ]
+    return TopicReport(
+        task=task, topic_set=topic_set, topics=tuple(topics), n_documents=n_docs, n_failures=n_fail
+    )
 
 
 def umass_coherence(presence: Any, words: Sequence[int]) -> float:

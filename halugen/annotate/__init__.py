@@ -1,8 +1,8 @@
 """Human annotation of responses: the browser workflow and the labels it stores.
 
-    server.py      the aiohttp app and page behind ``halugen annotate serve``
-    assign.py      which item an annotator gets next (at most ``per_item`` annotators each)
-    static/        the page itself: plain HTML, JS and CSS, no build step
+server.py      the aiohttp app and page behind ``halugen annotate serve``
+assign.py      which item an annotator gets next (at most ``per_item`` annotators each)
+static/        the page itself: plain HTML, JS and CSS, no build step
 """
 
 from __future__ import annotations

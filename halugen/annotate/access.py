@@ -24,8 +24,7 @@ def validate_name(name: object) -> str:
         raise UsageError("annotator name must be a string")
     cleaned = name.strip()
     if not _NAME.fullmatch(cleaned):
-        raise UsageError(
-            "annotator name must be 1 to 64 letters, digits, spaces or . _ -")
+        raise UsageError("annotator name must be 1 to 64 letters, digits, spaces or . _ -")
     return cleaned
 
 
@@ -59,8 +58,10 @@ def check_bind(host: str, *, allow_remote: bool, tokens: Mapping[str, str] | Non
     if not allow_remote:
         raise UsageError(
             f"refusing to listen on {host}: the annotation server binds to 127.0.0.1 unless "
-            f"--allow-remote is given (and then every annotator needs a token)")
+            f"--allow-remote is given (and then every annotator needs a token)"
+        )
     if not tokens:
         raise UsageError(
             f"listening on {host} needs a token per annotator: create them with "
-            f"'halugen annotate tokens --annotators a,b,c' and pass them to the server")
+            f"'halugen annotate tokens --annotators a,b,c' and pass them to the server"
+        )

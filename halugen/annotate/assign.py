@@ -42,8 +42,9 @@ LEFT JOIN (
 class Leases:
     """Who was handed which item, until when. ``clock`` is injectable for tests."""
 
-    def __init__(self, seconds: float = DEFAULT_LEASE_SECONDS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, seconds: float = DEFAULT_LEASE_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.seconds = seconds
         self._clock = clock
         self._until: dict[tuple[str, str], float] = {}  # (annotator, item_id) -> expiry
@@ -84,34 +85,38 @@ class Leases:
 class MyItems:
     """Where an item sits among an annotator's own labelled items."""
 
-    position: int          # 1-based: the k in "k of n"
-    total: int             # labelled + still available to this annotator
-    prev: str | None       # the annotator's labelled item just before (item_id order)
-    next: str | None       # the annotator's labelled item just after
+    position: int  # 1-based: the k in "k of n"
+    total: int  # labelled + still available to this annotator
+    prev: str | None  # the annotator's labelled item just before (item_id order)
+    next: str | None  # the annotator's labelled item just after
 
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    labelled: int          # items this annotator labelled
-    available: int         # items this annotator could still be given
-    items: int             # items in the store
-    complete: int          # items with per_item labels or more
-    labels: int            # (item, annotator) labels in the store
+    labelled: int  # items this annotator labelled
+    available: int  # items this annotator could still be given
+    items: int  # items in the store
+    complete: int  # items with per_item labels or more
+    labels: int  # (item, annotator) labels in the store
     per_item: int
 
     def as_dict(self) -> dict[str, object]:
         return {
             "mine": {"labelled": self.labelled, "available": self.available},
-            "overall": {"items": self.items, "complete": self.complete, "labels": self.labels,
-                        "target": self.items * self.per_item, "per_item": self.per_item},
+            "overall": {
+                "items": self.items,
+                "complete": self.complete,
+                "labels": self.labels,
+                "target": self.items * self.per_item,
+                "per_item": self.per_item,
+            },
         }
 
 
 class Assigner:
     """Hands out items under the per-item cap. Synchronous: call it from one thread."""
 
-    def __init__(self, store: Store, *, per_item: int = 3,
-                 leases: Leases | None = None) -> None:
+    def __init__(self, store: Store, *, per_item: int = 3, leases: Leases | None = None) -> None:
         if per_item < 1:
             raise ValueError("per_item must be at least 1")
         self.store = store
@@ -122,21 +127,23 @@ class Assigner:
     def labelled_by(self, item_id: str, annotator: str) -> bool:
         rows = self.store.query(
             "SELECT 1 FROM annotations WHERE item_id = ? AND annotator = ? LIMIT 1",
-            [item_id, annotator])
+            [item_id, annotator],
+        )
         return bool(rows)
 
     def others_labelled(self, item_id: str, annotator: str) -> int:
         ((n,),) = self.store.query(
             "SELECT count(DISTINCT annotator) FROM annotations WHERE item_id = ? "
-            "AND annotator <> ?", [item_id, annotator])
+            "AND annotator <> ?",
+            [item_id, annotator],
+        )
         return int(n)
 
     def may_label(self, item_id: str, annotator: str) -> bool:
         """True when a label by ``annotator`` on ``item_id`` keeps the item within the cap."""
         if self.labelled_by(item_id, annotator) or self.leases.holds(annotator, item_id):
             return True
-        taken = self.others_labelled(item_id, annotator) + self.leases.others_on(
-            item_id, annotator)
+        taken = self.others_labelled(item_id, annotator) + self.leases.others_on(item_id, annotator)
         return taken < self.per_item
 
     def may_view(self, item_id: str, annotator: str) -> bool:
@@ -153,14 +160,18 @@ class Assigner:
         leased = self.leases.by_item()
         cur = self.store.conn.cursor()
         try:
-            cur.execute(f"SELECT item_id, n FROM ({_ITEM_COUNTS}) WHERE NOT mine AND n < $cap "
-                        "ORDER BY item_id", {"me": annotator, "cap": self.per_item})
+            cur.execute(
+                f"SELECT item_id, n FROM ({_ITEM_COUNTS}) WHERE NOT mine AND n < $cap "
+                "ORDER BY item_id",
+                {"me": annotator, "cap": self.per_item},
+            )
             return self._first_free(cur, annotator, leased)
         finally:
             cur.close()
 
-    def _first_free(self, cur: duckdb.DuckDBPyConnection, annotator: str,
-                    leased: dict[str, set[str]]) -> str | None:
+    def _first_free(
+        self, cur: duckdb.DuckDBPyConnection, annotator: str, leased: dict[str, set[str]]
+    ) -> str | None:
         while batch := cur.fetchmany(256):
             for item_id, n in batch:
                 others = len(leased.get(item_id, set()) - {annotator})
@@ -178,7 +189,9 @@ class Assigner:
                    max(item_id) FILTER (WHERE item_id < $id),
                    min(item_id) FILTER (WHERE item_id > $id)
             FROM (SELECT DISTINCT item_id FROM annotations WHERE annotator = $me)
-            """, {"id": item_id, "me": annotator})
+            """,
+            {"id": item_id, "me": annotator},
+        )
         if self.labelled_by(item_id, annotator):
             position = int(before) + 1
         else:  # a new item: the one after all the labelled ones
@@ -188,7 +201,8 @@ class Assigner:
 
     def last_labelled(self, annotator: str) -> str | None:
         ((last,),) = self.store.query(
-            "SELECT max(item_id) FROM annotations WHERE annotator = ?", [annotator])
+            "SELECT max(item_id) FROM annotations WHERE annotator = ?", [annotator]
+        )
         return last
 
     def progress(self, annotator: str) -> Progress:
@@ -198,7 +212,9 @@ class Assigner:
                    count(*) FILTER (WHERE mine),
                    count(*) FILTER (WHERE NOT mine AND n < $cap)
             FROM ({_ITEM_COUNTS})
-            """, {"me": annotator, "cap": self.per_item})
+            """,
+            {"me": annotator, "cap": self.per_item},
+        )
         # items open by the labels alone but filled up by other people's leases
         blocked = 0
         leased = {item: who - {annotator} for item, who in self.leases.by_item().items()}
@@ -212,12 +228,18 @@ class Assigner:
                 if n + len(leased[item_id]) >= self.per_item:
                     blocked += 1
         return Progress(
-            labelled=int(mine), available=int(open_to_me) - blocked, items=int(items),
-            complete=int(complete), labels=int(labels), per_item=self.per_item)
+            labelled=int(mine),
+            available=int(open_to_me) - blocked,
+            items=int(items),
+            complete=int(complete),
+            labels=int(labels),
+            per_item=self.per_item,
+        )
 
     def _rows(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         return self.store.conn.execute(sql, params).fetchall()
 
     def _exists(self, item_id: str) -> bool:
-        return bool(self.store.query(
-            "SELECT 1 FROM annotation_items WHERE item_id = ? LIMIT 1", [item_id]))
+        return bool(
+            self.store.query("SELECT 1 FROM annotation_items WHERE item_id = ? LIMIT 1", [item_id])
+        )

@@ -87,6 +87,7 @@ __all__ = [
     "locate_spans",
 ]
 
+
 # -- JSON lines ----------------------------------------------------------------------------
 def export_jsonl(store: Store, path: str | os.PathLike[str]) -> int:
     """One line per latest annotation (per item and annotator); returns lines written."""
@@ -96,9 +97,18 @@ def export_jsonl(store: Store, path: str | os.PathLike[str]) -> int:
         for item_id, query, response, _meta in _items(store):
             for _, annotator, label, sj, note in latest.get(item_id, []):
                 line: dict[str, Any] = {
-                    "item_id": item_id, "annotator": annotator, "label": label,
-                    "spans": [{"start": s["start"], "end": s["end"], "text": s["text"],
-                               "kind": s.get("kind")} for s in load_spans(sj)],
+                    "item_id": item_id,
+                    "annotator": annotator,
+                    "label": label,
+                    "spans": [
+                        {
+                            "start": s["start"],
+                            "end": s["end"],
+                            "text": s["text"],
+                            "kind": s.get("kind"),
+                        }
+                        for s in load_spans(sj)
+                    ],
                 }
                 if note:
                     line["note"] = note
@@ -108,12 +118,14 @@ def export_jsonl(store: Store, path: str | os.PathLike[str]) -> int:
     return n
 
 
-def import_jsonl(store: Store, path: str | os.PathLike[str],
-                 skipped: list[Skip] | None = None) -> int:
+def import_jsonl(
+    store: Store, path: str | os.PathLike[str], skipped: list[Skip] | None = None
+) -> int:
     """Annotations from JSON lines ``{item_id, annotator, label, spans, ...}``; returns added."""
     problems: list[Skip] = []
-    known = _responses(store, (r[0] for r in store.query(
-        "SELECT DISTINCT item_id FROM annotation_items")))
+    known = _responses(
+        store, (r[0] for r in store.query("SELECT DISTINCT item_id FROM annotation_items"))
+    )
     items: list[Item] = []
     pending: list[tuple[str, Annotation, str]] = []
     for pos, value in read_records(path):
@@ -136,14 +148,21 @@ def import_jsonl(store: Store, path: str | os.PathLike[str],
             response = known.get(item_id)
             if response is None:
                 if not has_text:
-                    raise RecordProblem(f"unknown item {item_id} and no query/response to "
-                                        f"add it from")
+                    raise RecordProblem(
+                        f"unknown item {item_id} and no query/response to add it from"
+                    )
                 response = text_of(value, "response")
                 items.append(Item(item_id, "jsonl", text_of(value, "query"), response))
                 known[item_id] = response
             note = value.get("note")
-            ann = Annotation(item_id, annotator, label, check_spans(value.get("spans"), response),
-                             note if isinstance(note, str) and note.strip() else None, "import")
+            ann = Annotation(
+                item_id,
+                annotator,
+                label,
+                check_spans(value.get("spans"), response),
+                note if isinstance(note, str) and note.strip() else None,
+                "import",
+            )
         except RecordProblem as err:
             problems.append(Skip(where, str(err)))
             continue
@@ -157,8 +176,9 @@ def import_jsonl(store: Store, path: str | os.PathLike[str],
 
 
 # -- HaluEval general ----------------------------------------------------------------------
-def import_halueval_general(store: Store, path: str | os.PathLike[str],
-                            skipped: list[Skip] | None = None) -> int:
+def import_halueval_general(
+    store: Store, path: str | os.PathLike[str], skipped: list[Skip] | None = None
+) -> int:
     """HaluEval's ``general_data.json`` as annotated items; returns annotations added."""
     problems: list[Skip] = []
     items: list[Item] = []
@@ -173,8 +193,7 @@ def import_halueval_general(store: Store, path: str | os.PathLike[str],
             problems.append(Skip(where, str(err)))
             continue
         located, missing = locate_spans(rec.spans, rec.response)
-        meta: dict[str, Any] = {"halueval_id": rec.id,
-                                "hallucination_spans": list(rec.spans)}
+        meta: dict[str, Any] = {"halueval_id": rec.id, "hallucination_spans": list(rec.spans)}
         if missing:
             meta["unlocated_spans"] = missing
         items.append(Item(rec.item_id, "halueval", rec.query, rec.response, meta=meta))
@@ -186,8 +205,13 @@ def import_halueval_general(store: Store, path: str | os.PathLike[str],
         except RecordProblem as err:  # not expected: located spans are cut from the text
             problems.append(Skip(where, str(err)))
             continue
-        pending.append((where, Annotation(rec.item_id, "halueval", rec.label, spans, None,
-                                          "halueval"), rec.response))
+        pending.append(
+            (
+                where,
+                Annotation(rec.item_id, "halueval", rec.label, spans, None, "halueval"),
+                rec.response,
+            )
+        )
     require_usable(path, len(items), problems, "HaluEval general")
     insert_items(store, items, problems)
     added = insert_annotations(store, _keep_matching(store, pending, problems), problems)
@@ -219,14 +243,21 @@ def export_halueval_general(store: Store, path: str | os.PathLike[str]) -> int:
             released = meta.get("hallucination_spans")
             if label != "yes":
                 texts: list[str] = []
-            elif (isinstance(released, list) and h_label == label
-                  and canonical_spans(spans) == canonical_spans(load_spans(h_sj))):
+            elif (
+                isinstance(released, list)
+                and h_label == label
+                and canonical_spans(spans) == canonical_spans(load_spans(h_sj))
+            ):
                 texts = released
             else:
                 texts = [s["text"] for s in spans]
-            record = {"ID": str(meta.get("halueval_id", item_id)), "user_query": query,
-                      "chatgpt_response": response, "hallucination": label,
-                      "hallucination_spans": texts}
+            record = {
+                "ID": str(meta.get("halueval_id", item_id)),
+                "user_query": query,
+                "chatgpt_response": response,
+                "hallucination": label,
+                "hallucination_spans": texts,
+            }
             # json.dumps' layout with the text as written, as HaluEval's file has it
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
             n += 1

@@ -137,8 +137,9 @@ def read_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
             yield line_no, BadJSON(f"invalid JSON ({str(err).splitlines()[0]})")
 
 
-def require_usable(path: str | os.PathLike[str], used: int, problems: Sequence[Skip],
-                   fmt: str) -> None:
+def require_usable(
+    path: str | os.PathLike[str], used: int, problems: Sequence[Skip], fmt: str
+) -> None:
     """Raise ``InputError`` when a file gave problems and not one usable record."""
     if used == 0 and problems:
         raise InputError(
@@ -166,10 +167,17 @@ def text_of(record: dict[str, Any], name: str, *, required: bool = True) -> str:
 
 # -- writing -------------------------------------------------------------------------------
 # Arrow types of the annotation tables' columns (an all-NULL column needs one); text otherwise.
-_TYPES = {"n_labels": pa.int32(), "agreement": pa.float64(), "items": pa.int32(),
-          "kappa_items": pa.int32(), "kappa_raters": pa.int32(), "fleiss_kappa": pa.float64(),
-          "percent_agreement": pa.float64(), "krippendorff_alpha": pa.float64(),
-          "span_agreement": pa.float64()}
+_TYPES = {
+    "n_labels": pa.int32(),
+    "agreement": pa.float64(),
+    "items": pa.int32(),
+    "kappa_items": pa.int32(),
+    "kappa_raters": pa.int32(),
+    "fleiss_kappa": pa.float64(),
+    "percent_agreement": pa.float64(),
+    "krippendorff_alpha": pa.float64(),
+    "span_agreement": pa.float64(),
+}
 
 
 def append_rows(store: Store, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -184,18 +192,21 @@ def append_rows(store: Store, table: str, rows: Sequence[tuple[Any, ...]]) -> No
     columns = TABLE_COLUMNS[table]
     width = len(columns) - 1
     start = now()
-    arrays = [pa.array([r[i] for r in rows], _TYPES.get(columns[i], pa.string()))
-              for i in range(width)]
-    arrays.append(pa.array([start + timedelta(microseconds=i) for i in range(len(rows))],
-                           pa.timestamp("us")))
+    arrays = [
+        pa.array([r[i] for r in rows], _TYPES.get(columns[i], pa.string())) for i in range(width)
+    ]
+    arrays.append(
+        pa.array([start + timedelta(microseconds=i) for i in range(len(rows))], pa.timestamp("us"))
+    )
     batch = pa.Table.from_arrays(arrays, names=list(columns))
     conn = store.conn
     try:
         conn.register("halugen_annotate_rows", batch)
         try:
             conn.execute("BEGIN TRANSACTION")
-            conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) "
-                         f"SELECT * FROM halugen_annotate_rows")
+            conn.execute(
+                f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM halugen_annotate_rows"
+            )
             conn.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(duckdb.Error):
@@ -207,8 +218,9 @@ def append_rows(store: Store, table: str, rows: Sequence[tuple[Any, ...]]) -> No
         raise StoreError(f"writing {table} failed: {str(exc).splitlines()[0]}") from None
 
 
-def insert_items(store: Store, items: Iterable[Item],
-                 skipped: list[Skip] | None = None, *, where: str = "") -> int:
+def insert_items(
+    store: Store, items: Iterable[Item], skipped: list[Skip] | None = None, *, where: str = ""
+) -> int:
     """Add the items whose id is new; returns how many were added.
 
     An id already present (in the store or earlier in ``items``) with the same query and
@@ -225,20 +237,31 @@ def insert_items(store: Store, items: Iterable[Item],
         have = existing.get(item.item_id)
         if have is not None:
             if have != (item.query, item.response) and skipped is not None:
-                skipped.append(Skip(where or item.item_id,
-                                    f"item {item.item_id} exists with a different query or "
-                                    f"response; kept the stored one"))
+                skipped.append(
+                    Skip(
+                        where or item.item_id,
+                        f"item {item.item_id} exists with a different query or "
+                        f"response; kept the stored one",
+                    )
+                )
             continue
         existing[item.item_id] = (item.query, item.response)
-        rows.append((item.item_id, item.source, item.run_id, item.query, item.response,
-                     canonical_json(item.meta).decode() if item.meta else None))
+        rows.append(
+            (
+                item.item_id,
+                item.source,
+                item.run_id,
+                item.query,
+                item.response,
+                canonical_json(item.meta).decode() if item.meta else None,
+            )
+        )
     append_rows(store, "annotation_items", rows)
     return len(rows)
 
 
 # -- sources -------------------------------------------------------------------------------
-def add_preselected(store: Store, run_id: str, k: int,
-                    skipped: list[Skip] | None = None) -> int:
+def add_preselected(store: Store, run_id: str, k: int, skipped: list[Skip] | None = None) -> int:
     """Items from the K best-ranked queries of a pre-selection run: every response of each.
 
     "Best" is the ``preselect_ranked`` order: the least similar responses first (the
@@ -254,7 +277,8 @@ def add_preselected(store: Store, run_id: str, k: int,
         WHERE run_id = ? AND NOT isnan(score)
         QUALIFY row_number() OVER (PARTITION BY query_key ORDER BY rank) = 1
         ORDER BY rank LIMIT ?
-        """, [run_id, k],
+        """,
+        [run_id, k],
     )
     if not ranked:
         raise UsageError(
@@ -268,27 +292,47 @@ def add_preselected(store: Store, run_id: str, k: int,
         SELECT query_key, idx, response FROM preselect_responses WHERE run_id = ?
         QUALIFY row_number() OVER (PARTITION BY query_key, idx ORDER BY created_at DESC) = 1
         ORDER BY query_key, idx
-        """, [run_id],
+        """,
+        [run_id],
     ):
         responses.setdefault(query_key, []).append((idx, response))
     items = []
     for rank, (query_key, query_id, query, score, _, scorer) in enumerate(ranked, 1):
         got = responses.get(query_key, [])
         if not got and skipped is not None:
-            skipped.append(Skip(f"run {run_id}", f"query {query_id or query_key} has a score "
-                                                 f"but no stored responses"))
+            skipped.append(
+                Skip(
+                    f"run {run_id}",
+                    f"query {query_id or query_key} has a score but no stored responses",
+                )
+            )
         for idx, response in got:
             if not response.strip():
                 if skipped is not None:
-                    skipped.append(Skip(f"run {run_id}",
-                                        f"query {query_id or query_key} response {idx} is empty"))
+                    skipped.append(
+                        Skip(
+                            f"run {run_id}",
+                            f"query {query_id or query_key} response {idx} is empty",
+                        )
+                    )
                 continue
-            items.append(Item(
-                item_id=f"{run_id}:{query_key}:{idx}", source="preselect", query=query,
-                response=response, run_id=run_id,
-                meta={"query_id": query_id, "query_key": query_key, "idx": idx,
-                      "score": score, "rank": rank, "scorer": scorer},
-            ))
+            items.append(
+                Item(
+                    item_id=f"{run_id}:{query_key}:{idx}",
+                    source="preselect",
+                    query=query,
+                    response=response,
+                    run_id=run_id,
+                    meta={
+                        "query_id": query_id,
+                        "query_key": query_key,
+                        "idx": idx,
+                        "score": score,
+                        "rank": rank,
+                        "scorer": scorer,
+                    },
+                )
+            )
     return insert_items(store, items, skipped, where=f"run {run_id}")
 
 
@@ -334,8 +378,9 @@ def parse_halueval_general(value: Any) -> HaluEvalGeneral:
     return HaluEvalGeneral(str(ident).strip(), query, response, label, tuple(spans))
 
 
-def add_halueval_general(store: Store, path: str | os.PathLike[str],
-                         skipped: list[Skip] | None = None) -> int:
+def add_halueval_general(
+    store: Store, path: str | os.PathLike[str], skipped: list[Skip] | None = None
+) -> int:
     """Items from HaluEval's ``general_data.json``, without its labels; returns new items."""
     problems: list[Skip] = []
     items = []
@@ -347,8 +392,9 @@ def add_halueval_general(store: Store, path: str | os.PathLike[str],
         except RecordProblem as err:
             problems.append(Skip(_where(path, pos), str(err)))
             continue
-        items.append(Item(rec.item_id, "halueval", rec.query, rec.response,
-                          meta={"halueval_id": rec.id}))
+        items.append(
+            Item(rec.item_id, "halueval", rec.query, rec.response, meta={"halueval_id": rec.id})
+        )
     require_usable(path, len(items), problems, "HaluEval general")
     if skipped is not None:
         skipped.extend(problems)
@@ -360,8 +406,7 @@ def jsonl_item_id(query: str, response: str) -> str:
     return f"jsonl:{fingerprint({'query': query, 'response': response}, size=16)}"
 
 
-def add_jsonl(store: Store, path: str | os.PathLike[str],
-              skipped: list[Skip] | None = None) -> int:
+def add_jsonl(store: Store, path: str | os.PathLike[str], skipped: list[Skip] | None = None) -> int:
     """Items from JSON lines (or an array) of ``{item_id?, query, response}``."""
     problems: list[Skip] = []
     items = []

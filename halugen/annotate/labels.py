@@ -32,9 +32,9 @@ class Annotation:
             raise RecordProblem("label 'no' with hallucinated spans")
 
 
-
-def insert_annotations(store: Store, annotations: Iterable[tuple[str, Annotation]],
-                       skipped: list[Skip] | None = None) -> int:
+def insert_annotations(
+    store: Store, annotations: Iterable[tuple[str, Annotation]], skipped: list[Skip] | None = None
+) -> int:
     """Append the annotations not stored yet; ``(where, annotation)`` pairs; returns added.
 
     An annotation of an unknown item is skipped and reported. One equal in (item,
@@ -45,7 +45,8 @@ def insert_annotations(store: Store, annotations: Iterable[tuple[str, Annotation
     seen = {
         (item_id, annotator, label, canonical_spans(load_spans(sj)))
         for item_id, annotator, label, sj in store.query(
-            "SELECT item_id, annotator, label, spans_json FROM annotations")
+            "SELECT item_id, annotator, label, spans_json FROM annotations"
+        )
     }
     rows = []
     for where, a in annotations:
@@ -69,20 +70,27 @@ def _responses(store: Store, ids: Iterable[str]) -> dict[str, str]:
         item_id: response
         for item_id, response in store.query(
             "SELECT item_id, response FROM annotation_items "
-            "QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at) = 1")
+            "QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at) = 1"
+        )
         if item_id in wanted
     }
 
 
-def _keep_matching(store: Store, pending: list[tuple[str, Annotation, str]],
-                   skipped: list[Skip]) -> list[tuple[str, Annotation]]:
+def _keep_matching(
+    store: Store, pending: list[tuple[str, Annotation, str]], skipped: list[Skip]
+) -> list[tuple[str, Annotation]]:
     """Annotations whose offsets were checked against the same response the store holds."""
     stored = _responses(store, (a.item_id for _, a, _ in pending))
     out = []
     for where, a, response in pending:
         if a.item_id in stored and stored[a.item_id] != response:
-            skipped.append(Skip(where, f"item {a.item_id} is stored with a different "
-                                       f"response; its offsets would not fit"))
+            skipped.append(
+                Skip(
+                    where,
+                    f"item {a.item_id} is stored with a different "
+                    f"response; its offsets would not fit",
+                )
+            )
             continue
         out.append((where, a))
     return out

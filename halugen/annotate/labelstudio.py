@@ -47,8 +47,11 @@ LABELSTUDIO_CONFIG = """<View>
 </View>
 """
 
-_LS_KIND = {"unverifiable": "Unverifiable", "non-factual": "Non-factual",
-            "irrelevant": "Irrelevant"}
+_LS_KIND = {
+    "unverifiable": "Unverifiable",
+    "non-factual": "Non-factual",
+    "irrelevant": "Irrelevant",
+}
 _LS_CHOICE = {"yes": "Yes", "no": "No"}
 
 
@@ -61,30 +64,58 @@ def export_labelstudio(store: Store, path: str | os.PathLike[str]) -> int:
         annotations = []
         for _, annotator, label, sj, note in latest.get(item_id, []):
             ann_id += 1
-            result: list[dict[str, Any]] = [{
-                "id": f"h{ann_id}", "from_name": "hallucinated", "to_name": "response",
-                "type": "choices",
-                "value": {"choices": [_LS_CHOICE.get(label, label)]},
-            }]
+            result: list[dict[str, Any]] = [
+                {
+                    "id": f"h{ann_id}",
+                    "from_name": "hallucinated",
+                    "to_name": "response",
+                    "type": "choices",
+                    "value": {"choices": [_LS_CHOICE.get(label, label)]},
+                }
+            ]
             for k, s in enumerate(load_spans(sj), 1):
                 kind = s.get("kind")
-                result.append({
-                    "id": f"s{ann_id}-{k}", "from_name": "spans", "to_name": "response",
-                    "type": "labels",
-                    "value": {"start": s["start"], "end": s["end"], "text": s["text"],
-                              "labels": [_LS_KIND.get(kind, kind)] if kind else []},
-                })
+                result.append(
+                    {
+                        "id": f"s{ann_id}-{k}",
+                        "from_name": "spans",
+                        "to_name": "response",
+                        "type": "labels",
+                        "value": {
+                            "start": s["start"],
+                            "end": s["end"],
+                            "text": s["text"],
+                            "labels": [_LS_KIND.get(kind, kind)] if kind else [],
+                        },
+                    }
+                )
             if note:
-                result.append({"id": f"n{ann_id}", "from_name": "note", "to_name": "response",
-                               "type": "textarea", "value": {"text": [note]}})
-            entry: dict[str, Any] = {"id": ann_id, "result": result, "was_cancelled": False,
-                                     "ground_truth": False, "halugen_annotator": annotator}
+                result.append(
+                    {
+                        "id": f"n{ann_id}",
+                        "from_name": "note",
+                        "to_name": "response",
+                        "type": "textarea",
+                        "value": {"text": [note]},
+                    }
+                )
+            entry: dict[str, Any] = {
+                "id": ann_id,
+                "result": result,
+                "was_cancelled": False,
+                "ground_truth": False,
+                "halugen_annotator": annotator,
+            }
             if "@" in annotator:
                 entry["completed_by"] = {"email": annotator}
             annotations.append(entry)
-        tasks.append({"id": task_id,
-                      "data": {"item_id": item_id, "query": query, "response": response},
-                      "annotations": annotations})
+        tasks.append(
+            {
+                "id": task_id,
+                "data": {"item_id": item_id, "query": query, "response": response},
+                "annotations": annotations,
+            }
+        )
     Path(path).write_bytes(orjson.dumps(tasks, option=orjson.OPT_INDENT_2))
     return len(tasks)
 
@@ -152,8 +183,11 @@ def _ls_annotation(ann: Any, item_id: str, response: str) -> Annotation:
             spans.append(_ls_span(value, response))
         elif kind == "textarea":
             texts = value.get("text") or []
-            notes.extend(t for t in (texts if isinstance(texts, list) else [texts])
-                         if isinstance(t, str) and t.strip())
+            notes.extend(
+                t
+                for t in (texts if isinstance(texts, list) else [texts])
+                if isinstance(t, str) and t.strip()
+            )
     # our "hallucinated" choice first, then any other choice
     choices.sort(key=lambda c: not c[0])
     label = None
@@ -168,12 +202,19 @@ def _ls_annotation(ann: Any, item_id: str, response: str) -> Annotation:
         label = "yes"
     else:
         raise RecordProblem("no Yes/No choice and no spans")
-    return Annotation(item_id, _ls_annotator(ann), label, check_spans(spans, response),
-                      "\n".join(notes) or None, "import")
+    return Annotation(
+        item_id,
+        _ls_annotator(ann),
+        label,
+        check_spans(spans, response),
+        "\n".join(notes) or None,
+        "import",
+    )
 
 
-def import_labelstudio(store: Store, path: str | os.PathLike[str],
-                       skipped: list[Skip] | None = None) -> tuple[int, int]:
+def import_labelstudio(
+    store: Store, path: str | os.PathLike[str], skipped: list[Skip] | None = None
+) -> tuple[int, int]:
     """Tasks and annotations of a Label Studio JSON export; returns (items, annotations) added."""
     problems: list[Skip] = []
     items: list[Item] = []
@@ -199,12 +240,14 @@ def import_labelstudio(store: Store, path: str | os.PathLike[str],
         except RecordProblem as err:
             problems.append(Skip(where, str(err)))
             continue
-        items.append(Item(item_id, "labelstudio", query, response,
-                          meta={"labelstudio_id": task.get("id")}))
+        items.append(
+            Item(item_id, "labelstudio", query, response, meta={"labelstudio_id": task.get("id")})
+        )
         for k, ann in enumerate(anns, 1):
             try:
-                pending.append((f"{where} annotation {k}",
-                                _ls_annotation(ann, item_id, response), response))
+                pending.append(
+                    (f"{where} annotation {k}", _ls_annotation(ann, item_id, response), response)
+                )
             except RecordProblem as err:
                 problems.append(Skip(f"{where} annotation {k}", str(err)))
     require_usable(path, len(items), problems, "Label Studio JSON")
@@ -213,5 +256,3 @@ def import_labelstudio(store: Store, path: str | os.PathLike[str],
     if skipped is not None:
         skipped.extend(problems)
     return added_items, added
-
-

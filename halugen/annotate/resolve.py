@@ -90,12 +90,15 @@ def _kind_order(kind: str) -> tuple[int, str]:
     return (KINDS.index(kind) if kind in KINDS else len(KINDS), kind)
 
 
-def resolve_spans(spans_per_voter: Sequence[Sequence[dict[str, Any]]],
-                  response: str) -> list[dict[str, Any]]:
+def resolve_spans(
+    spans_per_voter: Sequence[Sequence[dict[str, Any]]], response: str
+) -> list[dict[str, Any]]:
     """Union of the voters' spans, each interval with its majority kind (see module doc)."""
     length = len(response)
-    clipped = [[(max(0, int(s["start"])), min(length, int(s["end"])), s.get("kind"))
-                for s in spans] for spans in spans_per_voter]
+    clipped = [
+        [(max(0, int(s["start"])), min(length, int(s["end"])), s.get("kind")) for s in spans]
+        for spans in spans_per_voter
+    ]
     regions = span_union([[(s, e) for s, e, _ in spans] for spans in clipped])
     out = []
     for a, b in regions:
@@ -114,8 +117,9 @@ def resolve_spans(spans_per_voter: Sequence[Sequence[dict[str, Any]]],
     return out
 
 
-def resolve_item(votes: Sequence[tuple[str, Sequence[dict[str, Any]]]],
-                 response: str) -> Resolution:
+def resolve_item(
+    votes: Sequence[tuple[str, Sequence[dict[str, Any]]]], response: str
+) -> Resolution:
     """The resolution of one item from its (label, spans) votes, one per annotator."""
     labels = [label for label, _ in votes]
     n = len(labels)
@@ -158,9 +162,11 @@ def resolve_all(store: Store) -> ResolveReport:
         by_item.setdefault(item_id, (response, []))[1].append((label, load_spans(sj)))
 
     current = {
-        r[0]: r[1:] for r in store.query(
+        r[0]: r[1:]
+        for r in store.query(
             "SELECT item_id, label, spans_json, n_labels, agreement, method "
-            "FROM annotation_resolved")
+            "FROM annotation_resolved"
+        )
     }
     rows = []
     methods: Counter[str] = Counter()
@@ -175,14 +181,12 @@ def resolve_all(store: Store) -> ResolveReport:
         raters[res.n_labels] += 1
         if res.n_labels >= 2:
             multi.append([label for label, _ in votes])
-        yes = [[(s["start"], s["end"]) for s in spans] for label, spans in votes
-               if label == "yes"]
+        yes = [[(s["start"], s["end"]) for s in spans] for label, spans in votes if label == "yes"]
         if len(yes) >= 2:
             score = span_agreement(yes, len(response))
             if score is not None:
                 span_scores.append(score)
-        row = (item_id, res.label, spans_json(res.spans), res.n_labels, res.agreement,
-               res.method)
+        row = (item_id, res.label, spans_json(res.spans), res.n_labels, res.agreement, res.method)
         old = current.get(item_id)
         if old is None or not _same(old, row[1:]):
             rows.append(row)
@@ -208,18 +212,32 @@ def resolve_all(store: Store) -> ResolveReport:
         written=len(rows),
     )
     if report.items:
-        append_rows(store, "annotation_agreement", [(
-            report.items, report.kappa_items, report.kappa_raters, report.fleiss_kappa,
-            report.percent_agreement, report.krippendorff_alpha, report.span_agreement,
-            orjson.dumps(dataclasses.asdict(report), option=orjson.OPT_NON_STR_KEYS).decode(),
-        )])
+        append_rows(
+            store,
+            "annotation_agreement",
+            [
+                (
+                    report.items,
+                    report.kappa_items,
+                    report.kappa_raters,
+                    report.fleiss_kappa,
+                    report.percent_agreement,
+                    report.krippendorff_alpha,
+                    report.span_agreement,
+                    orjson.dumps(
+                        dataclasses.asdict(report), option=orjson.OPT_NON_STR_KEYS
+                    ).decode(),
+                )
+            ],
+        )
     return report
 
 
 def _same(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
     label, sj, n, agreement, method = old
     return (label, sj, n, method) == (new[0], new[1], new[2], new[4]) and (
-        agreement is not None and abs(agreement - new[3]) < 1e-9)
+        agreement is not None and abs(agreement - new[3]) < 1e-9
+    )
 
 
 def _fmt(value: float | None) -> str:
@@ -228,19 +246,28 @@ def _fmt(value: float | None) -> str:
 
 def format_report(report: ResolveReport) -> str:
     """The report as a few plain lines, for the terminal."""
-    raters = ", ".join(f"{n} label{'s' if n != 1 else ''}: {c}"
-                       for n, c in report.raters_per_item.items()) or "none"
+    raters = (
+        ", ".join(
+            f"{n} label{'s' if n != 1 else ''}: {c}" for n, c in report.raters_per_item.items()
+        )
+        or "none"
+    )
     labels = ", ".join(f"{k} {v}" for k, v in report.label_counts.items()) or "none"
-    kappa_scope = (f" over {report.kappa_items} items with {report.kappa_raters} labels"
-                   if report.kappa_items else "")
-    return "\n".join([
-        f"items with labels: {report.items} (majority {report.resolved}, ties {report.ties}, "
-        f"single {report.single})",
-        f"items by number of labels: {raters}",
-        f"resolved labels: {labels}",
-        f"Fleiss' kappa: {_fmt(report.fleiss_kappa)}{kappa_scope}",
-        f"percent agreement: {_fmt(report.percent_agreement)}",
-        f"Krippendorff's alpha: {_fmt(report.krippendorff_alpha)}",
-        f"span agreement (character F1): {_fmt(report.span_agreement)}",
-        f"resolutions written: {report.written}",
-    ])
+    kappa_scope = (
+        f" over {report.kappa_items} items with {report.kappa_raters} labels"
+        if report.kappa_items
+        else ""
+    )
+    return "\n".join(
+        [
+            f"items with labels: {report.items} (majority {report.resolved}, ties {report.ties}, "
+            f"single {report.single})",
+            f"items by number of labels: {raters}",
+            f"resolved labels: {labels}",
+            f"Fleiss' kappa: {_fmt(report.fleiss_kappa)}{kappa_scope}",
+            f"percent agreement: {_fmt(report.percent_agreement)}",
+            f"Krippendorff's alpha: {_fmt(report.krippendorff_alpha)}",
+            f"span agreement (character F1): {_fmt(report.span_agreement)}",
+            f"resolutions written: {report.written}",
+        ]
+    )

@@ -120,7 +120,8 @@ def parse_label(body: object, response: str) -> tuple[str, list[dict[str, Any]],
         start, end = _offset(s.get("start"), "start"), _offset(s.get("end"), "end")
         if not 0 <= start < end <= len(response):
             raise LabelError(
-                f"span [{start}, {end}) is outside the response (0..{len(response)}) or empty")
+                f"span [{start}, {end}) is outside the response (0..{len(response)}) or empty"
+            )
         kind = s.get("kind")
         if kind not in KINDS:
             raise LabelError(f"span kind must be one of {', '.join(KINDS)}")
@@ -128,8 +129,9 @@ def parse_label(body: object, response: str) -> tuple[str, list[dict[str, Any]],
     spans.sort(key=lambda s: (s["start"], s["end"]))
     for a, b in itertools.pairwise(spans):
         if b["start"] < a["end"]:
-            raise LabelError(f"spans [{a['start']}, {a['end']}) and [{b['start']}, "
-                             f"{b['end']}) overlap")
+            raise LabelError(
+                f"spans [{a['start']}, {a['end']}) and [{b['start']}, {b['end']}) overlap"
+            )
     if label == "no" and spans:
         raise LabelError("a response marked not hallucinated cannot have hallucinated spans")
     note = body.get("note")
@@ -189,8 +191,9 @@ def _annotator(request: web.Request) -> str:
 
 def _load_static() -> dict[str, tuple[bytes, str]]:
     folder = resources.files(__package__) / "static"
-    return {path: (folder.joinpath(name).read_bytes(), ctype)
-            for path, (name, ctype) in _STATIC.items()}
+    return {
+        path: (folder.joinpath(name).read_bytes(), ctype) for path, (name, ctype) in _STATIC.items()
+    }
 
 
 def build_app(
@@ -216,7 +219,8 @@ def build_app(
         assigner=Assigner(store, per_item=per_item, leases=Leases(lease_seconds, clock)),
         tokens=dict(tokens) if tokens is not None else None,
         allowed_hosts=frozenset(h.lower() for h in allowed_hosts)
-        if allowed_hosts is not None else None,
+        if allowed_hosts is not None
+        else None,
         static=_load_static(),
     )
 
@@ -262,12 +266,14 @@ async def _static(request: web.Request) -> web.Response:
 
 async def _session(request: web.Request) -> web.Response:
     state = request.app[STATE]
-    return _json({
-        "annotator": state.sessions.get(request.cookies.get(COOKIE, "")),
-        "tokens_required": state.tokens is not None,
-        "kinds": KINDS,
-        "per_item": state.assigner.per_item,
-    })
+    return _json(
+        {
+            "annotator": state.sessions.get(request.cookies.get(COOKIE, "")),
+            "tokens_required": state.tokens is not None,
+            "kinds": KINDS,
+            "per_item": state.assigner.per_item,
+        }
+    )
 
 
 async def _login(request: web.Request) -> web.Response:
@@ -312,21 +318,32 @@ def _item_payload(state: _State, item_id: str, annotator: str) -> dict[str, Any]
     rows = state.store.query(
         # an item imported twice keeps its first text: saved offsets refer to it
         "SELECT query, response FROM annotation_items WHERE item_id = ? "
-        "ORDER BY created_at LIMIT 1", [item_id])
+        "ORDER BY created_at LIMIT 1",
+        [item_id],
+    )
     if not rows:
         return None
     query, response = rows[0]
     own = state.store.query(
         "SELECT label, spans_json, note FROM annotations_latest WHERE item_id = ? "
-        "AND annotator = ?", [item_id, annotator])
+        "AND annotator = ?",
+        [item_id, annotator],
+    )
     label = None
     if own:
         label = {"label": own[0][0], "spans": orjson.loads(own[0][1]), "note": own[0][2]}
     where = state.assigner.my_items(item_id, annotator)
     return {
-        "done": False, "id": item_id, "query": query, "response": response,
-        "position": f"{where.position} of {where.total}", "index": where.position,
-        "total": where.total, "prev": where.prev, "next": where.next, "label": label,
+        "done": False,
+        "id": item_id,
+        "query": query,
+        "response": response,
+        "position": f"{where.position} of {where.total}",
+        "index": where.position,
+        "total": where.total,
+        "prev": where.prev,
+        "next": where.next,
+        "label": label,
     }
 
 
@@ -362,7 +379,8 @@ async def _label(request: web.Request) -> web.Response:
         return _error(400, "item_id must be a string")
     rows = state.store.query(
         "SELECT response FROM annotation_items WHERE item_id = ? ORDER BY created_at LIMIT 1",
-        [item_id])
+        [item_id],
+    )
     if not rows:
         return _error(404, "no such item")
     try:
@@ -375,15 +393,25 @@ async def _label(request: web.Request) -> web.Response:
             return _error(409, f"this item already has {assigner.per_item} annotators")
         # hold the place while the row commits, so a concurrent /api/next cannot hand it out
         assigner.leases.grant(annotator, item_id)
-        await state.store.writer.put_durable([(
-            "annotations",
-            (item_id, annotator, label, orjson.dumps(spans).decode(), note, "web"),
-        )])
+        await state.store.writer.put_durable(
+            [
+                (
+                    "annotations",
+                    (item_id, annotator, label, orjson.dumps(spans).decode(), note, "web"),
+                )
+            ]
+        )
         assigner.leases.release(annotator, item_id)  # the label holds the place now
-    return _json({
-        "saved": True, "item_id": item_id, "label": label, "spans": spans, "note": note,
-        "progress": assigner.progress(annotator).as_dict(),
-    })
+    return _json(
+        {
+            "saved": True,
+            "item_id": item_id,
+            "label": label,
+            "spans": spans,
+            "note": note,
+            "progress": assigner.progress(annotator).as_dict(),
+        }
+    )
 
 
 async def _progress(request: web.Request) -> web.Response:
@@ -435,10 +463,14 @@ async def serve(
     store = open_store(db) if not isinstance(db, Store) else db
     try:
         allowed = None if not is_loopback(host) else LOOPBACK_HOSTS | {host.strip("[]").lower()}
-        app = build_app(store, per_item=per_item, tokens=tokens, allowed_hosts=allowed,
-                        lease_seconds=lease_seconds)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False,
-                               shutdown_timeout=2.0)
+        app = build_app(
+            store,
+            per_item=per_item,
+            tokens=tokens,
+            allowed_hosts=allowed,
+            lease_seconds=lease_seconds,
+        )
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
         await runner.setup()
         try:
             await web.TCPSite(runner, host, port).start()
@@ -466,8 +498,9 @@ def run_server(
     """Serve until SIGINT/SIGTERM; ``ready(server)`` is called once listening. Prints nothing."""
 
     async def main() -> None:
-        server = await serve(db, host, port, allow_remote=allow_remote, tokens=tokens,
-                             per_item=per_item)
+        server = await serve(
+            db, host, port, allow_remote=allow_remote, tokens=tokens, per_item=per_item
+        )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

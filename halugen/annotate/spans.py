@@ -64,8 +64,10 @@ def check_spans(raw: Any, response: str) -> tuple[Span, ...]:
             )
         text = response[start:end]
         if s.get("text") is not None and s["text"] != text:
-            raise RecordProblem(f"span [{start}, {end}) text {s['text']!r} does not match "
-                                f"the response there ({text!r})")
+            raise RecordProblem(
+                f"span [{start}, {end}) text {s['text']!r} does not match "
+                f"the response there ({text!r})"
+            )
         out.append({"start": start, "end": end, "text": text, "kind": _kind(s.get("kind"))})
     out.sort(key=lambda x: (x["start"], x["end"]))
     # overlapping spans of one kind are one span; of different kinds, a contradiction
@@ -76,9 +78,10 @@ def check_spans(raw: Any, response: str) -> tuple[Span, ...]:
             if span["kind"] != last["kind"]:
                 raise RecordProblem(
                     f"spans [{last['start']}, {last['end']}) and [{span['start']}, "
-                    f"{span['end']}) overlap with different kinds")
+                    f"{span['end']}) overlap with different kinds"
+                )
             end = max(last["end"], span["end"])
-            merged[-1] = {**last, "end": end, "text": response[last["start"]:end]}
+            merged[-1] = {**last, "end": end, "text": response[last["start"] : end]}
         else:
             merged.append(span)
     return tuple(merged)
@@ -86,17 +89,23 @@ def check_spans(raw: Any, response: str) -> tuple[Span, ...]:
 
 def canonical_spans(spans: Iterable[Span]) -> tuple[tuple[int, int, str | None], ...]:
     """The comparable core of spans (offsets and kind), sorted: equal marks, equal value."""
-    return tuple(sorted(
-        ((int(s["start"]), int(s["end"]), s.get("kind")) for s in spans),
-        key=lambda t: (t[0], t[1], t[2] or ""),
-    ))
+    return tuple(
+        sorted(
+            ((int(s["start"]), int(s["end"]), s.get("kind")) for s in spans),
+            key=lambda t: (t[0], t[1], t[2] or ""),
+        )
+    )
 
 
 def spans_json(spans: Iterable[Span]) -> str:
     """The stored form of spans: a JSON list of {start, end, text, kind}, sorted."""
     ordered = sorted(spans, key=lambda x: (x["start"], x["end"], x.get("kind") or ""))
-    return orjson.dumps([{"start": s["start"], "end": s["end"], "text": s["text"],
-                          "kind": s.get("kind")} for s in ordered]).decode()
+    return orjson.dumps(
+        [
+            {"start": s["start"], "end": s["end"], "text": s["text"], "kind": s.get("kind")}
+            for s in ordered
+        ]
+    ).decode()
 
 
 def load_spans(text: str | None) -> list[Span]:
@@ -146,5 +155,3 @@ def locate_spans(texts: Sequence[str], response: str) -> tuple[list[Span], list[
             missing.append(text)
     unique = {(s["start"], s["end"]): s for s in found}
     return sorted(unique.values(), key=lambda s: (s["start"], s["end"])), missing
-
-

@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="halugen",
         description="Build and run hallucination benchmarks for LLMs (HaluEval-style), "
-                    "budgeted, rate-limited and resumable.",
+        "budgeted, rate-limited and resumable.",
     )
     parser.add_argument("--version", action="version", version=f"halugen {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of failures")
@@ -61,8 +61,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
-        err.print(f"error: unexpected {type(exc).__name__}: {exc} (this is a bug in halugen; "
-                  f"--debug shows the traceback)", markup=False)
+        err.print(
+            f"error: unexpected {type(exc).__name__}: {exc} (this is a bug in halugen; "
+            f"--debug shows the traceback)",
+            markup=False,
+        )
         return 1
 
 

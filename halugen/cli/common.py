@@ -25,22 +25,32 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 def llm_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model endpoint")
-    g.add_argument("--base-url", help=f"OpenAI-compatible API root (default: $OPENAI_BASE_URL "
-                   f"or {DEFAULT_BASE_URL})")
+    g.add_argument(
+        "--base-url",
+        help=f"OpenAI-compatible API root (default: $OPENAI_BASE_URL or {DEFAULT_BASE_URL})",
+    )
     g.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never stored")
     g.add_argument("--model", help="model name sent to the endpoint (default: gpt-4o-mini)")
     g.add_argument("--concurrency", type=int, help="most requests in flight (default: 64)")
-    g.add_argument("--rpm", type=float, help="requests per minute allowed (default: learn from "
-                   "the server's x-ratelimit headers)")
+    g.add_argument(
+        "--rpm",
+        type=float,
+        help="requests per minute allowed (default: learn from the server's x-ratelimit headers)",
+    )
     g.add_argument("--tpm", type=float, help="tokens per minute allowed (same)")
-    g.add_argument("--price-in", type=float, help="USD per million input tokens (overrides the "
-                   "price card)")
+    g.add_argument(
+        "--price-in", type=float, help="USD per million input tokens (overrides the price card)"
+    )
     g.add_argument("--price-out", type=float, help="USD per million output tokens")
-    g.add_argument("--price-card", help="a bundled price card by name (e.g. 'local' for a "
-                   "self-hosted server at $0) or a TOML file")
+    g.add_argument(
+        "--price-card",
+        help="a bundled price card by name (e.g. 'local' for a "
+        "self-hosted server at $0) or a TOML file",
+    )
     g.add_argument("--timeout", type=float, help="seconds one attempt may take (default: 300)")
-    g.add_argument("--max-attempts", type=int, help="attempts per call before it fails "
-                   "(default: 8)")
+    g.add_argument(
+        "--max-attempts", type=int, help="attempts per call before it fails (default: 8)"
+    )
     r = p.add_argument_group("run")
     r.add_argument("--db", help="the DuckDB store (default: ./halugen.duckdb)")
     r.add_argument("--budget", help="most the run may cost, across resumes: 50usd, $50, 12.5USD")
@@ -50,8 +60,13 @@ def llm_flags(p: argparse.ArgumentParser) -> None:
     r.add_argument("--config", help="settings file (default: ./halugen.toml when present)")
 
 
-def _pick(args: argparse.Namespace, settings: dict[str, Any], flag: str, key: str | None = None,
-          default: Any = None) -> Any:
+def _pick(
+    args: argparse.Namespace,
+    settings: dict[str, Any],
+    flag: str,
+    key: str | None = None,
+    default: Any = None,
+) -> Any:
     value = getattr(args, flag, None)
     if value is not None and value is not False:
         return value
@@ -82,9 +97,15 @@ def run_config(args: argparse.Namespace) -> RunConfig:
     max_attempts = _pick(args, settings, "max_attempts", default=8)
     temperature = _pick(args, settings, "temperature", default=1.0)
     max_tokens = _pick(args, settings, "max_tokens", default=256)
-    for name, value in (("concurrency", concurrency), ("rpm", rpm), ("tpm", tpm),
-                        ("limit", limit), ("timeout", timeout), ("max-attempts", max_attempts),
-                        ("max-tokens", max_tokens)):
+    for name, value in (
+        ("concurrency", concurrency),
+        ("rpm", rpm),
+        ("tpm", tpm),
+        ("limit", limit),
+        ("timeout", timeout),
+        ("max-attempts", max_attempts),
+        ("max-tokens", max_tokens),
+    ):
         _positive(name, value)
     if temperature < 0:
         raise UsageError(f"--temperature must not be negative (got {temperature:g})")
@@ -93,8 +114,12 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         seeds=tuple(seeds),
         seed_format=_pick(args, settings, "seed_format"),
         model=_pick(args, settings, "model", default="gpt-4o-mini"),
-        base_url=_pick(args, settings, "base_url",
-                       default=os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL),
+        base_url=_pick(
+            args,
+            settings,
+            "base_url",
+            default=os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL,
+        ),
         api_key=getattr(args, "api_key", None) or os.environ.get("OPENAI_API_KEY"),
         db=Path(_pick(args, settings, "db", default="halugen.duckdb")),
         budget_usd=budget,
@@ -130,8 +155,9 @@ def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
     for c in columns:
         table.add_column(str(c), overflow="fold")
     for r in rows:
-        table.add_row(*("" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v)
-                        for v in r))
+        table.add_row(
+            *("" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v) for v in r)
+        )
     out.print(table)
 
 

@@ -30,8 +30,9 @@ def add_parsers(sub: Any) -> None:
     exp.add_argument("--out", help="output file, or a directory (several tasks)")
     exp.add_argument("--run", help="only this run")
     exp.add_argument("--task", help="only this task")
-    exp.add_argument("--where", help="SQL predicate over the samples view, e.g. "
-                     "\"pattern = 'factualness'\"")
+    exp.add_argument(
+        "--where", help="SQL predicate over the samples view, e.g. \"pattern = 'factualness'\""
+    )
     exp.add_argument("--db", default=None)
     exp.add_argument("--config", help=argparse.SUPPRESS)
 
@@ -73,8 +74,9 @@ def cmd_sql(args: argparse.Namespace) -> int:
     elif args.format in ("json", "jsonl"):
         records = [dict(zip(columns, r, strict=True)) for r in rows]
         if args.format == "json":
-            sys.stdout.write(orjson.dumps(records, default=str,
-                                          option=orjson.OPT_INDENT_2).decode() + "\n")
+            sys.stdout.write(
+                orjson.dumps(records, default=str, option=orjson.OPT_INDENT_2).decode() + "\n"
+            )
         else:
             for rec in records:
                 sys.stdout.write(orjson.dumps(rec, default=str).decode() + "\n")
@@ -88,9 +90,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     from ..store.db import open_store
 
     with open_store(db_path(args), read_only=True) as store:
-        result = export_samples(store, fmt=args.format,
-                                out=Path(args.out) if args.out else None, run=args.run,
-                                task=args.task, where=args.where)
+        result = export_samples(
+            store,
+            fmt=args.format,
+            out=Path(args.out) if args.out else None,
+            run=args.run,
+            task=args.task,
+            where=args.where,
+        )
     if not result.files:
         err.print("no samples match")
         return 0

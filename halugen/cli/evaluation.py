@@ -16,15 +16,22 @@ from .common import db_path, err, llm_flags, out, run_config
 
 def add_parsers(sub: Any) -> None:
     ev = sub.add_parser("eval", help="recognition experiment: can a model spot hallucinations?")
-    ev.add_argument("--task", required=True,
-                    help="qa, dialogue, summarization or general")
-    ev.add_argument("--strategy", default="plain",
-                    help="plain, knowledge, cot or contrast (default: plain)")
-    ev.add_argument("--data", nargs="+", help="HaluEval's released files of the task "
-                    "(default: the samples in the store)")
+    ev.add_argument("--task", required=True, help="qa, dialogue, summarization or general")
+    ev.add_argument(
+        "--strategy", default="plain", help="plain, knowledge, cot or contrast (default: plain)"
+    )
+    ev.add_argument(
+        "--data",
+        nargs="+",
+        help="HaluEval's released files of the task (default: the samples in the store)",
+    )
     ev.add_argument("--gen-run", help="only the samples of this generation run")
-    ev.add_argument("--scoring", choices=("parse", "logprobs"), default="parse",
-                    help="read the Yes/No verdict (default) or score P(Yes) from logprobs")
+    ev.add_argument(
+        "--scoring",
+        choices=("parse", "logprobs"),
+        default="parse",
+        help="read the Yes/No verdict (default) or score P(Yes) from logprobs",
+    )
     ev.add_argument("--fresh", action="store_true", help="start a new eval run")
     ev.add_argument("--run-id", help="resume this eval run")
     llm_flags(ev)
@@ -39,8 +46,12 @@ def add_parsers(sub: Any) -> None:
     top.add_argument("--task", required=True, help="qa, dialogue, summarization or general")
     top.add_argument("--eval-run", help="whose failures (default: the latest eval run of the task)")
     top.add_argument("--gen-run", help="only the samples of this generation run")
-    top.add_argument("--data", nargs="+", help="HaluEval's released files instead of the "
-                     "store's samples (failures from the eval run that judged them)")
+    top.add_argument(
+        "--data",
+        nargs="+",
+        help="HaluEval's released files instead of the "
+        "store's samples (failures from the eval run that judged them)",
+    )
     top.add_argument("--topics", type=int, default=10, help="topics over all samples (10)")
     top.add_argument("--failure-topics", type=int, default=5, help="topics over failures (5)")
     top.add_argument("--backend", choices=("sklearn", "gensim"), default="sklearn")
@@ -53,13 +64,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from ..evaluate.run import EvalConfig, evaluate
 
     cfg = run_config(args)
-    ecfg = EvalConfig(run=cfg, task=args.task, strategy=args.strategy,
-                      data=tuple(args.data or ()), gen_run=args.gen_run, scoring=args.scoring,
-                      limit=cfg.limit)
+    ecfg = EvalConfig(
+        run=cfg,
+        task=args.task,
+        strategy=args.strategy,
+        data=tuple(args.data or ()),
+        gen_run=args.gen_run,
+        scoring=args.scoring,
+        limit=cfg.limit,
+    )
 
     def on_run(run_id: str, resumed: bool) -> None:
-        err.print(f"{'resuming' if resumed else 'starting'} eval run {run_id} "
-                  f"({args.task}/{args.strategy} with {cfg.model}) -> {cfg.db}")
+        err.print(
+            f"{'resuming' if resumed else 'starting'} eval run {run_id} "
+            f"({args.task}/{args.strategy} with {cfg.model}) -> {cfg.db}"
+        )
 
     outcome = anyio.run(lambda: evaluate(ecfg, console=err, on_run=on_run))
     for note in outcome.notes:
@@ -103,28 +122,39 @@ def cmd_topics(args: argparse.Namespace) -> int:
     with open_store(db_path(args)) as store:
         eval_run = args.eval_run or latest_eval_run(store.conn, args.task)
         if args.data:
-            docs, failed = documents_from_files(store.conn, args.task, args.data,
-                                                eval_run=eval_run)
+            docs, failed = documents_from_files(store.conn, args.task, args.data, eval_run=eval_run)
         else:
-            docs, failed = documents_for(store.conn, args.task, eval_run=eval_run,
-                                         gen_run=args.gen_run)
+            docs, failed = documents_for(
+                store.conn, args.task, eval_run=eval_run, gen_run=args.gen_run
+            )
         if not docs:
             raise UsageError(f"no {args.task} samples in the store to analyse")
-        reports = analyse(docs, failed, task=args.task, n_topics_all=args.topics,
-                          n_topics_failures=args.failure_topics, backend=args.backend)
+        reports = analyse(
+            docs,
+            failed,
+            task=args.task,
+            n_topics_all=args.topics,
+            n_topics_failures=args.failure_topics,
+            backend=args.backend,
+        )
         analysis_id = f"{args.task}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
         save_reports(store.conn, analysis_id, reports)
     figure = plot(reports, Path(args.out or f"topics-{args.task}.png"))
     for report in reports:
-        table = Table(title=f"{args.task}: {report.topic_set} ({report.n_documents} documents"
-                            f"{f', {report.n_failures} failures' if report.n_failures else ''})")
-        for col in ("topic", "top words", "share of samples", "share of failures",
-                    "coherence"):
+        table = Table(
+            title=f"{args.task}: {report.topic_set} ({report.n_documents} documents"
+            f"{f', {report.n_failures} failures' if report.n_failures else ''})"
+        )
+        for col in ("topic", "top words", "share of samples", "share of failures", "coherence"):
             table.add_column(col)
         for t in report.topics:
-            table.add_row(str(t.index), " ".join(t.top_words[:8]), f"{t.share_samples:.1%}",
-                          "—" if t.share_failures is None else f"{t.share_failures:.1%}",
-                          f"{t.coherence:.2f}")
+            table.add_row(
+                str(t.index),
+                " ".join(t.top_words[:8]),
+                f"{t.share_samples:.1%}",
+                "—" if t.share_failures is None else f"{t.share_failures:.1%}",
+                f"{t.coherence:.2f}",
+            )
         out.print(table)
     failures = f" (failures from eval run {eval_run})" if eval_run and failed else ""
     out.print(f"analysis {analysis_id}{failures}: figure {figure}; rows in topic_results")

@@ -14,24 +14,37 @@ from .common import db_path, err, llm_flags, out, run_config
 
 
 def add_parsers(sub: Any) -> None:
-    pre = sub.add_parser("preselect", help="general track: sample responses to user queries, "
-                         "keep those whose responses disagree most (BERTScore)")
-    pre.add_argument("--queries", nargs="+", required=True,
-                     help="Alpaca JSON, or JSONL/CSV files of queries")
+    pre = sub.add_parser(
+        "preselect",
+        help="general track: sample responses to user queries, "
+        "keep those whose responses disagree most (BERTScore)",
+    )
+    pre.add_argument(
+        "--queries", nargs="+", required=True, help="Alpaca JSON, or JSONL/CSV files of queries"
+    )
     pre.add_argument("--query-format", choices=("alpaca", "jsonl", "csv"))
     pre.add_argument("--query-field", help="field holding the query (default: query/instruction)")
     pre.add_argument("--input-field", help="field appended to the query (Alpaca: input)")
     pre.add_argument("--id-field", help="field holding the query's id")
     pre.add_argument("--responses", type=int, default=3, help="responses per query (3)")
     pre.add_argument("--keep", type=int, default=5000, help="queries kept, least similar (5000)")
-    pre.add_argument("--use-n", choices=("auto", "always", "never"), default="auto",
-                     help="ask for n choices in one call (auto: when the server honours it)")
-    pre.add_argument("--bertscore-model", help="BERTScore model name or local directory "
-                     "(default: bert-score's default for English)")
+    pre.add_argument(
+        "--use-n",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="ask for n choices in one call (auto: when the server honours it)",
+    )
+    pre.add_argument(
+        "--bertscore-model",
+        help="BERTScore model name or local directory (default: bert-score's default for English)",
+    )
     pre.add_argument("--bertscore-layers", type=int, help="layer to use (needed for a local model)")
     pre.add_argument("--bertscore-baseline", help="baseline file for rescaling")
-    pre.add_argument("--bertscore-batch", type=int,
-                     help="pairs per forward pass (default: 16 on a CPU, 64 on a GPU)")
+    pre.add_argument(
+        "--bertscore-batch",
+        type=int,
+        help="pairs per forward pass (default: 16 on a CPU, 64 on a GPU)",
+    )
     pre.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda when available)")
     pre.add_argument("--fresh", action="store_true")
     pre.add_argument("--run-id")
@@ -39,16 +52,19 @@ def add_parsers(sub: Any) -> None:
     pre.add_argument("--max-tokens", type=int)
     llm_flags(pre)
 
-    ann = sub.add_parser("annotate", help="human annotation: serve the page, import, export, "
-                         "resolve")
+    ann = sub.add_parser(
+        "annotate", help="human annotation: serve the page, import, export, resolve"
+    )
     asub = ann.add_subparsers(dest="annotate_command", metavar="ACTION")
     a_serve = asub.add_parser("serve", help="the annotation page on this machine")
     a_serve.add_argument("--host", default="127.0.0.1")
     a_serve.add_argument("--port", type=int, default=8080)
-    a_serve.add_argument("--allow-remote", action="store_true",
-                         help="allow a non-loopback bind (then tokens are required)")
-    a_serve.add_argument("--tokens", help="JSON file of annotator -> token "
-                         "(see 'annotate tokens')")
+    a_serve.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a non-loopback bind (then tokens are required)",
+    )
+    a_serve.add_argument("--tokens", help="JSON file of annotator -> token (see 'annotate tokens')")
     a_serve.add_argument("--per-item", type=int, default=3, help="annotators per item (3)")
     a_tok = asub.add_parser("tokens", help="make per-annotator tokens for a remote server")
     a_tok.add_argument("--annotators", required=True, help="comma-separated names")
@@ -75,16 +91,29 @@ def cmd_preselect(args: argparse.Namespace) -> int:
 
     cfg = run_config(args)
     pcfg = PreselectConfig(
-        run=cfg, queries=tuple(args.queries), query_format=args.query_format,
-        query_field=args.query_field, input_field=args.input_field, id_field=args.id_field,
-        responses=args.responses, keep=args.keep, use_n=args.use_n,
-        scorer=ScorerSpec(model=args.bertscore_model, num_layers=args.bertscore_layers,
-                          baseline_path=args.bertscore_baseline,
-                          batch_size=args.bertscore_batch, device=args.device))
+        run=cfg,
+        queries=tuple(args.queries),
+        query_format=args.query_format,
+        query_field=args.query_field,
+        input_field=args.input_field,
+        id_field=args.id_field,
+        responses=args.responses,
+        keep=args.keep,
+        use_n=args.use_n,
+        scorer=ScorerSpec(
+            model=args.bertscore_model,
+            num_layers=args.bertscore_layers,
+            baseline_path=args.bertscore_baseline,
+            batch_size=args.bertscore_batch,
+            device=args.device,
+        ),
+    )
 
     def on_run(run_id: str, resumed: bool) -> None:
-        err.print(f"{'resuming' if resumed else 'starting'} pre-selection run {run_id} "
-                  f"({args.responses} responses per query with {cfg.model}) -> {cfg.db}")
+        err.print(
+            f"{'resuming' if resumed else 'starting'} pre-selection run {run_id} "
+            f"({args.responses} responses per query with {cfg.model}) -> {cfg.db}"
+        )
 
     outcome = anyio.run(lambda: preselect(pcfg, console=err, on_run=on_run))
     for note in outcome.notes:
@@ -92,9 +121,11 @@ def cmd_preselect(args: argparse.Namespace) -> int:
     (err if outcome.exit_code else out).print(outcome.message)
     if outcome.kept:
         worst = outcome.kept[-1][1]
-        out.print(f"kept {len(outcome.kept)} queries with mean pairwise BERTScore F1 <= "
-                  f"{worst:.4f}; next: python -m halugen annotate add --from-run "
-                  f"{outcome.run_id} --keep {len(outcome.kept)}")
+        out.print(
+            f"kept {len(outcome.kept)} queries with mean pairwise BERTScore F1 <= "
+            f"{worst:.4f}; next: python -m halugen annotate add --from-run "
+            f"{outcome.run_id} --keep {len(outcome.kept)}"
+        )
     return outcome.exit_code
 
 
@@ -123,32 +154,46 @@ def cmd_annotate(args: argparse.Namespace) -> int:
                 tokens = orjson.loads(Path(args.tokens).read_bytes())
             except (OSError, orjson.JSONDecodeError) as exc:
                 raise UsageError(f"--tokens {args.tokens}: {exc}") from None
-        run_server(db_path(args), args.host, args.port, allow_remote=args.allow_remote,
-                   tokens=tokens, per_item=args.per_item,
-                   ready=lambda server: print(f"annotation page at {server.url}", flush=True))
+        run_server(
+            db_path(args),
+            args.host,
+            args.port,
+            allow_remote=args.allow_remote,
+            tokens=tokens,
+            per_item=args.per_item,
+            ready=lambda server: print(f"annotation page at {server.url}", flush=True),
+        )
         return 0
     skipped: list[Any] = []
     with open_store(db_path(args)) as store:
         if action == "add":
             if bool(args.from_run) == bool(args.jsonl):
                 raise UsageError("give one of --from-run RUN or --jsonl FILE")
-            n = (items.add_preselected(store, args.from_run, args.keep, skipped)
-                 if args.from_run else items.add_jsonl(store, args.jsonl, skipped))
+            n = (
+                items.add_preselected(store, args.from_run, args.keep, skipped)
+                if args.from_run
+                else items.add_jsonl(store, args.jsonl, skipped)
+            )
             out.print(f"added {n} item(s) to annotate")
         elif action == "import":
             if args.format == "labelstudio":
                 n_items, n_labels = formats.import_labelstudio(store, args.file, skipped)
                 out.print(f"imported {n_items} item(s) and {n_labels} annotation(s)")
             elif args.format == "jsonl":
-                out.print(f"imported {formats.import_jsonl(store, args.file, skipped)} "
-                          f"annotation(s)")
+                out.print(
+                    f"imported {formats.import_jsonl(store, args.file, skipped)} annotation(s)"
+                )
             else:
-                out.print(f"imported {formats.import_halueval_general(store, args.file, skipped)}"
-                          f" annotated item(s) from HaluEval's general file")
+                out.print(
+                    f"imported {formats.import_halueval_general(store, args.file, skipped)}"
+                    f" annotated item(s) from HaluEval's general file"
+                )
         elif action == "export":
-            export = {"labelstudio": formats.export_labelstudio,
-                      "jsonl": formats.export_jsonl,
-                      "halueval": formats.export_halueval_general}[args.format]
+            export = {
+                "labelstudio": formats.export_labelstudio,
+                "jsonl": formats.export_jsonl,
+                "halueval": formats.export_halueval_general,
+            }[args.format]
             out.print(f"wrote {export(store, args.out)} record(s) to {args.out}")
         elif action == "resolve":
             out.print(resolve.format_report(resolve.resolve_all(store)))

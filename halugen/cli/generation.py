@@ -17,18 +17,30 @@ from .common import err, llm_flags, out, print_table, run_config
 
 def add_parsers(sub: Any) -> None:
     run = sub.add_parser("run", help="generate samples (resumes the same run when repeated)")
-    run.add_argument("--task", help="task(s), comma-separated: qa, dialogue, summarization, "
-                     "or all (every task with seed files given; default: qa)")
+    run.add_argument(
+        "--task",
+        help="task(s), comma-separated: qa, dialogue, summarization, "
+        "or all (every task with seed files given; default: qa)",
+    )
     run.add_argument("--seeds", nargs="+", help="seed files or glob patterns")
     run.add_argument("--seed-format", help="seed file format (default: detected)")
-    run.add_argument("--fresh", action="store_true", help="start a new run even if one with the "
-                     "same settings exists")
+    run.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start a new run even if one with the same settings exists",
+    )
     run.add_argument("--run-id", help="resume this run")
-    run.add_argument("--long-documents", choices=("truncate", "skip"),
-                     help="a record longer than the model's context: cut its document "
-                          "(default) or skip it; both are recorded")
-    run.add_argument("--prompts", help="directory of prompt templates (<task>/<name>.txt) "
-                     "that replace the bundled ones of the same name")
+    run.add_argument(
+        "--long-documents",
+        choices=("truncate", "skip"),
+        help="a record longer than the model's context: cut its document "
+        "(default) or skip it; both are recorded",
+    )
+    run.add_argument(
+        "--prompts",
+        help="directory of prompt templates (<task>/<name>.txt) "
+        "that replace the bundled ones of the same name",
+    )
     run.add_argument("--temperature", type=float, help="sampling temperature (default: 1.0)")
     run.add_argument("--max-tokens", type=int, help="max tokens per sampled answer (default 256)")
     llm_flags(run)
@@ -43,8 +55,11 @@ def add_parsers(sub: Any) -> None:
     llm_flags(est)
 
     demo = sub.add_parser("demo", help="run end to end against the built-in simulator")
-    demo.add_argument("--db", default="halugen-demo.duckdb",
-                      help="store for the demo (default: ./halugen-demo.duckdb, replaced)")
+    demo.add_argument(
+        "--db",
+        default="halugen-demo.duckdb",
+        help="store for the demo (default: ./halugen-demo.duckdb, replaced)",
+    )
     demo.add_argument("--no-progress", action="store_true")
     demo.add_argument("--latency-ms", type=float, default=250.0)
 
@@ -62,9 +77,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     def on_run(run_id: str, resumed: bool) -> None:
         verb = "resuming" if resumed else "starting"
-        err.print(f"{verb} run {run_id} ({', '.join(cfg.tasks)} with {cfg.model}, budget "
-                  f"{format_usd(int(cfg.budget_usd * 10**12)) if cfg.budget_usd else 'none'}) "
-                  f"-> {cfg.db}")
+        err.print(
+            f"{verb} run {run_id} ({', '.join(cfg.tasks)} with {cfg.model}, budget "
+            f"{format_usd(int(cfg.budget_usd * 10**12)) if cfg.budget_usd else 'none'}) "
+            f"-> {cfg.db}"
+        )
 
     outcome = anyio.run(lambda: generate(cfg, console=err, on_run=on_run))
     for note in outcome.notes:
@@ -83,21 +100,38 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     cfg, files_of = resolve_tasks(cfg)
     price, notes = resolve_price(cfg)
     tasks = load_tasks(cfg.tasks, cfg.prompts_dir)
-    table = Table(title=f"Projected cost with {cfg.model} ({price.card} prices"
-                        f"{', ' + price.date if price.date else ''})")
-    for col in ("task", "seeds", "bad records", "calls", "prompt tokens", "typical cost",
-                "most it can cost"):
+    table = Table(
+        title=f"Projected cost with {cfg.model} ({price.card} prices"
+        f"{', ' + price.date if price.date else ''})"
+    )
+    for col in (
+        "task",
+        "seeds",
+        "bad records",
+        "calls",
+        "prompt tokens",
+        "typical cost",
+        "most it can cost",
+    ):
         table.add_column(col, justify="right" if col != "task" else "left")
     exact = True
     for name, task in tasks.items():
         e = estimate_task(cfg, task, price, files_of[name])
         exact = exact and e.tokens_exact
-        table.add_row(name, f"{e.seeds:,}", f"{e.bad_records:,}", f"{e.calls:,}",
-                      f"{e.prompt_tokens:,}", format_usd(e.cost_typical_pusd),
-                      format_usd(e.cost_max_pusd))
+        table.add_row(
+            name,
+            f"{e.seeds:,}",
+            f"{e.bad_records:,}",
+            f"{e.calls:,}",
+            f"{e.prompt_tokens:,}",
+            format_usd(e.cost_typical_pusd),
+            format_usd(e.cost_max_pusd),
+        )
     out.print(table)
-    out.print("typical: answers as long as the right answers; most: every call uses max_tokens "
-              "(this is what the budget reserves).")
+    out.print(
+        "typical: answers as long as the right answers; most: every call uses max_tokens "
+        "(this is what the budget reserves)."
+    )
     if not exact:
         out.print("token counts are approximate (the model's tokenizer is not available here).")
     for note in notes:
@@ -108,15 +142,19 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..demo import run_demo
 
-    outcome, summary = anyio.run(lambda: run_demo(
-        db=Path(args.db), progress=not args.no_progress, console=err,
-        latency_ms=args.latency_ms))
+    outcome, summary = anyio.run(
+        lambda: run_demo(
+            db=Path(args.db), progress=not args.no_progress, console=err, latency_ms=args.latency_ms
+        )
+    )
     out.print(outcome.message)
     for title, columns, rows in summary:
         print_table(title, columns, rows)
-    out.print(f"\nThe store is {args.db}. Try:\n"
-              f"  python -m halugen sql \"SELECT pattern, count(*) FROM samples GROUP BY 1\" "
-              f"--db {args.db}\n  python -m halugen status --db {args.db}")
+    out.print(
+        f"\nThe store is {args.db}. Try:\n"
+        f'  python -m halugen sql "SELECT pattern, count(*) FROM samples GROUP BY 1" '
+        f"--db {args.db}\n  python -m halugen status --db {args.db}"
+    )
     return outcome.exit_code
 
 

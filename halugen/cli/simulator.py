@@ -18,8 +18,11 @@ def add_parsers(sub: Any) -> None:
     sim.add_argument("--rpm", type=float)
     sim.add_argument("--tpm", type=float)
     sim.add_argument("--fail-rate", type=float, default=0.0)
-    sim.add_argument("--faults", help="comma-separated fault kinds (default: all): "
-                     "500,503,hang,malformed,content_filter,drop")
+    sim.add_argument(
+        "--faults",
+        help="comma-separated fault kinds (default: all): "
+        "500,503,hang,malformed,content_filter,drop",
+    )
     sim.add_argument("--hang-s", type=float, default=30.0)
     sim.add_argument("--price-in", type=float, default=0.15)
     sim.add_argument("--price-out", type=float, default=0.60)
@@ -28,10 +31,16 @@ def add_parsers(sub: Any) -> None:
     sim.add_argument("--no-n", action="store_true", help="ignore n>1 like some servers")
     sim.add_argument("--no-usage", action="store_true", help="omit usage from responses")
     sim.add_argument("--seed", type=int, default=0)
-    sim.add_argument("--oracle", nargs="+", help="HaluEval files whose labels the simulated "
-                     "judge knows (recognition experiments)")
-    sim.add_argument("--judge-accuracy", type=float,
-                     help="how often the simulated judge is right about oracle answers")
+    sim.add_argument(
+        "--oracle",
+        nargs="+",
+        help="HaluEval files whose labels the simulated judge knows (recognition experiments)",
+    )
+    sim.add_argument(
+        "--judge-accuracy",
+        type=float,
+        help="how often the simulated judge is right about oracle answers",
+    )
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -46,8 +55,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
         oracle: dict[str, bool] = {}
         for path in args.oracle:
-            task = next((t for t in ("qa", "dialogue", "summarization", "general")
-                         if all(f in first_json(path) for f in EVAL_FIELDS[t])), None)
+            task = next(
+                (
+                    t
+                    for t in ("qa", "dialogue", "summarization", "general")
+                    if all(f in first_json(path) for f in EVAL_FIELDS[t])
+                ),
+                None,
+            )
             if task is None:
                 raise UsageError(f"--oracle {path}: not one of HaluEval's released layouts")
             for item in items_from_files([path], task):
@@ -60,10 +75,20 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.judge_accuracy is not None:
         kw["judge_accuracy"] = args.judge_accuracy
     config = SimConfig(
-        latency_ms=args.latency_ms, jitter_ms=args.jitter_ms, rpm=args.rpm, tpm=args.tpm,
-        fail_rate=args.fail_rate, hang_s=args.hang_s, price_in=args.price_in,
-        price_out=args.price_out, api_key=args.api_key, honour_n=not args.no_n,
-        report_usage=not args.no_usage, seed=args.seed, garbage_rate=args.garbage_rate, **kw,
+        latency_ms=args.latency_ms,
+        jitter_ms=args.jitter_ms,
+        rpm=args.rpm,
+        tpm=args.tpm,
+        fail_rate=args.fail_rate,
+        hang_s=args.hang_s,
+        price_in=args.price_in,
+        price_out=args.price_out,
+        api_key=args.api_key,
+        honour_n=not args.no_n,
+        report_usage=not args.no_usage,
+        seed=args.seed,
+        garbage_rate=args.garbage_rate,
+        **kw,
     )
 
     def ready(port: int) -> None:

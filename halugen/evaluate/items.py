@@ -28,21 +28,20 @@ EVAL_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _item(task: str, fields: dict[str, str], item_id: str, label: bool | None = None
-          ) -> EvalItem:
+def _item(task: str, fields: dict[str, str], item_id: str, label: bool | None = None) -> EvalItem:
     key = fingerprint({"task": task, "fields": fields})
     return EvalItem(task=task, key=key, item_id=item_id, fields=fields, human_label=label)
 
 
-def items_from_store(store: Store, task: str, *, gen_run: str | None = None
-                     ) -> Iterator[EvalItem]:
+def items_from_store(store: Store, task: str, *, gen_run: str | None = None) -> Iterator[EvalItem]:
     """Accepted samples of ``task`` (general: annotated items with a resolved label)."""
     if task == "general":
-        sql = ("SELECT i.item_id, i.query, i.response, r.label FROM annotation_items i "
-               "JOIN annotation_resolved r USING (item_id) ORDER BY i.item_id")
+        sql = (
+            "SELECT i.item_id, i.query, i.response, r.label FROM annotation_items i "
+            "JOIN annotation_resolved r USING (item_id) ORDER BY i.item_id"
+        )
         for item_id, query, response, label in store.iter_rows(sql):
-            fields = {"user_query": query, "chatgpt_response": response,
-                      "hallucination": label}
+            fields = {"user_query": query, "chatgpt_response": response, "hallucination": label}
             yield _item(task, fields, item_id, label == "yes")
         return
     names = EVAL_FIELDS[task]
@@ -50,8 +49,10 @@ def items_from_store(store: Store, task: str, *, gen_run: str | None = None
     if gen_run:
         where += " AND run_id = ?"
         params.append(gen_run)
-    sql = (f"SELECT seed_id, {', '.join(names)} FROM samples {where} "
-           f"ORDER BY run_id, source_file, source_line, seed_key")
+    sql = (
+        f"SELECT seed_id, {', '.join(names)} FROM samples {where} "
+        f"ORDER BY run_id, source_file, source_line, seed_key"
+    )
     for row in store.iter_rows(sql, params):
         yield _item(task, dict(zip(names, row[1:], strict=True)), row[0] or "")
 
@@ -71,19 +72,25 @@ def items_from_files(paths: Sequence[str], task: str) -> Iterator[EvalItem]:
                 try:
                     rec = orjson.loads(raw)
                 except orjson.JSONDecodeError:
-                    raise InputError(f"{path}:{line_no}: not a JSON line (expected HaluEval's "
-                                     f"{task} layout: {', '.join(names)})") from None
+                    raise InputError(
+                        f"{path}:{line_no}: not a JSON line (expected HaluEval's "
+                        f"{task} layout: {', '.join(names)})"
+                    ) from None
                 if not isinstance(rec, dict) or any(n not in rec for n in names):
                     have = ", ".join(rec) if isinstance(rec, dict) else type(rec).__name__
-                    raise InputError(f"{path}:{line_no}: expected fields {', '.join(names)} "
-                                     f"(HaluEval's {task} layout), found {have}")
+                    raise InputError(
+                        f"{path}:{line_no}: expected fields {', '.join(names)} "
+                        f"(HaluEval's {task} layout), found {have}"
+                    )
                 if task == "general":
                     label = str(rec["hallucination"]).strip().lower()
                     if label not in ("yes", "no"):
                         raise InputError(f"{path}:{line_no}: hallucination must be yes or no")
-                    fields = {"user_query": str(rec["user_query"]).strip(),
-                              "chatgpt_response": str(rec["chatgpt_response"]).strip(),
-                              "hallucination": label}
+                    fields = {
+                        "user_query": str(rec["user_query"]).strip(),
+                        "chatgpt_response": str(rec["chatgpt_response"]).strip(),
+                        "hallucination": label,
+                    }
                     item_id = str(rec.get("ID", f"{base}:{line_no}"))
                     yield _item(task, fields, item_id, label == "yes")
                 else:

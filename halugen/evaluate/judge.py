@@ -59,8 +59,12 @@ _ROLES: dict[str, tuple[str, str]] = {
 }
 
 # task -> (template field of the judged text, item fields shown as context in every strategy)
-_SHOWN_FIELD = {"qa": "answer", "dialogue": "response", "summarization": "summary",
-                "general": "response"}
+_SHOWN_FIELD = {
+    "qa": "answer",
+    "dialogue": "response",
+    "summarization": "summary",
+    "general": "response",
+}
 _CONTEXT: dict[str, tuple[str, ...]] = {
     "qa": ("question",),
     "dialogue": ("dialogue_history",),

@@ -38,8 +38,12 @@ PAPER_CHATGPT: dict[str, dict[str, float]] = {
 }
 PAPER_LABEL = "ChatGPT (paper)"
 
-TASK_TITLES = {"qa": "QA", "dialogue": "Dialogue", "summarization": "Summarization",
-               "general": "General"}
+TASK_TITLES = {
+    "qa": "QA",
+    "dialogue": "Dialogue",
+    "summarization": "Summarization",
+    "general": "General",
+}
 _DASH = "—"
 _NOTE = (
     "Accuracy in %, invalid replies counted wrong (the paper's convention); ± is the half-width "
@@ -49,8 +53,11 @@ _CONTRAST_NOTE = (
     "contrast: accuracy = right picks of the hallucinated text out of two (chance 50%); the "
     "Yes/No metrics and baselines do not apply."
 )
-_NO_BASELINES: dict[str, float | None] = {"always_no": None, "always_yes": None,
-                                          "length_only": None}
+_NO_BASELINES: dict[str, float | None] = {
+    "always_no": None,
+    "always_yes": None,
+    "length_only": None,
+}
 
 
 @dataclass(frozen=True)
@@ -155,8 +162,20 @@ def _summary(rows: Sequence[ResultRow]) -> list[tuple[str, str, dict[str, str]]]
 
 
 _DETAIL_HEADERS = (
-    "Model", "Strategy", "n", "Accuracy [95% CI]", "Acc. valid", "Invalid", "Precision",
-    "Recall", "F1", "Yes-rate", "Bal. acc.", "Always No", "Always Yes", "Length only",
+    "Model",
+    "Strategy",
+    "n",
+    "Accuracy [95% CI]",
+    "Acc. valid",
+    "Invalid",
+    "Precision",
+    "Recall",
+    "F1",
+    "Yes-rate",
+    "Bal. acc.",
+    "Always No",
+    "Always Yes",
+    "Length only",
 )
 
 
@@ -166,12 +185,24 @@ def _detail(row: ResultRow) -> list[str]:
     if m.accuracy is not None and m.accuracy_ci is not None:
         acc = f"{_pct(m.accuracy)} [{_pct(m.accuracy_ci[0])}, {_pct(m.accuracy_ci[1])}]"
     yes_no = row.strategy != "contrast"
+
     def only(value: float | None) -> str:
         return _pct(value) if yes_no else _DASH
+
     return [
-        row.model, row.strategy, str(m.n), acc, _pct(m.accuracy_valid), _pct(m.invalid_rate),
-        only(m.precision), only(m.recall), only(m.f1), only(m.yes_rate),
-        only(m.balanced_accuracy), _pct(b.get("always_no")), _pct(b.get("always_yes")),
+        row.model,
+        row.strategy,
+        str(m.n),
+        acc,
+        _pct(m.accuracy_valid),
+        _pct(m.invalid_rate),
+        only(m.precision),
+        only(m.recall),
+        only(m.f1),
+        only(m.yes_rate),
+        only(m.balanced_accuracy),
+        _pct(b.get("always_no")),
+        _pct(b.get("always_yes")),
         _pct(b.get("length_only")),
     ]
 
@@ -206,8 +237,9 @@ def render_rich(rows: Sequence[ResultRow]) -> list[Table]:
     tables: list[Table] = [main]
     for task, group in _by_task(rows):
         caption = _CONTRAST_NOTE if any(r.strategy == "contrast" for r in group) else None
-        detail = Table(title=f"{TASK_TITLES.get(task, task)}: details", caption=caption,
-                       title_justify="left")
+        detail = Table(
+            title=f"{TASK_TITLES.get(task, task)}: details", caption=caption, title_justify="left"
+        )
         for i, header in enumerate(_DETAIL_HEADERS):
             detail.add_column(header, justify="left" if i < 2 else "right", no_wrap=i == 3)
         for r in group:
@@ -241,18 +273,42 @@ def render_markdown(rows: Sequence[ResultRow]) -> str:
         _NOTE,
     ]
     for task, group in _by_task(rows):
-        parts += ["", f"### {TASK_TITLES.get(task, task)}: details", "",
-                  _md_table(_DETAIL_HEADERS, (_detail(r) for r in group), right_from=2)]
+        parts += [
+            "",
+            f"### {TASK_TITLES.get(task, task)}: details",
+            "",
+            _md_table(_DETAIL_HEADERS, (_detail(r) for r in group), right_from=2),
+        ]
         if any(r.strategy == "contrast" for r in group):
             parts += ["", _CONTRAST_NOTE]
     return "\n".join(parts) + "\n"
 
 
 _CSV_FIELDS = (
-    "source", "task", "model", "strategy", "n", "accuracy", "accuracy_ci_low",
-    "accuracy_ci_high", "accuracy_valid", "invalid_rate", "precision", "recall", "f1",
-    "yes_rate", "balanced_accuracy", "tp", "fp", "tn", "fn", "invalid", "always_no",
-    "always_yes", "length_only", "runs",
+    "source",
+    "task",
+    "model",
+    "strategy",
+    "n",
+    "accuracy",
+    "accuracy_ci_low",
+    "accuracy_ci_high",
+    "accuracy_valid",
+    "invalid_rate",
+    "precision",
+    "recall",
+    "f1",
+    "yes_rate",
+    "balanced_accuracy",
+    "tp",
+    "fp",
+    "tn",
+    "fn",
+    "invalid",
+    "always_no",
+    "always_yes",
+    "length_only",
+    "runs",
 )
 
 
@@ -274,17 +330,43 @@ def render_csv(rows: Sequence[ResultRow]) -> str:
         def only(value: float | None, yes_no: bool = yes_no) -> str:
             return _num(value) if yes_no else ""
 
-        w.writerow([
-            "measured", r.task, r.model, r.strategy, m.n, _num(m.accuracy), _num(lo), _num(hi),
-            _num(m.accuracy_valid), _num(m.invalid_rate), only(m.precision), only(m.recall),
-            only(m.f1), only(m.yes_rate), only(m.balanced_accuracy), m.tp, m.fp, m.tn, m.fn,
-            m.invalid, _num(b.get("always_no")), _num(b.get("always_yes")),
-            _num(b.get("length_only")), " ".join(r.runs),
-        ])
+        w.writerow(
+            [
+                "measured",
+                r.task,
+                r.model,
+                r.strategy,
+                m.n,
+                _num(m.accuracy),
+                _num(lo),
+                _num(hi),
+                _num(m.accuracy_valid),
+                _num(m.invalid_rate),
+                only(m.precision),
+                only(m.recall),
+                only(m.f1),
+                only(m.yes_rate),
+                only(m.balanced_accuracy),
+                m.tp,
+                m.fp,
+                m.tn,
+                m.fn,
+                m.invalid,
+                _num(b.get("always_no")),
+                _num(b.get("always_yes")),
+                _num(b.get("length_only")),
+                " ".join(r.runs),
+            ]
+        )
     for strategy, tasks in PAPER_CHATGPT.items():
         for task, value in tasks.items():
             line = dict.fromkeys(_CSV_FIELDS, "")
-            line.update(source="paper", task=task, model=PAPER_LABEL, strategy=strategy,
-                        accuracy=_num(value / 100))
+            line.update(
+                source="paper",
+                task=task,
+                model=PAPER_LABEL,
+                strategy=strategy,
+                accuracy=_num(value / 100),
+            )
             w.writerow([line[f] for f in _CSV_FIELDS])
     return buf.getvalue()

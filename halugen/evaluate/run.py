@@ -67,15 +67,25 @@ class _Judged:
 
 def _identity(cfg: EvalConfig, template: Template) -> dict[str, object]:
     r = cfg.run
-    return {"task": cfg.task, "strategy": cfg.strategy, "data": list(cfg.data),
-            "gen_run": cfg.gen_run, "scoring": cfg.scoring, "model": r.model,
-            "base_url": r.base_url.rstrip("/"), "seed": r.run_seed,
-            "template": template.hash}
+    return {
+        "task": cfg.task,
+        "strategy": cfg.strategy,
+        "data": list(cfg.data),
+        "gen_run": cfg.gen_run,
+        "scoring": cfg.scoring,
+        "model": r.model,
+        "base_url": r.base_url.rstrip("/"),
+        "seed": r.run_seed,
+        "template": template.hash,
+    }
 
 
 def _items(cfg: EvalConfig, session: CallSession) -> Iterator[judge.EvalItem]:
-    source = (items_from_files(list(cfg.data), cfg.task) if cfg.data
-              else items_from_store(session.store, cfg.task, gen_run=cfg.gen_run))
+    source = (
+        items_from_files(list(cfg.data), cfg.task)
+        if cfg.data
+        else items_from_store(session.store, cfg.task, gen_run=cfg.gen_run)
+    )
     for n, item in enumerate(source):
         if cfg.limit is not None and n >= cfg.limit:
             return
@@ -86,8 +96,9 @@ def _rng(seed: int, item_key: str) -> random.Random:
     return random.Random(fingerprint([seed, item_key, "shown"], size=16))
 
 
-async def _judge_one(cfg: EvalConfig, session: CallSession, template: Template,
-                     item: judge.EvalItem) -> _Judged | None:
+async def _judge_one(
+    cfg: EvalConfig, session: CallSession, template: Template, item: judge.EvalItem
+) -> _Judged | None:
     rng = _rng(cfg.run.run_seed, item.key)
     right, hallucinated = judge.shown_texts(item)
     if cfg.strategy == "contrast":
@@ -107,30 +118,48 @@ async def _judge_one(cfg: EvalConfig, session: CallSession, template: Template,
         shown = "hallucinated" if show_hallucinated else "right"
         truth = show_hallucinated
     logprobs = cfg.scoring == "logprobs"
-    request = ChatRequest(model=cfg.run.model, messages=template.render(values),
-                          temperature=0.0, max_tokens=judge.max_tokens_for(cfg.strategy),
-                          logprobs=logprobs, top_logprobs=5 if logprobs else None)
+    request = ChatRequest(
+        model=cfg.run.model,
+        messages=template.render(values),
+        temperature=0.0,
+        max_tokens=judge.max_tokens_for(cfg.strategy),
+        logprobs=logprobs,
+        top_logprobs=5 if logprobs else None,
+    )
     est = template.estimate_tokens(values, session.counter)
-    result = await session.runner.call(request, stage="judge", task=cfg.task,
-                                       seed_key=item.key, est_prompt_tokens=est)
+    result = await session.runner.call(
+        request, stage="judge", task=cfg.task, seed_key=item.key, est_prompt_tokens=est
+    )
     if isinstance(result, CallFailure):
         return None  # logged in calls; the item stays unjudged and a resume retries it
     p_yes = None
     if cfg.strategy == "contrast":
         pick = parse_contrast(result.text)
-        verdict = "invalid" if pick is None else (
-            "yes" if (pick == 1) == hallucinated_first else "no")
+        verdict = (
+            "invalid" if pick is None else ("yes" if (pick == 1) == hallucinated_first else "no")
+        )
     elif logprobs and result.logprobs:
         verdict, p_yes = verdict_from_logprobs(result.logprobs[0])
     else:
         verdict = parse_verdict(result.text)
-    return _Judged(item, shown, truth, verdict, p_yes,
-                   len(shown_text) if shown_text is not None else None, result.text[:4000],
-                   request.key)
+    return _Judged(
+        item,
+        shown,
+        truth,
+        verdict,
+        p_yes,
+        len(shown_text) if shown_text is not None else None,
+        result.text[:4000],
+        request.key,
+    )
 
 
-async def _worker(cfg: EvalConfig, session: CallSession, template: Template,
-                  receive: ObjectReceiveStream[judge.EvalItem]) -> None:
+async def _worker(
+    cfg: EvalConfig,
+    session: CallSession,
+    template: Template,
+    receive: ObjectReceiveStream[judge.EvalItem],
+) -> None:
     st = session.stats
     async with receive:
         async for item in receive:
@@ -144,15 +173,35 @@ async def _worker(cfg: EvalConfig, session: CallSession, template: Template,
             if judged is None:
                 st.bump(st.failed, cfg.task)
                 continue
-            session.store.writer.put([("judgements", (
-                session.run_id, cfg.task, item.key, item.item_id, cfg.strategy, cfg.run.model,
-                judged.shown, judged.truth, judged.verdict, judged.p_yes, judged.shown_length,
-                judged.raw, judged.call_key, template.hash))])
+            session.store.writer.put(
+                [
+                    (
+                        "judgements",
+                        (
+                            session.run_id,
+                            cfg.task,
+                            item.key,
+                            item.item_id,
+                            cfg.strategy,
+                            cfg.run.model,
+                            judged.shown,
+                            judged.truth,
+                            judged.verdict,
+                            judged.p_yes,
+                            judged.shown_length,
+                            judged.raw,
+                            judged.call_key,
+                            template.hash,
+                        ),
+                    )
+                ]
+            )
             st.bump(st.sampled if judged.verdict != "invalid" else st.rejected, cfg.task)
 
 
-async def _feed(cfg: EvalConfig, session: CallSession, done: KeyIndex,
-                send: ObjectSendStream[judge.EvalItem]) -> None:
+async def _feed(
+    cfg: EvalConfig, session: CallSession, done: KeyIndex, send: ObjectSendStream[judge.EvalItem]
+) -> None:
     st = session.stats
     total = 0
     async with send:
@@ -169,24 +218,37 @@ async def _feed(cfg: EvalConfig, session: CallSession, done: KeyIndex,
         st.seeds_total[cfg.task] = total
 
 
-async def evaluate(cfg: EvalConfig, *, transport: Transport | None = None,
-                   console: Console | None = None,
-                   on_run: Callable[[str, bool], None] | None = None) -> EvalOutcome:
+async def evaluate(
+    cfg: EvalConfig,
+    *,
+    transport: Transport | None = None,
+    console: Console | None = None,
+    on_run: Callable[[str, bool], None] | None = None,
+) -> EvalOutcome:
     check_task(cfg.task)
     if cfg.scoring not in ("parse", "logprobs"):
         raise UsageError(f"--scoring must be parse or logprobs, not {cfg.scoring!r}")
-    template = load_template(cfg.task, judge.template_name(cfg.task, cfg.strategy),
-                             cfg.run.prompts_dir)
+    template = load_template(
+        cfg.task, judge.template_name(cfg.task, cfg.strategy), cfg.run.prompts_dir
+    )
     if cfg.data:  # fail fast on unreadable input, before a run is opened
         next(iter(items_from_files(list(cfg.data), cfg.task)), None)
-    async with call_session(cfg.run, kind="eval", identity=_identity(cfg, template),
-                            tasks=cfg.task, transport=transport, on_run=on_run) as session:
+    async with call_session(
+        cfg.run,
+        kind="eval",
+        identity=_identity(cfg, template),
+        tasks=cfg.task,
+        transport=transport,
+        on_run=on_run,
+    ) as session:
         rows = session.store.query(
-            "SELECT item_key FROM judgements WHERE run_id = ?", [session.run_id])
+            "SELECT item_key FROM judgements WHERE run_id = ?", [session.run_id]
+        )
         done = KeyIndex(key_prefix(r[0]) for r in rows)
         session.stats.seeds_total[cfg.task] = cfg.limit
-        session.stats.words.update(seeds="items", sampled="judged", rejected="invalid",
-                                   acceptance="valid", per="per item")
+        session.stats.words.update(
+            seeds="items", sampled="judged", rejected="invalid", acceptance="valid", per="per item"
+        )
         workers = max(1, cfg.run.rate.concurrency)
 
         async def pipeline() -> None:
@@ -198,18 +260,21 @@ async def evaluate(cfg: EvalConfig, *, transport: Transport | None = None,
                         tg.start_soon(_worker, cfg, session, template, rx.clone())
 
         try:
-            status, message = await drive(session, pipeline, progress=cfg.run.progress,
-                                          console=console)
+            status, message = await drive(
+                session, pipeline, progress=cfg.run.progress, console=console
+            )
         except UsageError:
             raise
         session.store.writer.flush_blocking()
         judged = session.store.query(
-            "SELECT count(*) FROM judgements WHERE run_id = ?", [session.run_id])[0][0]
+            "SELECT count(*) FROM judgements WHERE run_id = ?", [session.run_id]
+        )[0][0]
         spent = format_usd(session.store.spent(session.run_id))
         message, exit_code = closing(
-            status, message, what=f"eval run {session.run_id} ({cfg.task}/{cfg.strategy} with "
-                                  f"{cfg.run.model})",
-            summary=f"{judged} item(s) judged; spent {spent}")
+            status,
+            message,
+            what=f"eval run {session.run_id} ({cfg.task}/{cfg.strategy} with {cfg.run.model})",
+            summary=f"{judged} item(s) judged; spent {spent}",
+        )
         session.store.update_run(session.run_id, status=status, status_detail=message[:1000])
-        return EvalOutcome(session.run_id, status, message, exit_code, judged,
-                           tuple(session.notes))
+        return EvalOutcome(session.run_id, status, message, exit_code, judged, tuple(session.notes))

@@ -57,7 +57,7 @@ def _line_value(text: str, m: re.Match[str]) -> str:
 
 
 def parse_verdict(text: str) -> str:
-    """"yes" | "no" | "invalid" for a judge reply.
+    """ "yes" | "no" | "invalid" for a judge reply.
 
     Rules, in order: the last ``Verdict:`` line decides when there is one; else the reply
     must open with Yes or No (markdown and punctuation before it are fine). Either way the

@@ -44,10 +44,11 @@ class CallFailure:
         return "context_length" if "context" in self.message else "call_failed"
 
 
-def backoff_delay(attempt: int, policy: RetryPolicy, retry_after: float | None,
-                  rng: random.Random) -> float:
+def backoff_delay(
+    attempt: int, policy: RetryPolicy, retry_after: float | None, rng: random.Random
+) -> float:
     """Exponential backoff with full jitter; never shorter than the server's retry-after."""
-    cap = min(policy.max_delay, policy.base_delay * (2 ** attempt))
+    cap = min(policy.max_delay, policy.base_delay * (2**attempt))
     delay = rng.uniform(0, cap)
     if retry_after is not None:
         delay = max(delay, retry_after)
@@ -93,12 +94,16 @@ class CallRunner:
 
     def estimate_prompt_tokens(self, request: ChatRequest) -> int:
         return PER_REQUEST_TOKENS + sum(
-            PER_MESSAGE_TOKENS + self.count_tokens(m.get("content", ""))
-            for m in request.messages
+            PER_MESSAGE_TOKENS + self.count_tokens(m.get("content", "")) for m in request.messages
         )
 
     async def call(
-        self, request: ChatRequest, *, stage: str, task: str, seed_key: str = "",
+        self,
+        request: ChatRequest,
+        *,
+        stage: str,
+        task: str,
+        seed_key: str = "",
         est_prompt_tokens: int | None = None,
     ) -> ChatResult | CallFailure:
         key = request.key
@@ -120,7 +125,12 @@ class CallRunner:
         return result
 
     async def _call(
-        self, request: ChatRequest, key: str, stage: str, task: str, seed_key: str,
+        self,
+        request: ChatRequest,
+        key: str,
+        stage: str,
+        task: str,
+        seed_key: str,
         est_prompt_tokens: int | None,
     ) -> ChatResult | CallFailure:
         st = self.stats.stage(task, stage)
@@ -134,8 +144,11 @@ class CallRunner:
                 st.cached += 1
                 return cached
 
-        est = est_prompt_tokens if est_prompt_tokens is not None else (
-            self.estimate_prompt_tokens(request))
+        est = (
+            est_prompt_tokens
+            if est_prompt_tokens is not None
+            else (self.estimate_prompt_tokens(request))
+        )
         max_out = request.n * request.max_tokens
         body = self.client.body(request)
         attempts = 0
@@ -153,7 +166,8 @@ class CallRunner:
             common = (key, stage, task, request.model, seed_key)
             try:
                 await self.writer.put_durable(
-                    [("ledger", (call_id, res_no, self.run_id, "reserve", amount, *common))])
+                    [("ledger", (call_id, res_no, self.run_id, "reserve", amount, *common))]
+                )
             except BaseException:
                 self.ledger.release(reservation)
                 raise
@@ -169,8 +183,9 @@ class CallRunner:
                 if attempts >= self.retry.max_attempts:
                     break
                 st.retries += 1
-                await self._sleep(backoff_delay(attempts - 1, self.retry, exc.retry_after,
-                                                self._rng))
+                await self._sleep(
+                    backoff_delay(attempts - 1, self.retry, exc.retry_after, self._rng)
+                )
                 continue
             except FatalCallError as exc:
                 last_error = exc
@@ -178,8 +193,19 @@ class CallRunner:
                 total_cost += self._close(reservation, call_id, res_no, False)
                 if isinstance(exc, AuthError):
                     self.auth_failed = exc
-                    self._log_failure(call_id, key, stage, task, seed_key, request, est, exc,
-                                      attempts, total_cost, total_reserved)
+                    self._log_failure(
+                        call_id,
+                        key,
+                        stage,
+                        task,
+                        seed_key,
+                        request,
+                        est,
+                        exc,
+                        attempts,
+                        total_cost,
+                        total_reserved,
+                    )
                     raise
                 break
             except BaseException:
@@ -191,22 +217,48 @@ class CallRunner:
                 st.in_flight -= 1
             # success
             self._reached = True
-            cost = self.price.cost(result.prompt_tokens, result.completion_tokens,
-                                   result.cached_tokens)
+            cost = self.price.cost(
+                result.prompt_tokens, result.completion_tokens, result.cached_tokens
+            )
             total_cost += cost
             self.ledger.settle(reservation, cost)
             if not result.usage_estimated:
                 self.margin.observe(est, result.prompt_tokens)
             status = "content_filter" if "content_filter" in result.finish_reasons else "ok"
-            self.writer.put([
-                ("ledger", (call_id, res_no, self.run_id, "settle", cost, *common)),
-                ("call_log", (
-                    call_id, key, key_prefix(key), self.run_id, stage, task, request.model,
-                    seed_key, status, result.prompt_tokens, result.completion_tokens,
-                    result.cached_tokens, result.usage_estimated, est, total_cost,
-                    total_reserved, result.latency_ms, attempts, 200, None, None,
-                    result.finish_reason, body.decode(), result.raw.decode("utf-8", "replace"))),
-            ])
+            self.writer.put(
+                [
+                    ("ledger", (call_id, res_no, self.run_id, "settle", cost, *common)),
+                    (
+                        "call_log",
+                        (
+                            call_id,
+                            key,
+                            key_prefix(key),
+                            self.run_id,
+                            stage,
+                            task,
+                            request.model,
+                            seed_key,
+                            status,
+                            result.prompt_tokens,
+                            result.completion_tokens,
+                            result.cached_tokens,
+                            result.usage_estimated,
+                            est,
+                            total_cost,
+                            total_reserved,
+                            result.latency_ms,
+                            attempts,
+                            200,
+                            None,
+                            None,
+                            result.finish_reason,
+                            body.decode(),
+                            result.raw.decode("utf-8", "replace"),
+                        ),
+                    ),
+                ]
+            )
             if status == "ok":
                 self._known.add(key)
             st.done += 1
@@ -217,19 +269,32 @@ class CallRunner:
             return _with_attempts(result, attempts)
 
         assert last_error is not None
-        self._log_failure(call_id, key, stage, task, seed_key, request, est, last_error,
-                          attempts, total_cost, total_reserved)
+        self._log_failure(
+            call_id,
+            key,
+            stage,
+            task,
+            seed_key,
+            request,
+            est,
+            last_error,
+            attempts,
+            total_cost,
+            total_reserved,
+        )
         if last_error.status == 0 and not self._reached:
             # every attempt of the first calls failed before any answer: systemic, not per call
             raise EndpointUnreachable(
                 f"cannot reach {self.client.url} after {attempts} attempts ({last_error}); "
-                f"check --base-url (or OPENAI_BASE_URL) and the network")
+                f"check --base-url (or OPENAI_BASE_URL) and the network"
+            )
         st.failed += 1
         st.cost_pusd += total_cost
         return CallFailure(key, last_error.error_class, str(last_error), last_error.status)
 
-    def _close(self, reservation: Reservation, call_id: int, res_no: int,
-               billed_maybe: bool) -> int:
+    def _close(
+        self, reservation: Reservation, call_id: int, res_no: int, billed_maybe: bool
+    ) -> int:
         """Close a reservation after a failed attempt; returns what it cost."""
         if billed_maybe:
             spend = reservation.amount
@@ -239,21 +304,62 @@ class CallRunner:
             spend = 0
             self.ledger.release(reservation)
             event = "release"
-        self.writer.put([("ledger", (call_id, res_no, self.run_id, event, spend, None, None,
-                                     None, None, None))])
+        self.writer.put(
+            [("ledger", (call_id, res_no, self.run_id, event, spend, None, None, None, None, None))]
+        )
         return spend
 
-    def _log_failure(self, call_id: int, key: str, stage: str, task: str, seed_key: str,
-                     request: ChatRequest, est: int, error: LLMError, attempts: int,
-                     cost: int, reserved: int) -> None:
-        self.writer.put([("call_log", (
-            call_id, key, key_prefix(key), self.run_id, stage, task, request.model, seed_key,
-            "failed", None, None, None, None, est, cost, reserved, None, attempts,
-            error.status, error.error_class, str(error)[:500], None,
-            self.client.body(request).decode(), None))])
+    def _log_failure(
+        self,
+        call_id: int,
+        key: str,
+        stage: str,
+        task: str,
+        seed_key: str,
+        request: ChatRequest,
+        est: int,
+        error: LLMError,
+        attempts: int,
+        cost: int,
+        reserved: int,
+    ) -> None:
+        self.writer.put(
+            [
+                (
+                    "call_log",
+                    (
+                        call_id,
+                        key,
+                        key_prefix(key),
+                        self.run_id,
+                        stage,
+                        task,
+                        request.model,
+                        seed_key,
+                        "failed",
+                        None,
+                        None,
+                        None,
+                        None,
+                        est,
+                        cost,
+                        reserved,
+                        None,
+                        attempts,
+                        error.status,
+                        error.error_class,
+                        str(error)[:500],
+                        None,
+                        self.client.body(request).decode(),
+                        None,
+                    ),
+                )
+            ]
+        )
 
-    def _from_cache(self, request: ChatRequest, key: str, call_id: int, stage: str,
-                    task: str, seed_key: str) -> ChatResult | None:
+    def _from_cache(
+        self, request: ChatRequest, key: str, call_id: int, stage: str, task: str, seed_key: str
+    ) -> ChatResult | None:
         row = self.store.cached_response(key)
         if row is None:
             return None
@@ -266,15 +372,50 @@ class CallRunner:
             logprobs = tuple(c.get("logprobs") for c in choices)
         except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
             return None  # an unreadable cache entry is simply not a hit
-        self.writer.put([("call_log", (
-            call_id, key, key_prefix(key), self.run_id, stage, task, request.model, seed_key,
-            "cached", prompt, completion, cached_tokens, estimated, None, 0, 0, 0.0, 0, None,
-            None, None, reasons[0] if reasons else None, None, None))])
+        self.writer.put(
+            [
+                (
+                    "call_log",
+                    (
+                        call_id,
+                        key,
+                        key_prefix(key),
+                        self.run_id,
+                        stage,
+                        task,
+                        request.model,
+                        seed_key,
+                        "cached",
+                        prompt,
+                        completion,
+                        cached_tokens,
+                        estimated,
+                        None,
+                        0,
+                        0,
+                        0.0,
+                        0,
+                        None,
+                        None,
+                        None,
+                        reasons[0] if reasons else None,
+                        None,
+                        None,
+                    ),
+                )
+            ]
+        )
         return ChatResult(
-            texts=texts, finish_reasons=reasons, prompt_tokens=prompt or 0,
-            completion_tokens=completion or 0, cached_tokens=cached_tokens or 0,
-            usage_estimated=bool(estimated), model=request.model, raw=raw.encode(),
-            from_cache=True, attempts=0,
+            texts=texts,
+            finish_reasons=reasons,
+            prompt_tokens=prompt or 0,
+            completion_tokens=completion or 0,
+            cached_tokens=cached_tokens or 0,
+            usage_estimated=bool(estimated),
+            model=request.model,
+            raw=raw.encode(),
+            from_cache=True,
+            attempts=0,
             logprobs=logprobs if any(lp is not None for lp in logprobs) else (),
         )
 

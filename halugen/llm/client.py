@@ -69,7 +69,9 @@ class ChatClient:
     async def send(self, request: ChatRequest, *, body: bytes | None = None) -> ChatResult:
         started = time.perf_counter()
         response = await self._transport.post(
-            self.url, self._headers, body if body is not None else self.body(request),
+            self.url,
+            self._headers,
+            body if body is not None else self.body(request),
             self._timeouts,
         )
         if self._observe is not None:
@@ -95,7 +97,8 @@ class ChatClient:
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
             raise RetryableError(
                 "the server answered 200 with a body that is not a chat completion",
-                status=200, billed_maybe=True,
+                status=200,
+                billed_maybe=True,
             ) from None
         usage = data.get("usage") if isinstance(data, dict) else None
         estimated = not isinstance(usage, dict) or "prompt_tokens" not in usage
@@ -145,7 +148,8 @@ def _error_for(response: HttpResponse, secret: str) -> Exception:
     if status == 401:
         return AuthError(
             f"the endpoint rejected the API key (HTTP 401{detail}); check --api-key or "
-            f"OPENAI_API_KEY", status=401,
+            f"OPENAI_API_KEY",
+            status=401,
         )
     if status == 429:
         if code == "insufficient_quota":
@@ -154,15 +158,18 @@ def _error_for(response: HttpResponse, secret: str) -> Exception:
                 status=429,
             )
         return RateLimited(
-            f"rate limited (HTTP 429{detail})", status=429,
+            f"rate limited (HTTP 429{detail})",
+            status=429,
             retry_after=retry_after_seconds(response.headers),
         )
     if status in (408, 409) or status >= 500:
         return RetryableError(
-            f"HTTP {status}{detail}", status=status,
+            f"HTTP {status}{detail}",
+            status=status,
             retry_after=retry_after_seconds(response.headers),
         )
     if code == "context_length_exceeded" or "context length" in message.lower():
-        return FatalCallError(f"the prompt is longer than the model's context (HTTP {status})",
-                              status=status)
+        return FatalCallError(
+            f"the prompt is longer than the model's context (HTTP {status})", status=status
+        )
     return FatalCallError(f"HTTP {status}{detail}", status=status)

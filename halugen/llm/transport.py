@@ -102,9 +102,7 @@ class AiohttpTransport:
                 # aiohttp's header mapping answers lower-case lookups already
                 return HttpResponse(status=resp.status, headers=resp.headers, body=data)
         except TimeoutError:
-            raise RetryableError(
-                "timed out waiting for the server", billed_maybe=True
-            ) from None
+            raise RetryableError("timed out waiting for the server", billed_maybe=True) from None
         except aiohttp.ClientConnectorError as exc:
             # the connection was never made: nothing was sent, nothing can be billed
             raise RetryableError(f"cannot connect: {exc.os_error}", billed_maybe=False) from None

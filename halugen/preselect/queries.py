@@ -123,9 +123,9 @@ def _read(
 ) -> Iterator[Query | BadRecord]:
     for path, name in plan:
         mapping = _Mapping(
-            query=(query_field,) if query_field else (
-                _ALPACA_QUERY if name == "alpaca" else _PLAIN_QUERY
-            ),
+            query=(query_field,)
+            if query_field
+            else (_ALPACA_QUERY if name == "alpaca" else _PLAIN_QUERY),
             query_given=bool(query_field),
             input=input_field or _DEFAULT_INPUT,
             input_given=bool(input_field),
@@ -197,9 +197,7 @@ def _csv_header(path: str) -> frozenset[str]:
     return frozenset(header_columns(line.decode("utf-8", "replace").strip()))
 
 
-def _query(
-    record: Any, mapping: _Mapping, path: str, base: str, position: int
-) -> Query:
+def _query(record: Any, mapping: _Mapping, path: str, base: str, position: int) -> Query:
     if not isinstance(record, Mapping):
         raise RecordProblem(f"record is {kind_of(record)}, not an object")
     name = next((n for n in mapping.query if n in record), None)

@@ -71,60 +71,93 @@ class _NMode:
     def observe(self, asked: int, got: int) -> None:
         if not self.learned and got < asked:
             self.use_n = False
-            self.note = (f"the server answered n={asked} with {got} choice(s): sampling each "
-                         f"response with its own call")
+            self.note = (
+                f"the server answered n={asked} with {got} choice(s): sampling each "
+                f"response with its own call"
+            )
         self.learned = True
 
 
 def _identity(cfg: PreselectConfig, scorer_name: str) -> dict[str, object]:
     r = cfg.run
-    return {"queries": list(cfg.queries), "format": cfg.query_format,
-            "fields": [cfg.query_field, cfg.input_field, cfg.id_field],
-            "responses": cfg.responses, "model": r.model, "base_url": r.base_url.rstrip("/"),
-            "sampling": [r.sampling.temperature, r.sampling.max_tokens], "seed": r.run_seed,
-            "scorer": scorer_name}
+    return {
+        "queries": list(cfg.queries),
+        "format": cfg.query_format,
+        "fields": [cfg.query_field, cfg.input_field, cfg.id_field],
+        "responses": cfg.responses,
+        "model": r.model,
+        "base_url": r.base_url.rstrip("/"),
+        "sampling": [r.sampling.temperature, r.sampling.max_tokens],
+        "seed": r.run_seed,
+        "scorer": scorer_name,
+    }
 
 
 def _request(cfg: PreselectConfig, q: Query, *, n: int, index: int) -> ChatRequest:
     seed = int(fingerprint([cfg.run.run_seed, q.key, index], size=8), 16) & 0x7FFFFFFF
-    return ChatRequest(model=cfg.run.model, messages=({"role": "user", "content": q.text},),
-                       temperature=cfg.run.sampling.temperature,
-                       max_tokens=cfg.run.sampling.max_tokens, n=n, seed=seed, index=index)
+    return ChatRequest(
+        model=cfg.run.model,
+        messages=({"role": "user", "content": q.text},),
+        temperature=cfg.run.sampling.temperature,
+        max_tokens=cfg.run.sampling.max_tokens,
+        n=n,
+        seed=seed,
+        index=index,
+    )
 
 
-async def _sample(cfg: PreselectConfig, session: CallSession, mode: _NMode, q: Query
-                  ) -> list[str] | None:
+async def _sample(
+    cfg: PreselectConfig, session: CallSession, mode: _NMode, q: Query
+) -> list[str] | None:
     texts: list[str] = []
     want = cfg.responses
     if mode.use_n and want > 1:
-        result = await session.runner.call(_request(cfg, q, n=want, index=0),
-                                           stage="respond", task="general", seed_key=q.key)
+        result = await session.runner.call(
+            _request(cfg, q, n=want, index=0), stage="respond", task="general", seed_key=q.key
+        )
         if isinstance(result, CallFailure):
             return None
         mode.observe(want, len(result.texts))
         texts.extend(t.strip() for t in result.texts[:want])
     while len(texts) < want:
-        result = await session.runner.call(_request(cfg, q, n=1, index=len(texts)),
-                                           stage="respond", task="general", seed_key=q.key)
+        result = await session.runner.call(
+            _request(cfg, q, n=1, index=len(texts)), stage="respond", task="general", seed_key=q.key
+        )
         if isinstance(result, CallFailure):
             return None
         texts.append(result.text.strip())
     return texts
 
 
-async def _feed(cfg: PreselectConfig, session: CallSession, done: KeyIndex,
-                send: ObjectSendStream[Query]) -> None:
+async def _feed(
+    cfg: PreselectConfig, session: CallSession, done: KeyIndex, send: ObjectSendStream[Query]
+) -> None:
     st = session.stats
     total = 0
     async with send:
-        for item in read_queries(list(cfg.queries), fmt=cfg.query_format,
-                                 query_field=cfg.query_field, input_field=cfg.input_field,
-                                 id_field=cfg.id_field):
+        for item in read_queries(
+            list(cfg.queries),
+            fmt=cfg.query_format,
+            query_field=cfg.query_field,
+            input_field=cfg.input_field,
+            id_field=cfg.id_field,
+        ):
             if isinstance(item, BadRecord):
                 st.bump(st.bad_records, "general")
-                session.store.writer.put([("bad_records", (
-                    session.run_id, "general", item.source_file, item.source_line,
-                    item.reason))])
+                session.store.writer.put(
+                    [
+                        (
+                            "bad_records",
+                            (
+                                session.run_id,
+                                "general",
+                                item.source_file,
+                                item.source_line,
+                                item.reason,
+                            ),
+                        )
+                    ]
+                )
                 continue
             total += 1
             if cfg.run.limit is not None and total > cfg.run.limit:
@@ -140,9 +173,13 @@ async def _feed(cfg: PreselectConfig, session: CallSession, done: KeyIndex,
         st.seeds_total["general"] = min(total, cfg.run.limit or total)
 
 
-async def _respond(cfg: PreselectConfig, session: CallSession, mode: _NMode,
-                   receive: ObjectReceiveStream[Query],
-                   send: ObjectSendStream[tuple[Query, list[str]]]) -> None:
+async def _respond(
+    cfg: PreselectConfig,
+    session: CallSession,
+    mode: _NMode,
+    receive: ObjectReceiveStream[Query],
+    send: ObjectSendStream[tuple[Query, list[str]]],
+) -> None:
     st = session.stats
     async with receive, send:
         async for q in receive:
@@ -157,15 +194,26 @@ async def _respond(cfg: PreselectConfig, session: CallSession, mode: _NMode,
                 st.bump(st.failed, "general")
                 continue
             session.store.writer.put(
-                [("preselect_queries", (session.run_id, q.key, q.query_id, q.text,
-                                        q.source_file, q.source_line))]
-                + [("preselect_responses", (session.run_id, q.key, i, t, None))
-                   for i, t in enumerate(texts)])
+                [
+                    (
+                        "preselect_queries",
+                        (session.run_id, q.key, q.query_id, q.text, q.source_file, q.source_line),
+                    )
+                ]
+                + [
+                    ("preselect_responses", (session.run_id, q.key, i, t, None))
+                    for i, t in enumerate(texts)
+                ]
+            )
             await send.send((q, texts))
 
 
-async def _score(cfg: PreselectConfig, session: CallSession, scorer: PairwiseScorer,
-                 receive: ObjectReceiveStream[tuple[Query, list[str]]]) -> None:
+async def _score(
+    cfg: PreselectConfig,
+    session: CallSession,
+    scorer: PairwiseScorer,
+    receive: ObjectReceiveStream[tuple[Query, list[str]]],
+) -> None:
     st = session.stats
     batch: list[tuple[Query, list[str]]] = []
 
@@ -178,8 +226,9 @@ async def _score(cfg: PreselectConfig, session: CallSession, scorer: PairwiseSco
             if math.isnan(score):
                 st.bump(st.rejected, "general")
                 continue
-            rows.append(("preselect_scores", (session.run_id, q.key, score, len(texts),
-                                              scorer.name)))
+            rows.append(
+                ("preselect_scores", (session.run_id, q.key, score, len(texts), scorer.name))
+            )
             st.bump(st.sampled, "general")
         session.store.writer.put(rows)
         batch.clear()
@@ -193,35 +242,59 @@ async def _score(cfg: PreselectConfig, session: CallSession, scorer: PairwiseSco
             await flush()
 
 
-async def preselect(cfg: PreselectConfig, *, transport: Transport | None = None,
-                    console: Console | None = None,
-                    on_run: Callable[[str, bool], None] | None = None,
-                    scorer: PairwiseScorer | None = None) -> PreselectOutcome:
+async def preselect(
+    cfg: PreselectConfig,
+    *,
+    transport: Transport | None = None,
+    console: Console | None = None,
+    on_run: Callable[[str, bool], None] | None = None,
+    scorer: PairwiseScorer | None = None,
+) -> PreselectOutcome:
     if cfg.responses < 2:
         raise UsageError("--responses must be at least 2 (similarity needs pairs)")
     if cfg.keep < 1:
         raise UsageError("--keep must be at least 1")
     if cfg.use_n not in ("auto", "always", "never"):
         raise UsageError(f"--use-n must be auto, always or never, not {cfg.use_n!r}")
-    next(iter(read_queries(list(cfg.queries), fmt=cfg.query_format,
-                           query_field=cfg.query_field, input_field=cfg.input_field,
-                           id_field=cfg.id_field)), None)  # fail fast on bad input
+    next(
+        iter(
+            read_queries(
+                list(cfg.queries),
+                fmt=cfg.query_format,
+                query_field=cfg.query_field,
+                input_field=cfg.input_field,
+                id_field=cfg.id_field,
+            )
+        ),
+        None,
+    )  # fail fast on bad input
     scorer = scorer or PairwiseScorer(cfg.scorer)  # loaded once, before any money is spent
-    async with call_session(cfg.run, kind="preselect", identity=_identity(cfg, scorer.name),
-                            tasks="general", transport=transport, on_run=on_run) as session:
+    async with call_session(
+        cfg.run,
+        kind="preselect",
+        identity=_identity(cfg, scorer.name),
+        tasks="general",
+        transport=transport,
+        on_run=on_run,
+    ) as session:
         store = session.store
-        rows = store.query("SELECT query_key FROM preselect_scores WHERE run_id = ?",
-                           [session.run_id])
+        rows = store.query(
+            "SELECT query_key FROM preselect_scores WHERE run_id = ?", [session.run_id]
+        )
         done = KeyIndex(key_prefix(r[0]) for r in rows)
         mode = _NMode(cfg.use_n)
-        session.stats.words.update(seeds="queries", sampled="scored", rejected="unscored",
-                                   acceptance="scored", per="per query")
+        session.stats.words.update(
+            seeds="queries",
+            sampled="scored",
+            rejected="unscored",
+            acceptance="scored",
+            per="per query",
+        )
         workers = max(1, cfg.run.rate.concurrency)
 
         async def pipeline() -> None:
             q_tx, q_rx = anyio.create_memory_object_stream[Query](16)
-            r_tx, r_rx = anyio.create_memory_object_stream[tuple[Query, list[str]]](
-                cfg.score_batch)
+            r_tx, r_rx = anyio.create_memory_object_stream[tuple[Query, list[str]]](cfg.score_batch)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_feed, cfg, session, done, q_tx)
                 async with q_rx, r_tx:
@@ -229,24 +302,27 @@ async def preselect(cfg: PreselectConfig, *, transport: Transport | None = None,
                         tg.start_soon(_respond, cfg, session, mode, q_rx.clone(), r_tx.clone())
                 tg.start_soon(_score, cfg, session, scorer, r_rx)
 
-        status, message = await drive(session, pipeline, progress=cfg.run.progress,
-                                      console=console)
+        status, message = await drive(session, pipeline, progress=cfg.run.progress, console=console)
         store.writer.flush_blocking()
         if mode.note:
             session.notes.append(mode.note)
         top = LeastSimilar(cfg.keep)
         scored = 0
         for key, score in store.iter_rows(
-                "SELECT query_key, score FROM preselect_scores WHERE run_id = ?",
-                [session.run_id]):
+            "SELECT query_key, score FROM preselect_scores WHERE run_id = ?", [session.run_id]
+        ):
             top.offer(key, score)
             scored += 1
         kept = top.result()
         spent = format_usd(store.spent(session.run_id))
         message, exit_code = closing(
-            status, message, what=f"pre-selection run {session.run_id}",
+            status,
+            message,
+            what=f"pre-selection run {session.run_id}",
             summary=f"{scored} queries scored, the {len(kept)} least similar kept (see the "
-                    f"preselect_ranked view); spent {spent}")
+            f"preselect_ranked view); spent {spent}",
+        )
         store.update_run(session.run_id, status=status, status_detail=message[:1000])
-        return PreselectOutcome(session.run_id, status, message, exit_code, scored, kept,
-                                tuple(session.notes))
+        return PreselectOutcome(
+            session.run_id, status, message, exit_code, scored, kept, tuple(session.notes)
+        )

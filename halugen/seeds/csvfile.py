@@ -69,8 +69,11 @@ def iter_csv(
             if isinstance(row, BadRecord):
                 yield line, row
             elif len(row) != len(columns):
-                yield line, BadRecord(
-                    path, line, f"row has {len(row)} cells, the header has {len(columns)}"
+                yield (
+                    line,
+                    BadRecord(
+                        path, line, f"row has {len(row)} cells, the header has {len(columns)}"
+                    ),
                 )
             elif any(_not_utf8(row[i]) for i in where.values()):
                 yield line, BadRecord(path, line, "row holds bytes that are not UTF-8")

@@ -134,9 +134,13 @@ def _text_keys(f: BinaryIO) -> tuple[str, frozenset[str] | None, str]:
         return "csv", columns, f"a CSV header with columns {shown.removeprefix('keys ')}"
     if _has_story_marker(line, f):
         return "story", cnndm.STORY_KEYS, "text with @highlight lines"
-    return "csv", columns, (
-        f"text starting with {text[:40]!r} (neither JSON, nor CSV with known columns, "
-        "nor a story with @highlight lines)"
+    return (
+        "csv",
+        columns,
+        (
+            f"text starting with {text[:40]!r} (neither JSON, nor CSV with known columns, "
+            "nor a story with @highlight lines)"
+        ),
     )
 
 

@@ -97,9 +97,7 @@ def halueval_summarization_fields(record: Any) -> dict[str, str]:
     return _fields(record, _SUMMARIZATION_NAMES)
 
 
-def _read(
-    path: str, task: str, fmt: str, names: tuple[str, ...]
-) -> Iterator[Seed | BadRecord]:
+def _read(path: str, task: str, fmt: str, names: tuple[str, ...]) -> Iterator[Seed | BadRecord]:
     base = os.path.basename(path)
     for position, record in iter_records(path):
         if isinstance(record, BadRecord):

@@ -238,9 +238,16 @@ class Simulator:
             self._faults[fault] += 1
             self._rate_limited += 1
             headers = {**rl_headers, "retry-after-ms": "100", "retry-after": "1"}
-            return self._count(error_response(
-                429, "Rate limit reached (simulated storm). Please try again in 100ms.",
-                "requests", "rate_limit_exceeded", None, headers))
+            return self._count(
+                error_response(
+                    429,
+                    "Rate limit reached (simulated storm). Please try again in 100ms.",
+                    "requests",
+                    "rate_limit_exceeded",
+                    None,
+                    headers,
+                )
+            )
         if fault in ("500", "503", "drop"):
             self._faults[fault] += 1
             if fault == "drop":

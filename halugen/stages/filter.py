@@ -47,8 +47,7 @@ async def decide(ctx: GenContext, seed: Seed, candidates: list[Candidate]) -> Sa
         # a call error leaves the seed 'failed' so a resume tries it again
         failed = [c for c in candidates if c.status in ("call_failed", "context_length")]
         if failed:
-            return Rejected(seed, "sample", failed[0].status, failed[0].detail,
-                            tuple(candidates))
+            return Rejected(seed, "sample", failed[0].status, failed[0].detail, tuple(candidates))
         return Rejected(seed, "sample", "no_valid_candidate", statuses, tuple(candidates))
     if len(valid) == 1:
         oks = [c for c in candidates if c.ok]
@@ -71,31 +70,44 @@ async def decide(ctx: GenContext, seed: Seed, candidates: list[Candidate]) -> Sa
     )
     est = template.estimate_tokens(values, ctx.runner.counter)
     ctx.stats.bump(ctx.stats.filter_calls, seed.task)
-    result = await ctx.runner.call(request, stage="filter", task=seed.task, seed_key=seed.key,
-                                   est_prompt_tokens=est)
+    result = await ctx.runner.call(
+        request, stage="filter", task=seed.task, seed_key=seed.key, est_prompt_tokens=est
+    )
     shown_idx = tuple(c.index for c in shown)
     if isinstance(result, CallFailure):
-        judgement = Judgement(seed.key, shown_idx, None, "call_failed", request.key,
-                              template.hash, "", result.message[:300])
+        judgement = Judgement(
+            seed.key,
+            shown_idx,
+            None,
+            "call_failed",
+            request.key,
+            template.hash,
+            "",
+            result.message[:300],
+        )
         _record(ctx, seed, judgement)
-        return Rejected(seed, "filter", result.reason, result.message[:300], tuple(candidates),
-                        judgement)
+        return Rejected(
+            seed, "filter", result.reason, result.message[:300], tuple(candidates), judgement
+        )
     if result.finish_reason == "content_filter":  # an outcome, not a parsing problem
-        judgement = Judgement(seed.key, shown_idx, None, "content_filter", request.key,
-                              template.hash)
+        judgement = Judgement(
+            seed.key, shown_idx, None, "content_filter", request.key, template.hash
+        )
         _record(ctx, seed, judgement)
-        return Rejected(seed, "filter", "judge_content_filter", "", tuple(candidates),
-                        judgement)
+        return Rejected(seed, "filter", "judge_content_filter", "", tuple(candidates), judgement)
     position = task.spec.parse_choice(result.text, [c.text for c in shown])
     if position is None:
-        judgement = Judgement(seed.key, shown_idx, None, "unparseable", request.key,
-                              template.hash, result.text[:2000])
+        judgement = Judgement(
+            seed.key, shown_idx, None, "unparseable", request.key, template.hash, result.text[:2000]
+        )
         _record(ctx, seed, judgement)
-        return Rejected(seed, "filter", "judge_unparseable", result.text[:300],
-                        tuple(candidates), judgement)
+        return Rejected(
+            seed, "filter", "judge_unparseable", result.text[:300], tuple(candidates), judgement
+        )
     chosen = shown[position - 1]
-    judgement = Judgement(seed.key, shown_idx, chosen.index, "judge", request.key,
-                          template.hash, result.text[:2000])
+    judgement = Judgement(
+        seed.key, shown_idx, chosen.index, "judge", request.key, template.hash, result.text[:2000]
+    )
     _record(ctx, seed, judgement)
     return _sample(ctx, seed, chosen, judgement)
 
@@ -108,8 +120,22 @@ def _sample(ctx: GenContext, seed: Seed, chosen: Candidate, judgement: Judgement
 
 
 def _record(ctx: GenContext, seed: Seed, j: Judgement) -> None:
-    ctx.writer.put([("filter_decisions", (
-        ctx.run_id, seed.task, seed.key, orjson.dumps(list(j.order)).decode(), j.chosen,
-        j.method, j.call_key or None, j.template_hash or None, j.raw or None,
-        j.detail or None
-    ))])
+    ctx.writer.put(
+        [
+            (
+                "filter_decisions",
+                (
+                    ctx.run_id,
+                    seed.task,
+                    seed.key,
+                    orjson.dumps(list(j.order)).decode(),
+                    j.chosen,
+                    j.method,
+                    j.call_key or None,
+                    j.template_hash or None,
+                    j.raw or None,
+                    j.detail or None,
+                ),
+            )
+        ]
+    )

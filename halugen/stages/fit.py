@@ -25,8 +25,9 @@ class FitResult:
     bad: BadRecord | None = None
 
 
-def _largest_prompt(task: LoadedTask, fields: dict[str, str], counter: TokenCounter,
-                    answer_tokens: int) -> int:
+def _largest_prompt(
+    task: LoadedTask, fields: dict[str, str], counter: TokenCounter, answer_tokens: int
+) -> int:
     sizes = [t.estimate_tokens(fields, counter) for t in task.sample_templates]
     # the filter shows every candidate: assume each as long as the right answer
     right = fields.get(task.spec.right_field, "")
@@ -35,19 +36,30 @@ def _largest_prompt(task: LoadedTask, fields: dict[str, str], counter: TokenCoun
     return max(sizes)
 
 
-def fit_to_context(seed: Seed, task: LoadedTask, counter: TokenCounter, *,
-                   context_window: int, max_tokens: int, policy: str) -> FitResult:
+def fit_to_context(
+    seed: Seed,
+    task: LoadedTask,
+    counter: TokenCounter,
+    *,
+    context_window: int,
+    max_tokens: int,
+    policy: str,
+) -> FitResult:
     limit = int(context_window * _SAFETY) - max_tokens
     fields = dict(seed.fields)
     needed = _largest_prompt(task, fields, counter, 0)
     if needed <= limit:
         return FitResult(seed)
     long_field = task.spec.long_field
-    reason = (f"needs about {needed:,} prompt tokens + {max_tokens:,} for the reply; the model's "
-              f"context window is {context_window:,}")
+    reason = (
+        f"needs about {needed:,} prompt tokens + {max_tokens:,} for the reply; the model's "
+        f"context window is {context_window:,}"
+    )
     if policy == "skip" or not long_field or long_field not in fields:
-        return FitResult(None, bad=BadRecord(seed.source_file, seed.source_line,
-                                             f"too long for the model: {reason}"))
+        return FitResult(
+            None,
+            bad=BadRecord(seed.source_file, seed.source_line, f"too long for the model: {reason}"),
+        )
     original = fields[long_field]
     original_tokens = counter.count(original)
     excess = needed - limit
@@ -58,6 +70,11 @@ def fit_to_context(seed: Seed, task: LoadedTask, counter: TokenCounter, *,
             removed = original_tokens - counter.count(fields[long_field])
             return FitResult(dataclasses.replace(seed, fields=fields, truncated_tokens=removed))
         keep -= max(16, excess // 10)
-    return FitResult(None, bad=BadRecord(
-        seed.source_file, seed.source_line,
-        f"too long for the model even with its {long_field} cut: {reason}"))
+    return FitResult(
+        None,
+        bad=BadRecord(
+            seed.source_file,
+            seed.source_line,
+            f"too long for the model even with its {long_field} cut: {reason}",
+        ),
+    )

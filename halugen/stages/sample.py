@@ -14,8 +14,16 @@ __all__ = ["run_sample_stage", "sample_seed"]
 
 # candidate statuses that a resumed run keeps (anything else is sampled again)
 FINAL_STATUSES = frozenset(
-    {"ok", "unparseable", "refusal", "equals_right_answer", "content_filter", "truncated",
-     "too_long", "context_length"}
+    {
+        "ok",
+        "unparseable",
+        "refusal",
+        "equals_right_answer",
+        "content_filter",
+        "truncated",
+        "too_long",
+        "context_length",
+    }
 )
 
 
@@ -37,8 +45,9 @@ async def run_sample_stage(
 
 async def sample_seed(ctx: GenContext, seed: Seed) -> list[Candidate]:
     task = ctx.tasks[seed.task]
-    stored = {row[0]: row for row in ctx.resumed_candidates.pop(seed.key, [])
-              if row[6] in FINAL_STATUSES}
+    stored = {
+        row[0]: row for row in ctx.resumed_candidates.pop(seed.key, []) if row[6] in FINAL_STATUSES
+    }
     results: list[Candidate | None] = [None] * len(task.sample_templates)
     for idx, row in stored.items():
         if idx < len(results):
@@ -65,19 +74,43 @@ async def _sample_one(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int) -
         index=idx,
     )
     est = template.estimate_tokens(seed.fields, ctx.runner.counter)
-    result = await ctx.runner.call(request, stage="sample", task=seed.task, seed_key=seed.key,
-                                   est_prompt_tokens=est)
-    base = dict(seed_key=seed.key, index=idx, template=template.name,
-                template_hash=template.hash, call_key=request.key)
+    result = await ctx.runner.call(
+        request, stage="sample", task=seed.task, seed_key=seed.key, est_prompt_tokens=est
+    )
+    base = dict(
+        seed_key=seed.key,
+        index=idx,
+        template=template.name,
+        template_hash=template.hash,
+        call_key=request.key,
+    )
     if isinstance(result, CallFailure):
-        cand = Candidate(**base, text="", pattern="", status=result.reason,
-                         detail=result.message[:300])
+        cand = Candidate(
+            **base, text="", pattern="", status=result.reason, detail=result.message[:300]
+        )
     else:
         cand = _candidate_from_reply(spec, seed, base, result.text, result.finish_reason)
-    ctx.writer.put([("candidates", (
-        ctx.run_id, seed.task, seed.key, idx, cand.template, cand.template_hash,
-        cand.call_key, cand.text, cand.pattern, cand.status, cand.detail, cand.raw
-    ))])
+    ctx.writer.put(
+        [
+            (
+                "candidates",
+                (
+                    ctx.run_id,
+                    seed.task,
+                    seed.key,
+                    idx,
+                    cand.template,
+                    cand.template_hash,
+                    cand.call_key,
+                    cand.text,
+                    cand.pattern,
+                    cand.status,
+                    cand.detail,
+                    cand.raw,
+                ),
+            )
+        ]
+    )
     return cand
 
 
@@ -89,27 +122,42 @@ def _candidate_from_reply(
     parsed = spec.parse_candidate(text)
     if parsed.problem:
         status = "refusal" if parsed.problem == "refusal" else "unparseable"
-        return Candidate(**base, text="", pattern=parsed.pattern, status=status,
-                         detail=parsed.problem, raw=text)
+        return Candidate(
+            **base, text="", pattern=parsed.pattern, status=status, detail=parsed.problem, raw=text
+        )
     answer = " ".join(parsed.answer.split())
     if finish == "length":
-        return Candidate(**base, text=answer, pattern=parsed.pattern, status="truncated",
-                         detail="the reply hit max_tokens", raw=text)
+        return Candidate(
+            **base,
+            text=answer,
+            pattern=parsed.pattern,
+            status="truncated",
+            detail="the reply hit max_tokens",
+            raw=text,
+        )
     right = seed.fields.get(spec.right_field, "")
     if normalise(answer) == normalise(right):
-        return Candidate(**base, text=answer, pattern=parsed.pattern,
-                         status="equals_right_answer", raw=text)
+        return Candidate(
+            **base, text=answer, pattern=parsed.pattern, status="equals_right_answer", raw=text
+        )
     if spec.check_candidate is not None:
         problem = spec.check_candidate(seed.fields, answer)
         if problem:
-            return Candidate(**base, text=answer, pattern=parsed.pattern, status=problem,
-                             raw=text)
+            return Candidate(**base, text=answer, pattern=parsed.pattern, status=problem, raw=text)
     return Candidate(**base, text=answer, pattern=parsed.pattern, raw=text)
 
 
 def _candidate_from_row(seed: Seed, row: tuple) -> Candidate:
     idx, template, template_hash, call_key, text, pattern, status, detail, raw = row
-    return Candidate(seed_key=seed.key, index=idx, template=template or "",
-                     template_hash=template_hash or "", call_key=call_key or "",
-                     text=text or "", pattern=pattern or "", status=status,
-                     detail=detail or "", raw=raw or "")
+    return Candidate(
+        seed_key=seed.key,
+        index=idx,
+        template=template or "",
+        template_hash=template_hash or "",
+        call_key=call_key or "",
+        text=text or "",
+        pattern=pattern or "",
+        status=status,
+        detail=detail or "",
+        raw=raw or "",
+    )

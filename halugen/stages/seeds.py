@@ -94,10 +94,14 @@ def _new_seeds(ctx: GenContext, source: SeedSource) -> Iterator[Seed | None]:
                 yield None
             continue
         source.admitted.add(item.key)  # a duplicate record later in the file is skipped
-        fit = fit_to_context(item, ctx.tasks[task], ctx.runner.counter,
-                             context_window=ctx.context_window,
-                             max_tokens=max(ctx.sampling.max_tokens, ctx.judge.max_tokens),
-                             policy=ctx.long_documents)
+        fit = fit_to_context(
+            item,
+            ctx.tasks[task],
+            ctx.runner.counter,
+            context_window=ctx.context_window,
+            max_tokens=max(ctx.sampling.max_tokens, ctx.judge.max_tokens),
+            policy=ctx.long_documents,
+        )
         if fit.seed is None:
             assert fit.bad is not None
             _record_bad(ctx, task, fit.bad, source.bad_seen)
@@ -105,11 +109,24 @@ def _new_seeds(ctx: GenContext, source: SeedSource) -> Iterator[Seed | None]:
         item = fit.seed
         if item.truncated_tokens:
             ctx.stats.bump(ctx.stats.truncated, task)
-        ctx.writer.put([("seeds", (
-            ctx.run_id, task, item.key, item.seed_id, item.dataset, item.source_file,
-            item.source_line, orjson.dumps(dict(item.fields)).decode(),
-            item.truncated_tokens or None,
-        ))])
+        ctx.writer.put(
+            [
+                (
+                    "seeds",
+                    (
+                        ctx.run_id,
+                        task,
+                        item.key,
+                        item.seed_id,
+                        item.dataset,
+                        item.source_file,
+                        item.source_line,
+                        orjson.dumps(dict(item.fields)).decode(),
+                        item.truncated_tokens or None,
+                    ),
+                )
+            ]
+        )
         ctx.stats.bump(ctx.stats.admitted, task)
         yield item
     ctx.stats.seeds_total[task] = valid  # the whole input is known now
@@ -120,5 +137,6 @@ def _record_bad(ctx: GenContext, task: str, bad: BadRecord, seen: set[tuple[str,
     if (bad.source_file, bad.source_line) in seen:
         return
     seen.add((bad.source_file, bad.source_line))
-    ctx.writer.put([("bad_records", (ctx.run_id, task, bad.source_file, bad.source_line,
-                                     bad.reason))])
+    ctx.writer.put(
+        [("bad_records", (ctx.run_id, task, bad.source_file, bad.source_line, bad.reason))]
+    )

@@ -28,22 +28,43 @@ def sample_row(ctx: GenContext, sample: Sample) -> tuple:
     ratio = len(hallucinated) / len(right) if right else None
     filter_hash = ctx.tasks[seed.task].filter_template.hash
     return (
-        ctx.run_id, seed.task, seed.key, seed.seed_id, seed.dataset, seed.source_file,
-        seed.source_line, sample.candidate.pattern, sample.candidate.template,
-        sample.candidate.template_hash, filter_hash, sample.judgement.method, ctx.model,
-        f.get("knowledge"), f.get("question"), f.get("right_answer"),
-        f.get("hallucinated_answer"), f.get("dialogue_history"), f.get("right_response"),
-        f.get("hallucinated_response"), f.get("document"), f.get("right_summary"),
-        f.get("hallucinated_summary"), ratio, None, seed.truncated_tokens or None,
+        ctx.run_id,
+        seed.task,
+        seed.key,
+        seed.seed_id,
+        seed.dataset,
+        seed.source_file,
+        seed.source_line,
+        sample.candidate.pattern,
+        sample.candidate.template,
+        sample.candidate.template_hash,
+        filter_hash,
+        sample.judgement.method,
+        ctx.model,
+        f.get("knowledge"),
+        f.get("question"),
+        f.get("right_answer"),
+        f.get("hallucinated_answer"),
+        f.get("dialogue_history"),
+        f.get("right_response"),
+        f.get("hallucinated_response"),
+        f.get("document"),
+        f.get("right_summary"),
+        f.get("hallucinated_summary"),
+        ratio,
+        None,
+        seed.truncated_tokens or None,
     )
 
 
 def write_sample(ctx: GenContext, sample: Sample) -> None:
     seed = sample.seed
-    ctx.writer.put([
-        ("sample_rows", sample_row(ctx, sample)),
-        ("seed_outcomes", (ctx.run_id, seed.task, seed.key, "sampled", "filter", None, None)),
-    ])
+    ctx.writer.put(
+        [
+            ("sample_rows", sample_row(ctx, sample)),
+            ("seed_outcomes", (ctx.run_id, seed.task, seed.key, "sampled", "filter", None, None)),
+        ]
+    )
     ctx.stats.bump(ctx.stats.sampled, seed.task)
 
 
@@ -51,8 +72,20 @@ def write_rejection(ctx: GenContext, rejected: Rejected) -> None:
     seed = rejected.seed
     # call errors end as 'failed', which a resume tries again; the rest are final
     outcome = "failed" if rejected.reason == "call_failed" else "rejected"
-    ctx.writer.put([("seed_outcomes", (
-        ctx.run_id, seed.task, seed.key, outcome, rejected.stage, rejected.reason,
-        rejected.detail[:500] if rejected.detail else None
-    ))])
+    ctx.writer.put(
+        [
+            (
+                "seed_outcomes",
+                (
+                    ctx.run_id,
+                    seed.task,
+                    seed.key,
+                    outcome,
+                    rejected.stage,
+                    rejected.reason,
+                    rejected.detail[:500] if rejected.detail else None,
+                ),
+            )
+        ]
+    )
     ctx.stats.bump(ctx.stats.failed if outcome == "failed" else ctx.stats.rejected, seed.task)

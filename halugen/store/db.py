@@ -99,7 +99,8 @@ class Store:
     def find_run(self, *, config_hash: str, kind: str) -> RunRow | None:
         rows = self.conn.execute(
             "SELECT * FROM runs WHERE config_hash = ? AND kind = ? ORDER BY created_at DESC "
-            "LIMIT 1", [config_hash, kind]
+            "LIMIT 1",
+            [config_hash, kind],
         ).fetchall()
         return self._run_rows(rows)[0] if rows else None
 
@@ -119,7 +120,8 @@ class Store:
     def spent(self, run_id: str) -> int:
         (value,) = self.conn.execute(
             "SELECT COALESCE(sum(pusd), 0) FROM ledger WHERE run_id = ? "
-            "AND event IN ('settle', 'consume', 'lost')", [run_id]
+            "AND event IN ('settle', 'consume', 'lost')",
+            [run_id],
         ).fetchone()
         return int(value)
 
@@ -131,7 +133,8 @@ class Store:
             WHERE r.run_id = ? AND r.event = 'reserve' AND NOT EXISTS (
                 SELECT 1 FROM ledger c WHERE c.call_id = r.call_id AND c.res_no = r.res_no
                 AND c.event <> 'reserve')
-            """, [run_id]
+            """,
+            [run_id],
         ).fetchall()
 
     def next_call_id(self) -> int:
@@ -142,9 +145,7 @@ class Store:
         return int(value) + 1
 
     def response_index(self) -> KeyIndex:
-        rows = self.conn.execute(
-            "SELECT key_prefix FROM call_log WHERE status = 'ok'"
-        ).fetchall()
+        rows = self.conn.execute("SELECT key_prefix FROM call_log WHERE status = 'ok'").fetchall()
         return KeyIndex(r[0] for r in rows)
 
     def cached_response(self, key: str) -> tuple[Any, ...] | None:
@@ -152,14 +153,16 @@ class Store:
         return self.conn.execute(
             "SELECT response_json, prompt_tokens, completion_tokens, cached_tokens, "
             "usage_estimated FROM call_log WHERE key_prefix = ? AND key = ? AND status = 'ok' "
-            "LIMIT 1", [key_prefix(key), key]
+            "LIMIT 1",
+            [key_prefix(key), key],
         ).fetchone()
 
     def settled_seeds(self, run_id: str, task: str) -> KeyIndex:
         """Seeds of a run that reached a final outcome (sampled or rejected)."""
         rows = self.conn.execute(
             "SELECT DISTINCT seed_key FROM seed_outcomes WHERE run_id = ? AND task = ? "
-            "AND outcome IN ('sampled', 'rejected')", [run_id, task]
+            "AND outcome IN ('sampled', 'rejected')",
+            [run_id, task],
         ).fetchall()
         return KeyIndex(key_prefix(r[0]) for r in rows)
 
@@ -181,7 +184,8 @@ class Store:
                 AND o.seed_key = s.seed_key AND o.outcome IN ('sampled', 'rejected'))
             QUALIFY row_number() OVER (PARTITION BY s.seed_key ORDER BY s.created_at) = 1
             ORDER BY s.created_at, s.source_line
-            """, [run_id, task]
+            """,
+            [run_id, task],
         ).fetchall()
 
     def stored_candidates(self, run_id: str, task: str, seed_key: str) -> list[tuple[Any, ...]]:
@@ -191,8 +195,9 @@ class Store:
             [run_id, task, seed_key],
         ).fetchall()
 
-    def iter_rows(self, sql: str, params: list[Any] | None = None,
-                  batch: int = 1000) -> Iterator[tuple[Any, ...]]:
+    def iter_rows(
+        self, sql: str, params: list[Any] | None = None, batch: int = 1000
+    ) -> Iterator[tuple[Any, ...]]:
         cur = self.conn.cursor()
         cur.execute(sql, params or [])
         while True:
@@ -202,15 +207,38 @@ class Store:
             yield from rows
 
     # -- writes (small, infrequent: directly; hot rows go through the writer) -----------
-    def create_run(self, *, kind: str, config_hash: str, config: dict[str, Any], tasks: str,
-                   model: str, base_url: str, price: dict[str, Any] | None,
-                   budget_pusd: int | None, version: str, run_id: str | None = None) -> str:
+    def create_run(
+        self,
+        *,
+        kind: str,
+        config_hash: str,
+        config: dict[str, Any],
+        tasks: str,
+        model: str,
+        base_url: str,
+        price: dict[str, Any] | None,
+        budget_pusd: int | None,
+        version: str,
+        run_id: str | None = None,
+    ) -> str:
         run_id = run_id or f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
         t = now()
         self.conn.execute(
             "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', NULL, ?, ?, ?)",
-            [run_id, kind, config_hash, orjson.dumps(config).decode(), tasks, model, base_url,
-             orjson.dumps(price).decode() if price else None, budget_pusd, version, t, t],
+            [
+                run_id,
+                kind,
+                config_hash,
+                orjson.dumps(config).decode(),
+                tasks,
+                model,
+                base_url,
+                orjson.dumps(price).decode() if price else None,
+                budget_pusd,
+                version,
+                t,
+                t,
+            ],
         )
         return run_id
 

@@ -16,7 +16,9 @@ def _dicts(store: Store, sql: str, params: list[Any] | None = None) -> list[dict
 
 
 def run_overview(store: Store) -> list[dict[str, Any]]:
-    return _dicts(store, """
+    return _dicts(
+        store,
+        """
         SELECT r.run_id, r.kind, r.status, r.tasks, r.model,
                strftime(r.created_at, '%Y-%m-%d %H:%M') AS created,
                (SELECT count(*) FROM seed_progress p
@@ -30,15 +32,20 @@ def run_overview(store: Store) -> list[dict[str, Any]]:
                     ELSE printf('$%.4f', r.budget_pusd / 1e12) END AS budget
         FROM runs r JOIN run_spend s USING (run_id)
         ORDER BY r.created_at
-    """)
+    """,
+    )
 
 
 def stage_costs(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
     where = "WHERE run_id = ?" if run_id else ""
-    return _dicts(store, f"""
+    return _dicts(
+        store,
+        f"""
         SELECT run_id, task, stage, calls, cached_calls AS cached, failed_calls AS failed,
                prompt_tokens AS tokens_in, completion_tokens AS tokens_out,
                printf('$%.6f', cost_usd) AS cost
         FROM cost_by_stage {where}
         ORDER BY run_id, task, stage DESC
-    """, [run_id] if run_id else [])
+    """,
+        [run_id] if run_id else [],
+    )

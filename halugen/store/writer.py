@@ -42,8 +42,14 @@ _Item = tuple[Sequence[Row], asyncio.Future[None] | None]
 class _Lane:
     """One queue, one thread, one connection; commits what queued every ``interval``."""
 
-    def __init__(self, name: str, conn: duckdb.DuckDBPyConnection, interval: float,
-                 max_rows: int, owner: StoreWriter) -> None:
+    def __init__(
+        self,
+        name: str,
+        conn: duckdb.DuckDBPyConnection,
+        interval: float,
+        max_rows: int,
+        owner: StoreWriter,
+    ) -> None:
         self._conn = conn
         self._interval = interval
         self._max_rows = max_rows
@@ -54,8 +60,7 @@ class _Lane:
         self.wake = threading.Event()
         self.commits = 0
         self.rows_written = 0
-        self._thread = threading.Thread(target=self._run, name=f"halugen-store-{name}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"halugen-store-{name}", daemon=True)
         self._thread.start()
 
     def join(self) -> None:
@@ -130,9 +135,7 @@ class _Lane:
         arrays.append(pa.array([stamp] * len(rows), pa.timestamp("us")))
         halugen_rows = pa.Table.from_arrays(arrays, names=list(columns))  # noqa: F841
         # DuckDB reads the local variable by name (its replacement scan)
-        self._conn.execute(
-            f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM halugen_rows"
-        )
+        self._conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM halugen_rows")
 
 
 class StoreWriter:
@@ -173,8 +176,7 @@ class StoreWriter:
         self._enqueue(self._durable, rows, fut)
         await fut
 
-    def _enqueue(self, lane: _Lane, rows: Sequence[Row], fut: asyncio.Future[None] | None
-                 ) -> None:
+    def _enqueue(self, lane: _Lane, rows: Sequence[Row], fut: asyncio.Future[None] | None) -> None:
         with self._idle:
             self._pending += 1
         lane.queue.append((rows, fut))

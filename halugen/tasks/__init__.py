@@ -22,7 +22,5 @@ def get_task(name: str) -> TaskSpec:
     try:
         module, attr = _MODULES[name]
     except KeyError:
-        raise UsageError(
-            f"unknown task {name!r}; known tasks: {', '.join(TASK_NAMES)}"
-        ) from None
+        raise UsageError(f"unknown task {name!r}; known tasks: {', '.join(TASK_NAMES)}") from None
     return getattr(import_module(f"{__name__}.{module}"), attr)

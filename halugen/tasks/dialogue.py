@@ -124,8 +124,14 @@ def parse_candidate(text: str) -> ParsedCandidate:
     "refusal", "no_answer_label", "empty_answer", "placeholder_answer". Equality with the
     right response is the engine's check, form checks are ``check_candidate``'s.
     """
-    return read_candidate(text, value_labels=_RESPONSE_LABELS, pattern_labels=_PATTERN_LABELS,
-                          stop_labels=_STOP_LABELS, clean=_clean_response, pattern_of=_pattern_of)
+    return read_candidate(
+        text,
+        value_labels=_RESPONSE_LABELS,
+        pattern_labels=_PATTERN_LABELS,
+        stop_labels=_STOP_LABELS,
+        clean=_clean_response,
+        pattern_of=_pattern_of,
+    )
 
 
 def filter_values(fields: Mapping[str, str], answers: Sequence[str]) -> dict[str, str]:

@@ -70,6 +70,8 @@ _TRAILING_PATTERN = re.compile(
     r"|(?:comprehension|factualness|specificity|inference)(?:\s+pattern)?)\s*[\)\]]\s*$",
     re.IGNORECASE,
 )
+
+
 def _pattern_of(text: str | None) -> str:
     """The first QA pattern named in ``text``; "unstated" when none is."""
     if not text:
@@ -102,8 +104,14 @@ def parse_candidate(text: str) -> ParsedCandidate:
     See ``replies.read_candidate`` for the problem codes. Equality with the right answer is
     the engine's check, not this function's.
     """
-    return read_candidate(text, value_labels=_ANSWER_LABELS, pattern_labels=_PATTERN_LABELS,
-                          stop_labels=_STOP_LABELS, clean=_clean_answer, pattern_of=_pattern_of)
+    return read_candidate(
+        text,
+        value_labels=_ANSWER_LABELS,
+        pattern_labels=_PATTERN_LABELS,
+        stop_labels=_STOP_LABELS,
+        clean=_clean_answer,
+        pattern_of=_pattern_of,
+    )
 
 
 def filter_values(fields: Mapping[str, str], answers: Sequence[str]) -> dict[str, str]:

@@ -44,7 +44,6 @@ REFUSAL_VERB = re.compile(
 PLACEHOLDER = re.compile(r"^<[^<>]*>$")
 
 
-
 def first_labelled(text: str, labels: Sequence[str], stops: Sequence[str]) -> str | None:
     """The value of the first of ``labels`` present in ``text`` (None when none is)."""
     for label in labels:
@@ -70,7 +69,6 @@ def unquote(text: str) -> str:
         else:
             return text
     return text
-
 
 
 def split_trailing(value: str, trailing: re.Pattern[str]) -> tuple[str, str]:

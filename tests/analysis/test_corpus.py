@@ -18,28 +18,62 @@ QA_FIELDS = ("knowledge", "question", "right_answer", "hallucinated_answer")
 
 def sample_row(run_id: str, task: str, i: int, **fields: str | None) -> tuple:
     values = dict.fromkeys(TABLE_COLUMNS["sample_rows"][:-1])
-    values.update(run_id=run_id, task=task, seed_key=f"k{task}{i}", seed_id=f"s{i}",
-                  source_file="seeds.json", source_line=i, pattern="factualness")
+    values.update(
+        run_id=run_id,
+        task=task,
+        seed_key=f"k{task}{i}",
+        seed_id=f"s{i}",
+        source_file="seeds.json",
+        source_line=i,
+        pattern="factualness",
+    )
     values.update(fields)
     return ("sample_rows", tuple(values.values()))
 
 
 def qa_fields(i: int) -> dict[str, str]:
-    return {"knowledge": f"The comet Vela{i} orbits the sun every {i} years.",
-            "question": f"How often does Vela{i} pass?", "right_answer": f"{i} years",
-            "hallucinated_answer": f"Every {i + 1} months, like most comets."}
+    return {
+        "knowledge": f"The comet Vela{i} orbits the sun every {i} years.",
+        "question": f"How often does Vela{i} pass?",
+        "right_answer": f"{i} years",
+        "hallucinated_answer": f"Every {i + 1} months, like most comets.",
+    }
 
 
 def qa_key(fields: dict[str, str]) -> str:
     return fingerprint({"task": "qa", "fields": {n: fields[n] for n in QA_FIELDS}})
 
 
-def judgement(run_id: str, task: str, key: str, item_id: str, shown: str, verdict: str,
-              truth: bool | None = None) -> tuple:
+def judgement(
+    run_id: str,
+    task: str,
+    key: str,
+    item_id: str,
+    shown: str,
+    verdict: str,
+    truth: bool | None = None,
+) -> tuple:
     if truth is None:  # samples: the truth is which answer was shown
         truth = shown in ("hallucinated", "both")
-    return ("judgements", (run_id, task, key, item_id, "plain", "m", shown, truth, verdict,
-                           None, 10, verdict, "ck", "th"))
+    return (
+        "judgements",
+        (
+            run_id,
+            task,
+            key,
+            item_id,
+            "plain",
+            "m",
+            shown,
+            truth,
+            verdict,
+            None,
+            10,
+            verdict,
+            "ck",
+            "th",
+        ),
+    )
 
 
 @pytest.fixture
@@ -48,20 +82,43 @@ def store(tmp_path):
         rows = [sample_row("gen1", "qa", i, **qa_fields(i)) for i in range(4)]
         rows.append(sample_row("gen2", "qa", 9, **qa_fields(9)))
         rows.append(sample_row("gen2", "qa", 0, **qa_fields(0)))  # same sample, second run
-        rows.append(sample_row("gen1", "summarization", 1, document="A long article.",
-                               right_summary="Rain fell on the harbour town.",
-                               hallucinated_summary="Snow fell."))
-        rows.append(sample_row("gen1", "summarization", 2, document="Another article.",
-                               right_summary=None, hallucinated_summary="Only this one."))
-        rows.append(sample_row("gen1", "dialogue", 1, knowledge="Inception is by Nolan",
-                               dialogue_history="[Human]: Who made Inception?",
-                               right_response="Nolan.", hallucinated_response="Spielberg."))
+        rows.append(
+            sample_row(
+                "gen1",
+                "summarization",
+                1,
+                document="A long article.",
+                right_summary="Rain fell on the harbour town.",
+                hallucinated_summary="Snow fell.",
+            )
+        )
+        rows.append(
+            sample_row(
+                "gen1",
+                "summarization",
+                2,
+                document="Another article.",
+                right_summary=None,
+                hallucinated_summary="Only this one.",
+            )
+        )
+        rows.append(
+            sample_row(
+                "gen1",
+                "dialogue",
+                1,
+                knowledge="Inception is by Nolan",
+                dialogue_history="[Human]: Who made Inception?",
+                right_response="Nolan.",
+                hallucinated_response="Spielberg.",
+            )
+        )
         keys = [qa_key(qa_fields(i)) for i in (0, 1, 2, 3, 9)]
         rows += [
-            judgement("ev1", "qa", keys[0], "s0", "hallucinated", "no"),   # missed: failure
+            judgement("ev1", "qa", keys[0], "s0", "hallucinated", "no"),  # missed: failure
             judgement("ev1", "qa", keys[1], "s1", "hallucinated", "yes"),  # caught
-            judgement("ev1", "qa", keys[2], "s2", "right", "no"),          # right, said no
-            judgement("ev1", "qa", keys[3], "s3", "both", "no"),           # contrast, wrong
+            judgement("ev1", "qa", keys[2], "s2", "right", "no"),  # right, said no
+            judgement("ev1", "qa", keys[3], "s3", "both", "no"),  # contrast, wrong
             judgement("ev1", "qa", keys[4], "s9", "hallucinated", "invalid"),
         ]
         s.writer.put(rows)
@@ -73,8 +130,10 @@ def test_qa_documents_and_failures(store):
     documents, failed = documents_for(store.conn, "qa", eval_run="ev1")
     assert documents == [
         "The comet Vela0 orbits the sun every 0 years.\nHow often does Vela0 pass?",
-        *(f"The comet Vela{i} orbits the sun every {i} years.\nHow often does Vela{i} pass?"
-          for i in (1, 2, 3, 9)),
+        *(
+            f"The comet Vela{i} orbits the sun every {i} years.\nHow often does Vela{i} pass?"
+            for i in (1, 2, 3, 9)
+        ),
     ]  # the sample kept by two runs is one document
     assert failed == [True, False, False, True, False]
 
@@ -91,7 +150,9 @@ def test_latest_eval_run_is_the_default(store):
     key = qa_key(qa_fields(1))
     store.conn.execute(
         "INSERT INTO judgements VALUES ('ev2', 'qa', ?, 's1', 'plain', 'm', 'hallucinated', "
-        "true, 'no', NULL, 5, 'no', 'ck', 'th', ?)", [key, datetime(2999, 1, 1)])
+        "true, 'no', NULL, 5, 'no', 'ck', 'th', ?)",
+        [key, datetime(2999, 1, 1)],
+    )
     assert latest_eval_run(store.conn, "qa") == "ev2"
     _, failed = documents_for(store.conn, "qa")
     assert failed == [False, True, False, False, False]
@@ -119,7 +180,9 @@ def test_eval_run_errors(store):
     # an eval run of HaluEval files judged items that are not samples in this store
     store.conn.execute(
         "INSERT INTO judgements VALUES ('files', 'dialogue', 'zz', 'f.json:1', 'plain', 'm', "
-        "'hallucinated', true, 'no', NULL, 5, 'no', 'ck', 'th', ?)", [datetime(2000, 1, 1)])
+        "'hallucinated', true, 'no', NULL, 5, 'no', 'ck', 'th', ?)",
+        [datetime(2000, 1, 1)],
+    )
     with pytest.raises(UsageError, match="judged none"):
         documents_for(store.conn, "dialogue", eval_run="files")
     documents, failed = documents_for(store.conn, "dialogue")  # chosen, not named: no flags
@@ -128,12 +191,25 @@ def test_eval_run_errors(store):
 
 def test_general_items_and_failures(store):
     rows = [
-        ("annotation_items", ("pre1:a:0", "preselect", "pre1", "What is a quasar?",
-                              "A quasar is a kind of fish.", None)),
-        ("annotation_items", ("pre1:b:0", "preselect", "pre1", "Name a moon of Mars.",
-                              "Phobos.", None)),
-        ("annotation_items", ("halueval:7", "halueval", None, "Who wrote Emma?",
-                              "Jane Austen.", None)),
+        (
+            "annotation_items",
+            (
+                "pre1:a:0",
+                "preselect",
+                "pre1",
+                "What is a quasar?",
+                "A quasar is a kind of fish.",
+                None,
+            ),
+        ),
+        (
+            "annotation_items",
+            ("pre1:b:0", "preselect", "pre1", "Name a moon of Mars.", "Phobos.", None),
+        ),
+        (
+            "annotation_items",
+            ("halueval:7", "halueval", None, "Who wrote Emma?", "Jane Austen.", None),
+        ),
         # general truth is the human label: a "no" on a right response is no failure
         judgement("ev3", "general", "x1", "pre1:a:0", "response", "no", truth=True),
         judgement("ev3", "general", "x2", "pre1:b:0", "response", "no", truth=False),
@@ -142,9 +218,11 @@ def test_general_items_and_failures(store):
     store.writer.put(rows)
     store.writer.flush_blocking()
     documents, failed = documents_for(store.conn, "general", eval_run="ev3")
-    assert documents == ["Who wrote Emma?\nJane Austen.",
-                         "What is a quasar?\nA quasar is a kind of fish.",
-                         "Name a moon of Mars.\nPhobos."]
+    assert documents == [
+        "Who wrote Emma?\nJane Austen.",
+        "What is a quasar?\nA quasar is a kind of fish.",
+        "Name a moon of Mars.\nPhobos.",
+    ]
     assert failed == [False, True, False]
     documents, _ = documents_for(store.conn, "general", gen_run="pre1")
     assert len(documents) == 2
@@ -157,12 +235,19 @@ def test_item_keys_match_the_eval_run(store):
 
 
 def _reports() -> list[TopicReport]:
-    every = TopicReport("qa", "all", (
-        Topic(0, ("comet", "orbit"), 0.75, 0.5, -0.25),
-        Topic(1, ("oven", "bread"), 0.25, 0.5, -0.5),
-    ), n_documents=8, n_failures=2)
-    plain = TopicReport("dialogue", "all", (Topic(0, ("film",), 1.0, None, 0.0),),
-                        n_documents=3, n_failures=0)
+    every = TopicReport(
+        "qa",
+        "all",
+        (
+            Topic(0, ("comet", "orbit"), 0.75, 0.5, -0.25),
+            Topic(1, ("oven", "bread"), 0.25, 0.5, -0.5),
+        ),
+        n_documents=8,
+        n_failures=2,
+    )
+    plain = TopicReport(
+        "dialogue", "all", (Topic(0, ("film",), 1.0, None, 0.0),), n_documents=3, n_failures=0
+    )
     return [every, plain]
 
 
@@ -174,7 +259,8 @@ def test_save_reports(store, via):
         store.writer.flush_blocking()
     rows = store.query(
         "SELECT analysis_id, task, topic_set, topic, top_words, share_samples, share_failures, "
-        "coherence, created_at IS NOT NULL FROM topic_results ORDER BY task, topic")
+        "coherence, created_at IS NOT NULL FROM topic_results ORDER BY task, topic"
+    )
     assert rows == [
         ("an1", "dialogue", "all", 0, '["film"]', 1.0, None, 0.0, True),
         ("an1", "qa", "all", 0, '["comet","orbit"]', 0.75, 0.5, -0.25, True),

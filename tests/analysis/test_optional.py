@@ -51,7 +51,9 @@ def test_figure_without_matplotlib(without, tmp_path: Path):
 
 
 def test_importing_halugen_needs_no_extra():
-    code = ("import sys, halugen, halugen.analysis; "
-            "bad = [m for m in ('sklearn', 'matplotlib', 'gensim') "
-            "if m in sys.modules]; assert not bad, bad")
+    code = (
+        "import sys, halugen, halugen.analysis; "
+        "bad = [m for m in ('sklearn', 'matplotlib', 'gensim') "
+        "if m in sys.modules]; assert not bad, bad"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -42,7 +42,10 @@ def test_reports_have_the_paper_shape(planted):
     assert (every.task, len(every.topics), every.n_documents) == ("qa", 10, len(themes))
     assert every.n_failures == sum(failed)
     assert (len(failures.topics), failures.n_documents, failures.n_failures) == (
-        5, sum(failed), sum(failed))
+        5,
+        sum(failed),
+        sum(failed),
+    )
     for report in reports:
         assert [t.index for t in report.topics] == list(range(len(report.topics)))
         assert all(len(t.top_words) == 10 for t in report.topics)
@@ -89,8 +92,9 @@ def test_same_input_same_topics():
     first = analyse(documents, failed, task="dialogue", n_topics_all=4, n_topics_failures=2)
     again = analyse(documents, failed, task="dialogue", n_topics_all=4, n_topics_failures=2)
     assert first == again
-    other_seed = analyse(documents, failed, task="dialogue", n_topics_all=4,
-                         n_topics_failures=2, random_state=5)
+    other_seed = analyse(
+        documents, failed, task="dialogue", n_topics_all=4, n_topics_failures=2, random_state=5
+    )
     assert [r.n_documents for r in other_seed] == [r.n_documents for r in first]
 
 
@@ -108,7 +112,9 @@ def test_failures_set_skipped_with_too_few_failures():
     assert [r.topic_set for r in reports] == ["all"]
     failed = [i < 10 for i in range(len(documents))]
     assert [r.topic_set for r in analyse(documents, failed, task="qa", n_topics_all=4)] == [
-        "all", "failures"]
+        "all",
+        "failures",
+    ]
 
 
 def test_no_failures_at_all_gives_zero_failure_shares():
@@ -119,8 +125,14 @@ def test_no_failures_at_all_gives_zero_failure_shares():
 
 
 def test_tiny_corpus_keeps_rare_words_and_skips_empty_documents():
-    documents = ["the telescope saw a comet", "the oven baked bread", "", "the and of",
-                 "comet orbit telescope", "bread oven flour"]
+    documents = [
+        "the telescope saw a comet",
+        "the oven baked bread",
+        "",
+        "the and of",
+        "comet orbit telescope",
+        "bread oven flour",
+    ]
     (report,) = analyse(documents, None, task="qa", n_topics_all=2, top_n=3)
     assert report.n_documents == 4  # "" and stop words only carry no topic
     words = {w for t in report.topics for w in t.top_words}
@@ -165,8 +177,9 @@ def test_gensim_backend_recovers_the_themes():
     documents, themes = corpus(per_theme=40)
     failed = [t == FAILING_THEME for t in themes]
     every, failures = analyse(documents, failed, task="qa", n_topics_all=4, backend="gensim")
-    found = {_theme_of(t.top_words[:5])[0] for t in every.topics
-             if _theme_of(t.top_words[:5])[1] >= 4}
+    found = {
+        _theme_of(t.top_words[:5])[0] for t in every.topics if _theme_of(t.top_words[:5])[1] >= 4
+    }
     assert found == set(THEMES)
     top = max(every.topics, key=lambda t: t.share_failures)
     assert _theme_of(top.top_words[:5])[0] == FAILING_THEME

@@ -21,22 +21,38 @@ import pytest
 from halugen.annotate.server import AnnotateServer, serve
 from halugen.store.db import open_store
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not "
-                               "installed (pip install playwright)")
-CHROMIUM = os.environ.get("HALUGEN_CHROMIUM") or shutil.which("chromium") or (
-    "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (apt-get install "
-                                "-y chromium, or set HALUGEN_CHROMIUM)")
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="the playwright package is not installed (pip install playwright)"
+)
+CHROMIUM = (
+    os.environ.get("HALUGEN_CHROMIUM")
+    or shutil.which("chromium")
+    or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+)
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no chromium binary (apt-get install -y chromium, or set HALUGEN_CHROMIUM)",
+)
 
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 # an astral character before the span: JS counts it as 2 units, the store as 1 code point
-RESPONSE1 = ("Paris \U0001f5fc \u2014 the Eiffel Tower was finished in 1999 by Gustave "
-             "Eiffel.\nIt is 330 m tall.")
+RESPONSE1 = (
+    "Paris \U0001f5fc \u2014 the Eiffel Tower was finished in 1999 by Gustave "
+    "Eiffel.\nIt is 330 m tall."
+)
 SPAN1 = "in 1999"
 QUERY2 = "<img src=x onerror=alert(2)> Which <b>tag</b>?"
-RESPONSE2 = "<script>alert(1)</script><img src=x onerror=\"alert(3)\"> plain & text"
+RESPONSE2 = '<script>alert(1)</script><img src=x onerror="alert(3)"> plain & text'
 ITEMS = [
     ("item-1", "When was the Eiffel Tower finished?", RESPONSE1),
     ("item-2", QUERY2, RESPONSE2),
@@ -60,8 +76,9 @@ class Served:
 def served(tmp_path: Path) -> Iterator[Served]:
     db = tmp_path / "web.duckdb"
     with open_store(db) as store:
-        store.writer.put([("annotation_items", (i, "jsonl", None, q, r, None))
-                          for i, q, r in ITEMS])
+        store.writer.put(
+            [("annotation_items", (i, "jsonl", None, q, r, None)) for i, q, r in ITEMS]
+        )
         store.writer.flush_blocking(10)
 
     loop = asyncio.new_event_loop()
@@ -105,7 +122,8 @@ def served(tmp_path: Path) -> Iterator[Served]:
 def browser(tmp_path: Path) -> Iterator[Any]:
     with sync_api.sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=ARGS)
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=ARGS
+        )
         context.set_default_timeout(15_000)
         try:
             yield p, context
@@ -125,7 +143,9 @@ def select_with_mouse(page: Any, start: int, end: int) -> None:
             const b = r.getBoundingClientRect();
             return {x1: a.left + 1, y1: a.top + a.height / 2,
                     x2: b.right - 1, y2: b.top + b.height / 2};
-        }""", [start, end])
+        }""",
+        [start, end],
+    )
     page.mouse.move(box["x1"], box["y1"])
     page.mouse.down()
     page.mouse.move(box["x2"], box["y2"], steps=8)
@@ -227,11 +247,17 @@ def test_label_with_mouse_reload_escaping_and_majority(served: Served, browser: 
     }
     year = RESPONSE1.index("1999")
     hdr = {"X-Halugen": "1"}
-    r = page.request.post(server.url + "api/label", headers=hdr, data={
-        "item_id": "item-3", "label": "yes", "spans": []})
+    r = page.request.post(
+        server.url + "api/label",
+        headers=hdr,
+        data={"item_id": "item-3", "label": "yes", "spans": []},
+    )
     assert r.ok, r.text()
-    r = page.request.post(server.url + "api/label", headers=hdr, data={
-        "item_id": "item-4", "label": "no", "spans": []})
+    r = page.request.post(
+        server.url + "api/label",
+        headers=hdr,
+        data={"item_id": "item-4", "label": "no", "spans": []},
+    )
     assert r.ok, r.text()
     for k, name in ((1, "ann2"), (2, "ann3")):
         api = p.request.new_context(base_url=server.url, extra_http_headers=hdr)
@@ -242,8 +268,9 @@ def test_label_with_mouse_reload_escaping_and_majority(served: Served, browser: 
                 spans = []
                 if labels[k] == "yes" and item_id == "item-1":
                     spans = [{"start": year, "end": year + 4, "kind": "non-factual"}]
-                r = api.post("api/label", data={"item_id": item_id, "label": labels[k],
-                                                "spans": spans})
+                r = api.post(
+                    "api/label", data={"item_id": item_id, "label": labels[k], "spans": spans}
+                )
                 assert r.ok, r.text()
             assert api.get("api/next").json() == {"done": True, "prev": "item-4"}
         finally:
@@ -261,23 +288,34 @@ def test_label_with_mouse_reload_escaping_and_majority(served: Served, browser: 
 
     served.stop()
     with open_store(db) as store:
-        rows = store.query("SELECT spans_json FROM annotations_latest "
-                           "WHERE item_id = 'item-1' AND annotator = 'ann1'")
+        rows = store.query(
+            "SELECT spans_json FROM annotations_latest "
+            "WHERE item_id = 'item-1' AND annotator = 'ann1'"
+        )
         # offsets in the store's coordinates (code points), not the browser's UTF-16
         assert orjson.loads(rows[0][0]) == [
-            {"start": at, "end": at + len(SPAN1), "text": SPAN1, "kind": "non-factual"}]
+            {"start": at, "end": at + len(SPAN1), "text": SPAN1, "kind": "non-factual"}
+        ]
         report = resolve_all(store)
-        resolved = {r[0]: r[1:] for r in store.query(
-            "SELECT item_id, label, spans_json, n_labels, method FROM annotation_resolved")}
+        resolved = {
+            r[0]: r[1:]
+            for r in store.query(
+                "SELECT item_id, label, spans_json, n_labels, method FROM annotation_resolved"
+            )
+        }
     assert {k: v[0] for k, v in resolved.items()} == {
-        "item-1": "yes", "item-2": "no", "item-3": "yes", "item-4": "no"}
+        "item-1": "yes",
+        "item-2": "no",
+        "item-3": "yes",
+        "item-4": "no",
+    }
     assert all(v[2:] == (3, "majority") for v in resolved.values())
     # item-1: union of ann1's "in 1999" and ann2's "1999" (ann3 said no)
     assert orjson.loads(resolved["item-1"][1]) == [
-        {"start": at, "end": at + len(SPAN1), "text": SPAN1, "kind": "non-factual"}]
+        {"start": at, "end": at + len(SPAN1), "text": SPAN1, "kind": "non-factual"}
+    ]
     # Fleiss by hand, columns (yes, no): [2,1] [0,3] [3,0] [0,3]
     # P-bar = (1/3 + 1 + 1 + 1) / 4 = 5/6; p_yes = 5/12, p_no = 7/12 -> P_e = 74/144
     # kappa = (5/6 - 74/144) / (1 - 74/144) = 46/70 = 23/35
     assert report.fleiss_kappa == pytest.approx(23 / 35)
     assert report.raters_per_item == {3: 4}
-

@@ -47,34 +47,49 @@ def _span(text: str, part: str, kind: str | None) -> dict:
 
 
 def _annotated(store) -> None:
-    insert_items(store, [
-        Item("q1:0", "jsonl", "Highest peak of the Caucasus?", R1),
-        Item("q2:0", "jsonl", "Tell me about the Serin.", R2),
-        Item("q3:0", "jsonl", "What is on example.org today?", R3),
-    ])
+    insert_items(
+        store,
+        [
+            Item("q1:0", "jsonl", "Highest peak of the Caucasus?", R1),
+            Item("q2:0", "jsonl", "Tell me about the Serin.", R2),
+            Item("q3:0", "jsonl", "What is on example.org today?", R3),
+        ],
+    )
     rows = [
         ("q1:0", "ana@example.org", "yes", [_span(R1, "in the Alps", "non-factual")], None),
-        ("q1:0", "ben", "yes", [_span(R1, "in the Alps", "non-factual"),
-                                _span(R1, "5,642", "unverifiable")], "check height"),
+        (
+            "q1:0",
+            "ben",
+            "yes",
+            [_span(R1, "in the Alps", "non-factual"), _span(R1, "5,642", "unverifiable")],
+            "check height",
+        ),
         ("q1:0", "cy", "no", [], None),
         ("q2:0", "ana@example.org", "yes", [_span(R2, "flows north", "unverifiable")], None),
         ("q2:0", "ben", "no", [], None),
-        ("q3:0", "ben", "yes", [_span(R3, "I am not able to browse the web.", "irrelevant")],
-         None),
+        ("q3:0", "ben", "yes", [_span(R3, "I am not able to browse the web.", "irrelevant")], None),
     ]
-    append_rows(store, "annotations", [
-        (i, a, lab, orjson.dumps(sp).decode(), note, "web") for i, a, lab, sp, note in rows])
+    append_rows(
+        store,
+        "annotations",
+        [(i, a, lab, orjson.dumps(sp).decode(), note, "web") for i, a, lab, sp, note in rows],
+    )
     # an older label of ben on q2 that his latest one replaced: exports carry the latest
-    store.conn.execute("UPDATE annotations SET created_at = created_at + INTERVAL 1 SECOND "
-                       "WHERE item_id = 'q2:0' AND annotator = 'ben'")
+    store.conn.execute(
+        "UPDATE annotations SET created_at = created_at + INTERVAL 1 SECOND "
+        "WHERE item_id = 'q2:0' AND annotator = 'ben'"
+    )
     append_rows(store, "annotations", [("q2:0", "ben", "yes", "[]", None, "web")])
-    store.conn.execute("UPDATE annotations SET created_at = created_at - INTERVAL 1 HOUR "
-                       "WHERE item_id = 'q2:0' AND annotator = 'ben' AND label = 'yes'")
+    store.conn.execute(
+        "UPDATE annotations SET created_at = created_at - INTERVAL 1 HOUR "
+        "WHERE item_id = 'q2:0' AND annotator = 'ben' AND label = 'yes'"
+    )
 
 
 def _latest(store) -> set[tuple]:
-    return set(store.query(
-        "SELECT item_id, annotator, label, spans_json, note FROM annotations_latest"))
+    return set(
+        store.query("SELECT item_id, annotator, label, spans_json, note FROM annotations_latest")
+    )
 
 
 def _items_of(store) -> set[tuple]:
@@ -91,23 +106,39 @@ def test_labelstudio_round_trip(stores, tmp_path):
     tasks = orjson.loads(out.read_bytes())
     assert isinstance(tasks, list) and [t["id"] for t in tasks] == [1, 2, 3]
     first = tasks[0]
-    assert first["data"] == {"item_id": "q1:0", "query": "Highest peak of the Caucasus?",
-                             "response": R1}
+    assert first["data"] == {
+        "item_id": "q1:0",
+        "query": "Highest peak of the Caucasus?",
+        "response": R1,
+    }
     anns = {x["halugen_annotator"]: x for x in first["annotations"]}
     assert set(anns) == {"ana@example.org", "ben", "cy"}
     # Label Studio resolves members by email; a plain name must not be sent as one
     assert anns["ana@example.org"]["completed_by"] == {"email": "ana@example.org"}
     assert "completed_by" not in anns["ben"]
     types = [(r["from_name"], r["to_name"], r["type"]) for r in anns["ben"]["result"]]
-    assert types == [("hallucinated", "response", "choices"), ("spans", "response", "labels"),
-                     ("spans", "response", "labels"), ("note", "response", "textarea")]
+    assert types == [
+        ("hallucinated", "response", "choices"),
+        ("spans", "response", "labels"),
+        ("spans", "response", "labels"),
+        ("note", "response", "textarea"),
+    ]
     assert anns["ben"]["result"][0]["value"] == {"choices": ["Yes"]}
     assert anns["ben"]["result"][1]["value"] == {
-        "start": R1.index("in the Alps"), "end": R1.index("in the Alps") + 11,
-        "text": "in the Alps", "labels": ["Non-factual"]}
-    assert anns["cy"]["result"] == [{"id": anns["cy"]["result"][0]["id"],
-                                     "from_name": "hallucinated", "to_name": "response",
-                                     "type": "choices", "value": {"choices": ["No"]}}]
+        "start": R1.index("in the Alps"),
+        "end": R1.index("in the Alps") + 11,
+        "text": "in the Alps",
+        "labels": ["Non-factual"],
+    }
+    assert anns["cy"]["result"] == [
+        {
+            "id": anns["cy"]["result"][0]["id"],
+            "from_name": "hallucinated",
+            "to_name": "response",
+            "type": "choices",
+            "value": {"choices": ["No"]},
+        }
+    ]
     for name in ('name="hallucinated"', 'name="spans"', 'name="response"', 'name="note"'):
         assert name in LABELSTUDIO_CONFIG
 
@@ -128,24 +159,72 @@ def test_labelstudio_import_of_its_own_export_shape(stores, tmp_path):
     text = "Hi 😀 Paris is in Spain."  # Label Studio (JS) counts 😀 as two units
     start16 = len("Hi ") + 2 + 1  # "Paris is in Spain" after the emoji, in UTF-16 units
     tasks = [
-        {"id": 11, "data": {"text": text}, "annotations": [
-            {"id": 1, "completed_by": 7, "result": [
-                {"from_name": "hallucinated", "to_name": "text", "type": "choices",
-                 "value": {"choices": ["yes"]}},
-                {"from_name": "spans", "to_name": "text", "type": "labels",
-                 "value": {"start": start16, "end": start16 + 17, "text": "Paris is in Spain",
-                           "labels": ["Non-factual"]}}]},
-            {"id": 2, "completed_by": {"id": 8, "email": "dee@example.org"}, "result": [
-                {"from_name": "hallucinated", "to_name": "text", "type": "choices",
-                 "value": {"choices": ["Maybe"]}}]},
-            {"id": 3, "completed_by": 9, "was_cancelled": True, "result": []},
-            {"id": 4, "completed_by": 10, "result": [
-                {"from_name": "spans", "to_name": "text", "type": "labels",
-                 "value": {"start": 0, "end": 99, "labels": ["Irrelevant"]}}]},
-            {"id": 5, "completed_by": 12, "result": [
-                {"from_name": "spans", "to_name": "text", "type": "labels",
-                 "value": {"start": 0, "end": 2, "text": "Hi", "labels": ["Irrelevant"]}}]},
-        ]},
+        {
+            "id": 11,
+            "data": {"text": text},
+            "annotations": [
+                {
+                    "id": 1,
+                    "completed_by": 7,
+                    "result": [
+                        {
+                            "from_name": "hallucinated",
+                            "to_name": "text",
+                            "type": "choices",
+                            "value": {"choices": ["yes"]},
+                        },
+                        {
+                            "from_name": "spans",
+                            "to_name": "text",
+                            "type": "labels",
+                            "value": {
+                                "start": start16,
+                                "end": start16 + 17,
+                                "text": "Paris is in Spain",
+                                "labels": ["Non-factual"],
+                            },
+                        },
+                    ],
+                },
+                {
+                    "id": 2,
+                    "completed_by": {"id": 8, "email": "dee@example.org"},
+                    "result": [
+                        {
+                            "from_name": "hallucinated",
+                            "to_name": "text",
+                            "type": "choices",
+                            "value": {"choices": ["Maybe"]},
+                        }
+                    ],
+                },
+                {"id": 3, "completed_by": 9, "was_cancelled": True, "result": []},
+                {
+                    "id": 4,
+                    "completed_by": 10,
+                    "result": [
+                        {
+                            "from_name": "spans",
+                            "to_name": "text",
+                            "type": "labels",
+                            "value": {"start": 0, "end": 99, "labels": ["Irrelevant"]},
+                        }
+                    ],
+                },
+                {
+                    "id": 5,
+                    "completed_by": 12,
+                    "result": [
+                        {
+                            "from_name": "spans",
+                            "to_name": "text",
+                            "type": "labels",
+                            "value": {"start": 0, "end": 2, "text": "Hi", "labels": ["Irrelevant"]},
+                        }
+                    ],
+                },
+            ],
+        },
         {"no": "data"},
     ]
     path = tmp_path / "export.json"
@@ -159,13 +238,15 @@ def test_labelstudio_import_of_its_own_export_shape(stores, tmp_path):
     assert any("outside the response" in r for r in reasons)
     assert any("not a Label Studio task" in r for r in reasons)
     assert all(str(path) in str(s) for s in skipped)
-    rows = {r[1]: r for r in store.query(
-        "SELECT item_id, annotator, label, spans_json FROM annotations")}
+    rows = {
+        r[1]: r
+        for r in store.query("SELECT item_id, annotator, label, spans_json FROM annotations")
+    }
     assert set(rows) == {"labelstudio-user-7", "labelstudio-user-12"}
     assert rows["labelstudio-user-7"][0] == "labelstudio:11"
     # the UTF-16 offsets were converted to code points
     (span,) = orjson.loads(rows["labelstudio-user-7"][3])
-    assert text[span["start"]:span["end"]] == "Paris is in Spain"
+    assert text[span["start"] : span["end"]] == "Paris is in Spain"
     assert span["kind"] == "non-factual"
     # spans without a choice mean "yes"
     assert rows["labelstudio-user-12"][2] == "yes"
@@ -200,8 +281,12 @@ def test_jsonl_round_trip(stores, tmp_path):
 def test_jsonl_import_skips_bad_lines_with_reasons(stores, tmp_path):
     store = stores("s")
     insert_items(store, [Item("x1", "jsonl", "q", R3)])
-    good = {"item_id": "x1", "annotator": "ana", "label": "yes",
-            "spans": [{"start": 0, "end": 4, "text": "I am", "kind": "irrelevant"}]}
+    good = {
+        "item_id": "x1",
+        "annotator": "ana",
+        "label": "yes",
+        "spans": [{"start": 0, "end": 4, "text": "I am", "kind": "irrelevant"}],
+    }
     lines = [
         orjson.dumps(good).decode(),
         "{not json",
@@ -219,27 +304,55 @@ def test_jsonl_import_skips_bad_lines_with_reasons(stores, tmp_path):
     where = sorted(s.where for s in skipped)
     assert where == [f"{path}:{n}" for n in range(2, 9)]
     reasons = " | ".join(s.reason for s in sorted(skipped, key=lambda s: s.where))
-    for expected in ("invalid JSON", "unknown label 'perhaps'", "outside the response",
-                     "does not match", "unknown span kind 'rumour'", "unknown item ghost",
-                     "label 'no' with hallucinated spans"):
+    for expected in (
+        "invalid JSON",
+        "unknown label 'perhaps'",
+        "outside the response",
+        "does not match",
+        "unknown span kind 'rumour'",
+        "unknown item ghost",
+        "label 'no' with hallucinated spans",
+    ):
         assert expected in reasons
 
 
 # -- HaluEval general ----------------------------------------------------------------------
 GENERAL = [
-    {"ID": "1", "user_query": "List three prime numbers.", "chatgpt_response": "2, 3 and 5.",
-     "hallucination": "no", "hallucination_spans": []},
-    {"ID": "2", "user_query": "Where is Paris?",
-     "chatgpt_response": "Paris is the capital of France. Paris is in Spain.",
-     "hallucination": "yes", "hallucination_spans": ["Paris is in Spain."]},
-    {"ID": "3", "user_query": "Write a long poem.",
-     "chatgpt_response": "Roses are red, violets are",
-     "hallucination": "yes", "hallucination_spans": ["Incomplete answer"]},
-    {"ID": "4", "user_query": "Homophones?",
-     "chatgpt_response": "1. to and too\n2. hear and here\n3. sea and see\n4. pair and pear",
-     "hallucination": "yes", "hallucination_spans": ["1. to and too\n3. sea and see"]},
-    {"ID": "5", "user_query": "Say hi “politely”.", "chatgpt_response": "Hello — nice to meet you.",
-     "hallucination": "no", "hallucination_spans": []},
+    {
+        "ID": "1",
+        "user_query": "List three prime numbers.",
+        "chatgpt_response": "2, 3 and 5.",
+        "hallucination": "no",
+        "hallucination_spans": [],
+    },
+    {
+        "ID": "2",
+        "user_query": "Where is Paris?",
+        "chatgpt_response": "Paris is the capital of France. Paris is in Spain.",
+        "hallucination": "yes",
+        "hallucination_spans": ["Paris is in Spain."],
+    },
+    {
+        "ID": "3",
+        "user_query": "Write a long poem.",
+        "chatgpt_response": "Roses are red, violets are",
+        "hallucination": "yes",
+        "hallucination_spans": ["Incomplete answer"],
+    },
+    {
+        "ID": "4",
+        "user_query": "Homophones?",
+        "chatgpt_response": "1. to and too\n2. hear and here\n3. sea and see\n4. pair and pear",
+        "hallucination": "yes",
+        "hallucination_spans": ["1. to and too\n3. sea and see"],
+    },
+    {
+        "ID": "5",
+        "user_query": "Say hi “politely”.",
+        "chatgpt_response": "Hello — nice to meet you.",
+        "hallucination": "no",
+        "hallucination_spans": [],
+    },
 ]
 
 
@@ -260,9 +373,13 @@ def test_halueval_general_import_resolve_export(stores, tmp_path):
     assert [(s.where, s.reason[:12]) for s in skipped] == [(f"{path}:3", "invalid JSON")]
     assert import_halueval_general(store, path) == 0  # idempotent
 
-    rows = {r[0]: r for r in store.query(
-        "SELECT a.item_id, a.annotator, a.source, a.label, a.spans_json, i.meta_json "
-        "FROM annotations a JOIN annotation_items i USING (item_id)")}
+    rows = {
+        r[0]: r
+        for r in store.query(
+            "SELECT a.item_id, a.annotator, a.source, a.label, a.spans_json, i.meta_json "
+            "FROM annotations a JOIN annotation_items i USING (item_id)"
+        )
+    }
     assert set(rows) == {f"halueval:{n}" for n in range(1, 6)}
     assert {(r[1], r[2]) for r in rows.values()} == {("halueval", "halueval")}
     spans2 = orjson.loads(rows["halueval:2"][4])
@@ -272,7 +389,9 @@ def test_halueval_general_import_resolve_export(stores, tmp_path):
     assert orjson.loads(rows["halueval:3"][5])["unlocated_spans"] == ["Incomplete answer"]
     # two passages joined by a newline: each line found on its own
     assert [s["text"] for s in orjson.loads(rows["halueval:4"][4])] == [
-        "1. to and too", "3. sea and see"]
+        "1. to and too",
+        "3. sea and see",
+    ]
 
     report = resolve_all(store)
     assert (report.items, report.single, report.resolved, report.ties) == (5, 5, 0, 0)
@@ -284,8 +403,13 @@ def test_halueval_general_import_resolve_export(stores, tmp_path):
     assert export_halueval_general(store, out) == 5
     back = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert back == GENERAL
-    assert list(back[0]) == ["ID", "user_query", "chatgpt_response", "hallucination",
-                             "hallucination_spans"]
+    assert list(back[0]) == [
+        "ID",
+        "user_query",
+        "chatgpt_response",
+        "hallucination",
+        "hallucination_spans",
+    ]
     assert "“politely”" in out.read_text(encoding="utf-8")  # text as written, like HaluEval
 
 
@@ -295,8 +419,14 @@ def test_halueval_export_follows_a_changed_resolution(stores, tmp_path):
     # two annotators overrule HaluEval on item 1 and mark a span
     r = GENERAL[0]["chatgpt_response"]
     span = orjson.dumps([{"start": 0, "end": 1, "text": r[:1], "kind": "non-factual"}]).decode()
-    append_rows(store, "annotations", [("halueval:1", "ana", "yes", span, None, "web"),
-                                       ("halueval:1", "ben", "yes", span, None, "web")])
+    append_rows(
+        store,
+        "annotations",
+        [
+            ("halueval:1", "ana", "yes", span, None, "web"),
+            ("halueval:1", "ben", "yes", span, None, "web"),
+        ],
+    )
     resolve_all(store)
     out = tmp_path / "out.json"
     export_halueval_general(store, out)
@@ -306,8 +436,12 @@ def test_halueval_export_follows_a_changed_resolution(stores, tmp_path):
 
 def test_halueval_earlier_release_and_wrong_file(stores, tmp_path):
     old = tmp_path / "old.json"
-    old.write_text(json.dumps({"ID": "7", "user_query": "q", "chatgpt_response": "r",
-                               "hallucination_label": "Yes"}) + "\n")
+    old.write_text(
+        json.dumps(
+            {"ID": "7", "user_query": "q", "chatgpt_response": "r", "hallucination_label": "Yes"}
+        )
+        + "\n"
+    )
     store = stores("s")
     assert import_halueval_general(store, old) == 1
     assert store.query("SELECT label FROM annotations") == [("yes",)]

@@ -28,31 +28,40 @@ def store(tmp_path):
 def _preselection(store) -> None:
     # four queries, three responses each; scores: q2 (least similar) < q4 < q1 < q3;
     # q5 has a NaN score (one response only) and is never picked
-    store.conn.execute("INSERT INTO preselect_queries VALUES ('r1', 'k5', 'id5', 'query 5', "
-                       "'q.jsonl', 5, now())")
-    store.conn.execute("INSERT INTO preselect_scores VALUES ('r1', 'k5', 'NaN', 1, 'fake', "
-                       "now())")
-    store.conn.execute("INSERT INTO preselect_responses VALUES ('r1', 'k5', 0, 'lonely', NULL, "
-                       "now())")
+    store.conn.execute(
+        "INSERT INTO preselect_queries VALUES ('r1', 'k5', 'id5', 'query 5', 'q.jsonl', 5, now())"
+    )
+    store.conn.execute("INSERT INTO preselect_scores VALUES ('r1', 'k5', 'NaN', 1, 'fake', now())")
+    store.conn.execute(
+        "INSERT INTO preselect_responses VALUES ('r1', 'k5', 0, 'lonely', NULL, now())"
+    )
     scores = {"k1": 0.9, "k2": 0.4, "k3": 0.95, "k4": 0.6}
     for n, (key, score) in enumerate(scores.items(), 1):
-        store.conn.execute("INSERT INTO preselect_queries VALUES ('r1', ?, ?, ?, 'q.jsonl', ?, "
-                           "now())", [key, f"id{n}", f"query {n}", n])
-        store.conn.execute("INSERT INTO preselect_scores VALUES ('r1', ?, ?, 3, 'fake', now())",
-                           [key, score])
+        store.conn.execute(
+            "INSERT INTO preselect_queries VALUES ('r1', ?, ?, ?, 'q.jsonl', ?, now())",
+            [key, f"id{n}", f"query {n}", n],
+        )
+        store.conn.execute(
+            "INSERT INTO preselect_scores VALUES ('r1', ?, ?, 3, 'fake', now())", [key, score]
+        )
         if key == "k2":  # scored twice (a resumed run): still one query
-            store.conn.execute("INSERT INTO preselect_scores VALUES ('r1', ?, ?, 3, 'fake', "
-                               "now())", [key, score])
+            store.conn.execute(
+                "INSERT INTO preselect_scores VALUES ('r1', ?, ?, 3, 'fake', now())", [key, score]
+            )
         for idx in range(3):
-            store.conn.execute("INSERT INTO preselect_responses VALUES ('r1', ?, ?, ?, NULL, "
-                               "now())", [key, idx, f"answer {n}.{idx}"])
+            store.conn.execute(
+                "INSERT INTO preselect_responses VALUES ('r1', ?, ?, ?, NULL, now())",
+                [key, idx, f"answer {n}.{idx}"],
+            )
 
 
 def test_preselected_k_best_become_items(store):
     _preselection(store)
     assert add_preselected(store, "r1", 2) == 6
-    rows = store.query("SELECT item_id, source, run_id, query, response, meta_json "
-                       "FROM annotation_items ORDER BY item_id")
+    rows = store.query(
+        "SELECT item_id, source, run_id, query, response, meta_json "
+        "FROM annotation_items ORDER BY item_id"
+    )
     assert [r[0] for r in rows] == [f"r1:{k}:{i}" for k in ("k2", "k4") for i in range(3)]
     assert {r[1] for r in rows} == {"preselect"} and {r[2] for r in rows} == {"r1"}
     assert rows[0][3:5] == ("query 2", "answer 2.0")
@@ -72,13 +81,17 @@ def test_preselected_k_best_become_items(store):
 
 def test_jsonl_items_with_and_without_ids(store, tmp_path):
     path = tmp_path / "items.jsonl"
-    path.write_text("\n".join([
-        json.dumps({"item_id": "a", "query": "q a", "response": "r a"}),
-        json.dumps({"query": "q b", "response": "r b", "topic": "x"}),
-        json.dumps({"query": "q c"}),
-        "[1, 2",
-        "",
-    ]))
+    path.write_text(
+        "\n".join(
+            [
+                json.dumps({"item_id": "a", "query": "q a", "response": "r a"}),
+                json.dumps({"query": "q b", "response": "r b", "topic": "x"}),
+                json.dumps({"query": "q c"}),
+                "[1, 2",
+                "",
+            ]
+        )
+    )
     skipped = []
     assert add_jsonl(store, path, skipped) == 2
     assert [s.where for s in skipped] == [f"{path}:3", f"{path}:4"]
@@ -91,26 +104,54 @@ def test_jsonl_items_with_and_without_ids(store, tmp_path):
 def test_same_id_different_text_is_reported_not_overwritten(store):
     assert insert_items(store, [Item("a", "jsonl", "q", "r")]) == 1
     skipped = []
-    assert insert_items(store, [Item("a", "jsonl", "q", "other"),
-                                Item("b", "jsonl", "q", "r"),
-                                Item("b", "jsonl", "q", "r")], skipped) == 1
+    assert (
+        insert_items(
+            store,
+            [
+                Item("a", "jsonl", "q", "other"),
+                Item("b", "jsonl", "q", "r"),
+                Item("b", "jsonl", "q", "r"),
+            ],
+            skipped,
+        )
+        == 1
+    )
     assert len(skipped) == 1 and "different" in skipped[0].reason
     assert store.query("SELECT response FROM annotation_items WHERE item_id = 'a'") == [("r",)]
 
 
 def test_halueval_general_items_without_labels(store, tmp_path):
     path = tmp_path / "general_data.json"
-    path.write_bytes(b"\r\n".join([
-        json.dumps({"ID": "1", "user_query": "q1", "chatgpt_response": "r1",
-                    "hallucination": "yes", "hallucination_spans": ["r1"]}).encode(),
-        json.dumps({"ID": "2", "user_query": "q2", "chatgpt_response": "r2",
-                    "hallucination": "maybe"}).encode(),
-    ]) + b"\r\n")
+    path.write_bytes(
+        b"\r\n".join(
+            [
+                json.dumps(
+                    {
+                        "ID": "1",
+                        "user_query": "q1",
+                        "chatgpt_response": "r1",
+                        "hallucination": "yes",
+                        "hallucination_spans": ["r1"],
+                    }
+                ).encode(),
+                json.dumps(
+                    {
+                        "ID": "2",
+                        "user_query": "q2",
+                        "chatgpt_response": "r2",
+                        "hallucination": "maybe",
+                    }
+                ).encode(),
+            ]
+        )
+        + b"\r\n"
+    )
     skipped = []
     assert add_halueval_general(store, path, skipped) == 1
     assert "'maybe'" in skipped[0].reason
     assert store.query("SELECT item_id, meta_json FROM annotation_items") == [
-        ("halueval:1", '{"halueval_id":"1"}')]
+        ("halueval:1", '{"halueval_id":"1"}')
+    ]
     assert store.query("SELECT count(*) FROM annotations") == [(0,)]
 
 

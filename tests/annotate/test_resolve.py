@@ -17,9 +17,13 @@ def _span(start: int, end: int, kind: str | None = "non-factual") -> dict:
 
 
 def _label(store, item_id: str, annotator: str, label: str, spans=(), note=None) -> None:
-    append_rows(store, "annotations", [
-        (item_id, annotator, label, orjson.dumps(list(spans)).decode(), note, "web"),
-    ])
+    append_rows(
+        store,
+        "annotations",
+        [
+            (item_id, annotator, label, orjson.dumps(list(spans)).decode(), note, "web"),
+        ],
+    )
 
 
 @pytest.fixture
@@ -33,9 +37,13 @@ def _items(store, n: int) -> None:
 
 
 def _resolved(store) -> dict[str, tuple]:
-    return {r[0]: r[1:] for r in store.query(
-        "SELECT item_id, label, spans_json, n_labels, agreement, method "
-        "FROM annotation_resolved ORDER BY item_id")}
+    return {
+        r[0]: r[1:]
+        for r in store.query(
+            "SELECT item_id, label, spans_json, n_labels, agreement, method "
+            "FROM annotation_resolved ORDER BY item_id"
+        )
+    }
 
 
 def test_three_annotators_five_items(store):
@@ -62,7 +70,12 @@ def test_three_annotators_five_items(store):
 
     got = _resolved(store)
     assert {k: v[0] for k, v in got.items()} == {
-        "i1": "yes", "i2": "yes", "i3": "no", "i4": "no", "i5": "no"}
+        "i1": "yes",
+        "i2": "yes",
+        "i3": "no",
+        "i4": "no",
+        "i5": "no",
+    }
     assert {k: v[2:] for k, v in got.items()} == {
         "i1": (3, pytest.approx(1.0), "majority"),
         "i2": (3, pytest.approx(2 / 3), "majority"),
@@ -73,7 +86,8 @@ def test_three_annotators_five_items(store):
     # i2: union of the yes voters' spans [0,5) and [3,10) -> [0,10); kind by characters:
     # unverifiable 5, non-factual 7 -> non-factual. c voted no: its (none) spans don't count.
     assert orjson.loads(got["i2"][1]) == [
-        {"start": 0, "end": 10, "text": RESPONSE[:10], "kind": "non-factual"}]
+        {"start": 0, "end": 10, "text": RESPONSE[:10], "kind": "non-factual"}
+    ]
     assert orjson.loads(got["i3"][1]) == []
     # i5 resolved no: the lone yes voter's span is not the resolution's
     assert orjson.loads(got["i5"][1]) == []
@@ -163,18 +177,18 @@ def test_resolve_item_tie_rule_without_yes():
 
 def test_span_kind_majority_by_characters_and_tie_order():
     # one region [0, 8): unverifiable marks 4 characters, irrelevant 4 -> tie -> KINDS order
-    spans = resolve_spans([[_span(0, 4, "irrelevant")], [_span(4, 8, "unverifiable")]],
-                          RESPONSE)
+    spans = resolve_spans([[_span(0, 4, "irrelevant")], [_span(4, 8, "unverifiable")]], RESPONSE)
     assert spans == [{"start": 0, "end": 8, "text": RESPONSE[:8], "kind": "unverifiable"}]
     # kind-less spans (HaluEval) only count when nothing there has a kind
     spans = resolve_spans([[_span(0, 6, None)], [_span(2, 4, "irrelevant")]], RESPONSE)
     assert spans[0]["kind"] == "irrelevant"
     assert resolve_spans([[_span(0, 6, None)]], RESPONSE)[0]["kind"] is None
     # separate regions keep separate kinds
-    spans = resolve_spans([[_span(0, 3, "irrelevant"), _span(10, 12, "non-factual")]],
-                          RESPONSE)
+    spans = resolve_spans([[_span(0, 3, "irrelevant"), _span(10, 12, "non-factual")]], RESPONSE)
     assert [(s["start"], s["end"], s["kind"]) for s in spans] == [
-        (0, 3, "irrelevant"), (10, 12, "non-factual")]
+        (0, 3, "irrelevant"),
+        (10, 12, "non-factual"),
+    ]
 
 
 def test_resolve_records_the_agreement_it_measured(tmp_path):
@@ -183,15 +197,24 @@ def test_resolve_records_the_agreement_it_measured(tmp_path):
     from halugen.store.db import open_store
 
     store = open_store(tmp_path / "s.duckdb")
-    append_rows(store, "annotation_items", [
-        (f"i{k}", "jsonl", None, f"q{k}", f"response {k}", None) for k in range(3)])
+    append_rows(
+        store,
+        "annotation_items",
+        [(f"i{k}", "jsonl", None, f"q{k}", f"response {k}", None) for k in range(3)],
+    )
     votes = (("yes", "yes", "no"), ("no", "no", "no"), ("yes", "yes", "yes"))
-    append_rows(store, "annotations", [
-        (f"i{k}", a, label, "[]", None, "web")
-        for k, labels in enumerate(votes)
-        for a, label in zip(("a", "b", "c"), labels, strict=True)])
+    append_rows(
+        store,
+        "annotations",
+        [
+            (f"i{k}", a, label, "[]", None, "web")
+            for k, labels in enumerate(votes)
+            for a, label in zip(("a", "b", "c"), labels, strict=True)
+        ],
+    )
     report = resolve_all(store)
-    rows = store.query("SELECT items, kappa_raters, fleiss_kappa, krippendorff_alpha "
-                       "FROM annotation_agreement")
+    rows = store.query(
+        "SELECT items, kappa_raters, fleiss_kappa, krippendorff_alpha FROM annotation_agreement"
+    )
     assert rows == [(3, 3, report.fleiss_kappa, report.krippendorff_alpha)]
     store.close()

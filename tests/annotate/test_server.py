@@ -30,19 +30,26 @@ TRICKY = "<script>alert(1)</script> & \"quotes\" 'x' <b>bold</b> \u2028 caf\u00e
 
 
 def add_items(store: Store, items: list[tuple[str, str, str]]) -> None:
-    store.writer.put([("annotation_items", (item_id, "jsonl", None, query, response, None))
-                      for item_id, query, response in items])
+    store.writer.put(
+        [
+            ("annotation_items", (item_id, "jsonl", None, query, response, None))
+            for item_id, query, response in items
+        ]
+    )
     store.writer.flush_blocking(10)
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
     s = open_store(tmp_path / "ann.duckdb")
-    add_items(s, [
-        ("i1", "When was the Eiffel Tower finished?", RESPONSE),
-        ("i2", "Who designed it?", "Gustave Eiffel's company designed it."),
-        ("i3", "Tricky <b>query</b>", TRICKY),
-    ])
+    add_items(
+        s,
+        [
+            ("i1", "When was the Eiffel Tower finished?", RESPONSE),
+            ("i2", "Who designed it?", "Gustave Eiffel's company designed it."),
+            ("i3", "Tricky <b>query</b>", TRICKY),
+        ],
+    )
     yield s
     s.close()
 
@@ -62,10 +69,12 @@ class Annotator:
         self.server = server
         self.name = name
         self.session = aiohttp.ClientSession(
-            cookie_jar=aiohttp.CookieJar(unsafe=True), headers={"X-Halugen": "1"})
+            cookie_jar=aiohttp.CookieJar(unsafe=True), headers={"X-Halugen": "1"}
+        )
 
-    async def call(self, method: str, path: str, body: Any = None,
-                   headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    async def call(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, Any]:
         kwargs: dict[str, Any] = {"headers": headers or {}}
         if body is not None:
             kwargs["data"] = body if isinstance(body, bytes) else orjson.dumps(body)
@@ -78,8 +87,9 @@ class Annotator:
                 return r.status, raw
 
     async def login(self, token: str | None = None) -> None:
-        status, data = await self.call("POST", "/api/login",
-                                       {"annotator": self.name, "token": token})
+        status, data = await self.call(
+            "POST", "/api/login", {"annotator": self.name, "token": token}
+        )
         assert status == 200, data
 
     async def next(self) -> dict[str, Any]:
@@ -87,10 +97,18 @@ class Annotator:
         assert status == 200, data
         return data
 
-    async def label(self, item_id: str, label: str, spans: list[dict[str, Any]] | None = None,
-                    note: str | None = None) -> tuple[int, Any]:
-        return await self.call("POST", "/api/label", {
-            "item_id": item_id, "label": label, "spans": spans or [], "note": note})
+    async def label(
+        self,
+        item_id: str,
+        label: str,
+        spans: list[dict[str, Any]] | None = None,
+        note: str | None = None,
+    ) -> tuple[int, Any]:
+        return await self.call(
+            "POST",
+            "/api/label",
+            {"item_id": item_id, "label": label, "spans": spans or [], "note": note},
+        )
 
     async def close(self) -> None:
         await self.session.close()
@@ -125,8 +143,9 @@ def run(store: Store, scenario: Scenario, **app_kwargs: Any) -> None:
 def latest(store: Store) -> dict[tuple[str, str], tuple[Any, ...]]:
     cur = store.conn.cursor()  # a fresh connection: sees committed rows only
     try:
-        rows = cur.execute("SELECT item_id, annotator, label, spans_json, note, source "
-                           "FROM annotations_latest").fetchall()
+        rows = cur.execute(
+            "SELECT item_id, annotator, label, spans_json, note, source FROM annotations_latest"
+        ).fetchall()
     finally:
         cur.close()
     return {(r[0], r[1]): r[2:] for r in rows}
@@ -146,8 +165,9 @@ def test_make_tokens() -> None:
     tokens = make_tokens(["a", "b", "c"])
     assert sorted(tokens) == ["a", "b", "c"]
     assert len(set(tokens.values())) == 3
-    assert all(len(t) >= 32 and t.replace("-", "").replace("_", "").isalnum()
-               for t in tokens.values())
+    assert all(
+        len(t) >= 32 and t.replace("-", "").replace("_", "").isalnum() for t in tokens.values()
+    )
     with pytest.raises(UsageError):
         make_tokens(["a", "a"])
     with pytest.raises(UsageError):
@@ -191,11 +211,15 @@ def test_serve_on_loopback_and_tokens_enforced(tmp_path: Path) -> None:
                 async with http.get(server.url) as r:
                     assert r.status == 200
                     assert "halugen annotation" in await r.text()
-                async with http.post(server.url + "api/login", headers=h,
-                                     json={"annotator": "ann1"}) as r:
+                async with http.post(
+                    server.url + "api/login", headers=h, json={"annotator": "ann1"}
+                ) as r:
                     assert r.status == 403
-                async with http.post(server.url + "api/login", headers=h,
-                                     json={"annotator": "ann1", "token": "secret-token-1"}) as r:
+                async with http.post(
+                    server.url + "api/login",
+                    headers=h,
+                    json={"annotator": "ann1", "token": "secret-token-1"},
+                ) as r:
                     assert r.status == 200
                 async with http.get(server.url + "api/next") as r:
                     assert (await r.json())["id"] == "i1"
@@ -214,10 +238,13 @@ def test_tokens_required_when_given(store: Store) -> None:
         a = await person(None)
         status, data = await a.call("GET", "/api/session")
         assert status == 200 and data["tokens_required"] is True and data["annotator"] is None
-        for body in ({"annotator": "ann1"}, {"annotator": "ann1", "token": "wrong"},
-                     {"annotator": "ann1", "token": tokens["ann2"]},
-                     {"annotator": "stranger", "token": tokens["ann1"]},
-                     {"annotator": "ann1", "token": 12}):
+        for body in (
+            {"annotator": "ann1"},
+            {"annotator": "ann1", "token": "wrong"},
+            {"annotator": "ann1", "token": tokens["ann2"]},
+            {"annotator": "stranger", "token": tokens["ann1"]},
+            {"annotator": "ann1", "token": 12},
+        ):
             status, data = await a.call("POST", "/api/login", body)
             assert status == 403, body
             assert data == {"error": "unknown annotator or wrong token"}
@@ -255,8 +282,7 @@ def test_login_validation_and_session_cookie(store: Store) -> None:
 
         # a forged cookie is nobody
         b = await person(None)
-        b.session.cookie_jar.update_cookies({"halugen_session": "forged"},
-                                            server.make_url("/"))
+        b.session.cookie_jar.update_cookies({"halugen_session": "forged"}, server.make_url("/"))
         assert (await b.call("GET", "/api/next"))[0] == 401
 
         assert (await a.call("POST", "/api/logout", {}))[0] == 200
@@ -271,18 +297,19 @@ def test_posts_need_the_custom_header_and_host_is_checked(store: Store) -> None:
         item = await a.next()
         # a cross-site form post cannot set X-Halugen
         async with aiohttp.ClientSession(cookie_jar=a.session.cookie_jar) as bare:
-            async with bare.post(server.make_url("/api/label"), json={
-                    "item_id": item["id"], "label": "no", "spans": []}) as r:
+            async with bare.post(
+                server.make_url("/api/label"),
+                json={"item_id": item["id"], "label": "no", "spans": []},
+            ) as r:
                 assert r.status == 403
-            async with bare.post(server.make_url("/api/login"),
-                                 json={"annotator": "x"}) as r:
+            async with bare.post(server.make_url("/api/login"), json={"annotator": "x"}) as r:
                 assert r.status == 403
             # DNS rebinding: a page on another name reaching the loopback server
-            async with bare.get(server.make_url("/api/next"),
-                                headers={"Host": "attacker.example:80"}) as r:
+            async with bare.get(
+                server.make_url("/api/next"), headers={"Host": "attacker.example:80"}
+            ) as r:
                 assert r.status == 421
-            async with bare.get(server.make_url("/"),
-                                headers={"Host": "localhost"}) as r:
+            async with bare.get(server.make_url("/"), headers={"Host": "localhost"}) as r:
                 assert r.status == 200
         assert latest(store) == {}
 
@@ -292,8 +319,11 @@ def test_posts_need_the_custom_header_and_host_is_checked(store: Store) -> None:
 def test_page_and_security_headers(store: Store) -> None:
     async def scenario(server: TestServer, person: Any) -> None:
         async with aiohttp.ClientSession() as http:
-            for path, ctype in (("/", "text/html"), ("/static/app.js", "text/javascript"),
-                                ("/static/style.css", "text/css")):
+            for path, ctype in (
+                ("/", "text/html"),
+                ("/static/app.js", "text/javascript"),
+                ("/static/style.css", "text/css"),
+            ):
                 async with http.get(server.make_url(path)) as r:
                     assert r.status == 200
                     assert r.headers["Content-Type"].startswith(ctype)
@@ -340,8 +370,13 @@ def test_each_item_goes_to_at_most_three_annotators(store: Store) -> None:
         assert await k.next() == {"done": True, "prev": None}
         status, data = await k.call("GET", "/api/progress")
         assert data["mine"] == {"labelled": 0, "available": 0}
-        assert data["overall"] == {"items": 3, "complete": 1, "labels": 4, "target": 9,
-                                   "per_item": 3}
+        assert data["overall"] == {
+            "items": 3,
+            "complete": 1,
+            "labels": 4,
+            "target": 9,
+            "per_item": 3,
+        }
 
     run(store, scenario)
     labels = latest(store)
@@ -385,7 +420,11 @@ def test_revisiting_own_items_and_position(store: Store) -> None:
         a = await person("a")
         first = await a.next()
         assert (first["id"], first["position"], first["prev"], first["label"]) == (
-            "i1", "1 of 3", None, None)
+            "i1",
+            "1 of 3",
+            None,
+            None,
+        )
         span = {"start": 26, "end": 30, "kind": "non-factual"}
         status, saved = await a.label("i1", "yes", [span], note="wrong year")
         assert status == 200
@@ -395,8 +434,11 @@ def test_revisiting_own_items_and_position(store: Store) -> None:
         assert (second["id"], second["position"], second["prev"]) == ("i2", "2 of 3", "i1")
         status, back = await a.call("GET", "/api/item/i1")
         assert status == 200
-        assert back["label"] == {"label": "yes", "spans": [dict(span, text="1999")],
-                                 "note": "wrong year"}
+        assert back["label"] == {
+            "label": "yes",
+            "spans": [dict(span, text="1999")],
+            "note": "wrong year",
+        }
         assert (back["position"], back["prev"], back["next"]) == ("1 of 3", None, None)
         # relabel: the latest row wins
         assert (await a.label("i1", "no"))[0] == 200
@@ -422,6 +464,7 @@ def test_item_ids_with_slashes_and_percent(tmp_path: Path) -> None:
             a = await person("a")
             assert (await a.next())["id"] == odd
             from urllib.parse import quote
+
             status, data = await a.call("GET", "/api/item/" + quote(odd, safe=""))
             assert status == 200 and data["id"] == odd
 
@@ -432,34 +475,53 @@ def test_item_ids_with_slashes_and_percent(tmp_path: Path) -> None:
 def test_parse_label() -> None:
     text = "ab\U0001f5fccd"  # one code point that is two UTF-16 units
     label, spans, note = parse_label(
-        {"label": "yes", "spans": [{"start": 2, "end": 4, "kind": "irrelevant",
-                                    "text": "forged"}], "note": ""}, text)
+        {
+            "label": "yes",
+            "spans": [{"start": 2, "end": 4, "kind": "irrelevant", "text": "forged"}],
+            "note": "",
+        },
+        text,
+    )
     assert (label, note) == ("yes", None)
     assert spans == [{"start": 2, "end": 4, "text": "\U0001f5fcc", "kind": "irrelevant"}]
 
 
-@pytest.mark.parametrize("body, message", [
-    ({"label": "maybe"}, "label must be"),
-    ({"label": "yes", "spans": "0-3"}, "spans must be a list"),
-    ({"label": "yes", "spans": [[0, 3]]}, "each span"),
-    ({"label": "yes", "spans": [{"start": -1, "end": 3, "kind": "irrelevant"}]}, "outside"),
-    ({"label": "yes", "spans": [{"start": 0, "end": 999, "kind": "irrelevant"}]}, "outside"),
-    ({"label": "yes", "spans": [{"start": 3, "end": 3, "kind": "irrelevant"}]}, "empty"),
-    ({"label": "yes", "spans": [{"start": 4, "end": 2, "kind": "irrelevant"}]}, "outside"),
-    ({"label": "yes", "spans": [{"start": 0.0, "end": 2, "kind": "irrelevant"}]}, "integer"),
-    ({"label": "yes", "spans": [{"start": True, "end": 2, "kind": "irrelevant"}]}, "integer"),
-    ({"label": "yes", "spans": [{"start": "0", "end": 2, "kind": "irrelevant"}]}, "integer"),
-    ({"label": "yes", "spans": [{"start": 0, "end": 2, "kind": "wrong"}]}, "kind"),
-    ({"label": "yes", "spans": [{"start": 0, "end": 2}]}, "kind"),
-    ({"label": "yes", "spans": [{"start": 0, "end": 5, "kind": "irrelevant"},
-                                {"start": 4, "end": 8, "kind": "non-factual"}]}, "overlap"),
-    ({"label": "no", "spans": [{"start": 0, "end": 2, "kind": "irrelevant"}]},
-     "not hallucinated"),
-    ({"label": "no", "note": 5}, "note"),
-    ({"label": "no", "note": "x" * 5000}, "note"),
-])
-def test_bad_labels_are_refused_and_not_stored(store: Store, body: dict[str, Any],
-                                               message: str) -> None:
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ({"label": "maybe"}, "label must be"),
+        ({"label": "yes", "spans": "0-3"}, "spans must be a list"),
+        ({"label": "yes", "spans": [[0, 3]]}, "each span"),
+        ({"label": "yes", "spans": [{"start": -1, "end": 3, "kind": "irrelevant"}]}, "outside"),
+        ({"label": "yes", "spans": [{"start": 0, "end": 999, "kind": "irrelevant"}]}, "outside"),
+        ({"label": "yes", "spans": [{"start": 3, "end": 3, "kind": "irrelevant"}]}, "empty"),
+        ({"label": "yes", "spans": [{"start": 4, "end": 2, "kind": "irrelevant"}]}, "outside"),
+        ({"label": "yes", "spans": [{"start": 0.0, "end": 2, "kind": "irrelevant"}]}, "integer"),
+        ({"label": "yes", "spans": [{"start": True, "end": 2, "kind": "irrelevant"}]}, "integer"),
+        ({"label": "yes", "spans": [{"start": "0", "end": 2, "kind": "irrelevant"}]}, "integer"),
+        ({"label": "yes", "spans": [{"start": 0, "end": 2, "kind": "wrong"}]}, "kind"),
+        ({"label": "yes", "spans": [{"start": 0, "end": 2}]}, "kind"),
+        (
+            {
+                "label": "yes",
+                "spans": [
+                    {"start": 0, "end": 5, "kind": "irrelevant"},
+                    {"start": 4, "end": 8, "kind": "non-factual"},
+                ],
+            },
+            "overlap",
+        ),
+        (
+            {"label": "no", "spans": [{"start": 0, "end": 2, "kind": "irrelevant"}]},
+            "not hallucinated",
+        ),
+        ({"label": "no", "note": 5}, "note"),
+        ({"label": "no", "note": "x" * 5000}, "note"),
+    ],
+)
+def test_bad_labels_are_refused_and_not_stored(
+    store: Store, body: dict[str, Any], message: str
+) -> None:
     async def scenario(server: TestServer, person: Any) -> None:
         a = await person("a")
         await a.next()
@@ -490,8 +552,10 @@ def test_a_label_is_committed_before_the_answer(store: Store, tmp_path: Path) ->
     async def scenario(server: TestServer, person: Any) -> None:
         a = await person("a")
         await a.next()
-        spans = [{"start": 4, "end": 9, "kind": "unverifiable"},
-                 {"start": 26, "end": 30, "kind": "non-factual"}]
+        spans = [
+            {"start": 4, "end": 9, "kind": "unverifiable"},
+            {"start": 26, "end": 30, "kind": "non-factual"},
+        ]
         status, _ = await a.label("i1", "yes", spans, note="two spans")
         assert status == 200
         # no flush, no wait: another connection sees the row as soon as the POST returned
@@ -515,8 +579,9 @@ def test_no_annotator_sees_another_annotators_label(store: Store) -> None:
     async def scenario(server: TestServer, person: Any) -> None:
         a, b = await person("a"), await person("b")
         await a.next()
-        await a.label("i1", "yes", [{"start": 26, "end": 30, "kind": "non-factual"}],
-                      note="SECRET-NOTE-A")
+        await a.label(
+            "i1", "yes", [{"start": 26, "end": 30, "kind": "non-factual"}], note="SECRET-NOTE-A"
+        )
         item = await b.next()
         assert item["id"] == "i1" and item["label"] is None
         for path in ("/api/next", "/api/item/i1", "/api/progress", "/api/session"):
@@ -548,8 +613,9 @@ def test_api_returns_raw_strings_untouched(store: Store) -> None:
         assert item["query"] == "Tricky <b>query</b>"
         assert item["response"] == TRICKY  # no HTML escaping, no normalisation
         start = TRICKY.index("<b>")
-        status, saved = await d.label("i3", "yes", [
-            {"start": start, "end": start + 11, "kind": "irrelevant"}])
+        status, saved = await d.label(
+            "i3", "yes", [{"start": start, "end": start + 11, "kind": "irrelevant"}]
+        )
         assert status == 200 and saved["spans"][0]["text"] == "<b>bold</b>"
         _, back = await d.call("GET", "/api/item/i3")
         assert back["label"]["spans"][0]["text"] == "<b>bold</b>"

@@ -20,20 +20,45 @@ def write_qa(path: Path, n: int) -> tuple[Path, dict[str, bool]]:
     with path.open("w") as f:
         for i in range(n):
             right, wrong = f"Serin{i}", f"Varnel river {i} near Ostra"
-            f.write(json.dumps({
-                "knowledge": f"The {right} flows through Vallona{i}. Aldo Brun{i} was born there.",
-                "question": f"Which river flows through the birthplace of Aldo Brun{i}?",
-                "right_answer": right, "hallucinated_answer": wrong}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "knowledge": (
+                            f"The {right} flows through Vallona{i}. Aldo Brun{i} was born there."
+                        ),
+                        "question": f"Which river flows through the birthplace of Aldo Brun{i}?",
+                        "right_answer": right,
+                        "hallucinated_answer": wrong,
+                    }
+                )
+                + "\n"
+            )
             oracle[right], oracle[wrong] = False, True
     return path, oracle
 
 
-def run_eval(base_url: str, data: Path, db: Path, *, concurrency: int = 16, seed: int = 0,
-             strategy: str = "plain", scoring: str = "parse"):
-    cfg = RunConfig(tasks=("qa",), model="gpt-4o-mini", base_url=base_url, api_key="k", db=db,
-                    rate=RateLimit(concurrency=concurrency), run_seed=seed, progress=False,
-                    retry=RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.02),
-                    timeouts=Timeouts(total=5, read=5))
+def run_eval(
+    base_url: str,
+    data: Path,
+    db: Path,
+    *,
+    concurrency: int = 16,
+    seed: int = 0,
+    strategy: str = "plain",
+    scoring: str = "parse",
+):
+    cfg = RunConfig(
+        tasks=("qa",),
+        model="gpt-4o-mini",
+        base_url=base_url,
+        api_key="k",
+        db=db,
+        rate=RateLimit(concurrency=concurrency),
+        run_seed=seed,
+        progress=False,
+        retry=RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.02),
+        timeouts=Timeouts(total=5, read=5),
+    )
     ecfg = EvalConfig(run=cfg, task="qa", strategy=strategy, data=(str(data),), scoring=scoring)
     return anyio.run(lambda: evaluate(ecfg))
 
@@ -45,8 +70,9 @@ def test_measured_accuracy_matches_the_simulated_judge(simulator, tmp_path, caps
     outcome = run_eval(sim.base_url, data, db)
     assert outcome.exit_code == 0, outcome.message
     assert outcome.judged == 400
-    correct, n = query(db, "SELECT count(*) FILTER (WHERE (verdict = 'yes') = truth), count(*) "
-                           "FROM judgements")[0]
+    correct, n = query(
+        db, "SELECT count(*) FILTER (WHERE (verdict = 'yes') = truth), count(*) FROM judgements"
+    )[0]
     p = correct / n
     half = 1.96 * math.sqrt(0.7 * 0.3 / n)
     assert abs(p - 0.7) <= half + 0.01, p
@@ -63,8 +89,12 @@ def test_the_shown_side_depends_on_seed_not_on_concurrency(simulator, tmp_path):
     sides = []
     for name, conc, seed in (("a", 1, 3), ("b", 32, 3), ("c", 8, 4)):
         run_eval(sim.base_url, data, tmp_path / f"{name}.duckdb", concurrency=conc, seed=seed)
-        sides.append(query(tmp_path / f"{name}.duckdb",
-                           "SELECT item_id, shown FROM judgements ORDER BY item_id"))
+        sides.append(
+            query(
+                tmp_path / f"{name}.duckdb",
+                "SELECT item_id, shown FROM judgements ORDER BY item_id",
+            )
+        )
     assert sides[0] == sides[1]  # same seed, other concurrency: same choices
     assert sides[0] != sides[2]  # another seed: other choices
 
@@ -101,14 +131,57 @@ def test_logprob_scoring_and_resume(simulator, tmp_path):
 def test_eval_on_generated_samples_under_a_budget(simulator, hotpot_file, tmp_path, capsys):
     sim = simulator()
     db = tmp_path / "h.duckdb"
-    assert main(["run", "--seeds", str(hotpot_file(30)), "--base-url", sim.base_url,
-                 "--api-key", "k", "--db", str(db), "--no-progress"]) == 0
-    code = main(["eval", "--task", "qa", "--base-url", sim.base_url, "--api-key", "k",
-                 "--db", str(db), "--no-progress", "--budget", "0.0005usd"])
+    assert (
+        main(
+            [
+                "run",
+                "--seeds",
+                str(hotpot_file(30)),
+                "--base-url",
+                sim.base_url,
+                "--api-key",
+                "k",
+                "--db",
+                str(db),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    code = main(
+        [
+            "eval",
+            "--task",
+            "qa",
+            "--base-url",
+            sim.base_url,
+            "--api-key",
+            "k",
+            "--db",
+            str(db),
+            "--no-progress",
+            "--budget",
+            "0.0005usd",
+        ]
+    )
     assert code == 3  # budget used up part way
     billed = sim.stats()["billed_usd"]
-    code = main(["eval", "--task", "qa", "--base-url", sim.base_url, "--api-key", "k",
-                 "--db", str(db), "--no-progress", "--budget", "1usd"])
+    code = main(
+        [
+            "eval",
+            "--task",
+            "qa",
+            "--base-url",
+            sim.base_url,
+            "--api-key",
+            "k",
+            "--db",
+            str(db),
+            "--no-progress",
+            "--budget",
+            "1usd",
+        ]
+    )
     assert code == 0
     assert query(db, "SELECT count(DISTINCT item_key) FROM judgements")[0][0] == 30
     spent = query(db, "SELECT sum(cost_usd) FROM calls WHERE stage = 'judge'")[0][0]

@@ -36,12 +36,24 @@ def scorer():
 
 
 def write_alpaca(path: Path, n: int) -> Path:
-    topics = ["the tallest mountain in Africa", "how bees make honey", "the year the Berlin wall "
-              "fell", "who painted the Night Watch", "why the sky is blue", "the speed of sound",
-              "how vaccines train the immune system", "the largest desert on Earth"]
-    recs = [{"instruction": f"Tell me about {topics[i % len(topics)]} (question {i}).",
-             "input": "" if i % 3 else "Answer in two sentences.", "output": "x"}
-            for i in range(n)]
+    topics = [
+        "the tallest mountain in Africa",
+        "how bees make honey",
+        "the year the Berlin wall fell",
+        "who painted the Night Watch",
+        "why the sky is blue",
+        "the speed of sound",
+        "how vaccines train the immune system",
+        "the largest desert on Earth",
+    ]
+    recs = [
+        {
+            "instruction": f"Tell me about {topics[i % len(topics)]} (question {i}).",
+            "input": "" if i % 3 else "Answer in two sentences.",
+            "output": "x",
+        }
+        for i in range(n)
+    ]
     path.write_text(json.dumps(recs))
     return path
 
@@ -49,9 +61,15 @@ def write_alpaca(path: Path, n: int) -> Path:
 def run_preselect(base_url: str, queries: Path, db: Path, scorer, **kw):
     from halugen.preselect.run import PreselectConfig, preselect
 
-    cfg = RunConfig(model="gpt-4o-mini", base_url=base_url, api_key="k", db=db,
-                    rate=RateLimit(concurrency=16), progress=False,
-                    budget_usd=kw.pop("budget_usd", None))
+    cfg = RunConfig(
+        model="gpt-4o-mini",
+        base_url=base_url,
+        api_key="k",
+        db=db,
+        rate=RateLimit(concurrency=16),
+        progress=False,
+        budget_usd=kw.pop("budget_usd", None),
+    )
     pcfg = PreselectConfig(run=cfg, queries=(str(queries),), scorer=scorer.spec, **kw)
     return anyio.run(lambda: preselect(pcfg, scorer=scorer))
 
@@ -87,10 +105,12 @@ def test_preselect_uses_n_when_honoured(simulator, tmp_path, scorer):
 def test_annotate_resolve_export_and_evaluate_general(simulator, tmp_path, scorer, capsys):
     sim = simulator()
     db = tmp_path / "h.duckdb"
-    outcome = run_preselect(sim.base_url, write_alpaca(tmp_path / "a.json", 8), db, scorer,
-                            responses=3, keep=4)
-    assert main(["annotate", "add", "--from-run", outcome.run_id, "--keep", "4",
-                 "--db", str(db)]) == 0
+    outcome = run_preselect(
+        sim.base_url, write_alpaca(tmp_path / "a.json", 8), db, scorer, responses=3, keep=4
+    )
+    assert (
+        main(["annotate", "add", "--from-run", outcome.run_id, "--keep", "4", "--db", str(db)]) == 0
+    )
     items = query(db, "SELECT item_id, response FROM annotation_items ORDER BY item_id")
     assert len(items) == 12  # 4 queries x 3 responses
     # three annotators' labels in the plain JSONL format teams exchange
@@ -99,10 +119,17 @@ def test_annotate_resolve_export_and_evaluate_general(simulator, tmp_path, score
         for k, (item_id, response) in enumerate(items):
             votes = ("yes", "yes", "no") if k % 2 else ("no", "no", "no")
             for who, label in zip(("ann1", "ann2", "ann3"), votes, strict=True):
-                spans = ([{"start": 0, "end": 5, "text": response[:5], "kind": "non-factual"}]
-                         if label == "yes" else [])
-                f.write(json.dumps({"item_id": item_id, "annotator": who, "label": label,
-                                    "spans": spans}) + "\n")
+                spans = (
+                    [{"start": 0, "end": 5, "text": response[:5], "kind": "non-factual"}]
+                    if label == "yes"
+                    else []
+                )
+                f.write(
+                    json.dumps(
+                        {"item_id": item_id, "annotator": who, "label": label, "spans": spans}
+                    )
+                    + "\n"
+                )
     assert main(["annotate", "import", str(labels), "--format", "jsonl", "--db", str(db)]) == 0
     assert main(["annotate", "resolve", "--db", str(db)]) == 0
     printed = capsys.readouterr().out
@@ -110,14 +137,48 @@ def test_annotate_resolve_export_and_evaluate_general(simulator, tmp_path, score
     resolved = dict(query(db, "SELECT label, count(*) FROM annotation_resolved GROUP BY 1"))
     assert resolved == {"yes": 6, "no": 6}
     general = tmp_path / "general_data.json"
-    assert main(["export", "--format", "halueval", "--task", "general", "--db", str(db),
-                 "--out", str(general)]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "--format",
+                "halueval",
+                "--task",
+                "general",
+                "--db",
+                str(db),
+                "--out",
+                str(general),
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(line) for line in general.read_text().splitlines()]
     assert len(rows) == 12
-    assert set(rows[0]) == {"ID", "user_query", "chatgpt_response", "hallucination",
-                            "hallucination_spans"}
+    assert set(rows[0]) == {
+        "ID",
+        "user_query",
+        "chatgpt_response",
+        "hallucination",
+        "hallucination_spans",
+    }
     # and the human labels drive a recognition experiment on the general task
-    assert main(["eval", "--task", "general", "--base-url", sim.base_url, "--api-key", "k",
-                 "--db", str(db), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--task",
+                "general",
+                "--base-url",
+                sim.base_url,
+                "--api-key",
+                "k",
+                "--db",
+                str(db),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     truth = dict(query(db, "SELECT truth, count(*) FROM judgements GROUP BY 1"))
     assert truth == {True: 6, False: 6}

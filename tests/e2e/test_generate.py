@@ -16,10 +16,16 @@ from halugen.engine import generate
 
 def config(base_url: str, seed_file: Path, db: Path, **kw: object) -> RunConfig:
     defaults: dict[str, object] = dict(
-        tasks=("qa",), seeds=(str(seed_file),), model="gpt-4o-mini", base_url=base_url,
-        api_key="test-key", db=db, rate=RateLimit(concurrency=16),
+        tasks=("qa",),
+        seeds=(str(seed_file),),
+        model="gpt-4o-mini",
+        base_url=base_url,
+        api_key="test-key",
+        db=db,
+        rate=RateLimit(concurrency=16),
         retry=RetryPolicy(max_attempts=6, base_delay=0.01, max_delay=0.05),
-        timeouts=Timeouts(total=5.0, read=5.0), progress=False,
+        timeouts=Timeouts(total=5.0, read=5.0),
+        progress=False,
     )
     defaults.update(kw)
     return RunConfig(**defaults)  # type: ignore[arg-type]
@@ -40,8 +46,11 @@ def test_run_produces_one_sample_per_seed_and_logs_every_call(simulator, hotpot_
     outcome = run(config(sim.base_url, hotpot_file(20), db))
     assert outcome.status == "done", outcome.message
     assert outcome.exit_code == 0
-    rows = query(db, "SELECT seed_id, pattern, template_hash, knowledge, question, right_answer,"
-                     " hallucinated_answer FROM samples")
+    rows = query(
+        db,
+        "SELECT seed_id, pattern, template_hash, knowledge, question, right_answer,"
+        " hallucinated_answer FROM samples",
+    )
     assert len(rows) == 20
     assert len({r[0] for r in rows}) == 20
     for _, pattern, template_hash, knowledge, question, right, hallucinated in rows:
@@ -80,8 +89,15 @@ def test_same_command_resumes_without_paying_twice(simulator, hotpot_file, tmp_p
     assert fresh.run_id != first.run_id
     # a fresh run with the same settings reuses stored answers by request key: no new bill
     assert sim.stats()["requests"] - billed_after_first <= 5 * 3
-    assert query(db, "SELECT count(*) FROM calls WHERE run_id = ? AND status = 'cached'"
-                 .replace("?", f"'{fresh.run_id}'"))[0][0] > 0
+    assert (
+        query(
+            db,
+            "SELECT count(*) FROM calls WHERE run_id = ? AND status = 'cached'".replace(
+                "?", f"'{fresh.run_id}'"
+            ),
+        )[0][0]
+        > 0
+    )
 
 
 def test_results_do_not_depend_on_concurrency(simulator, hotpot_file, tmp_path):
@@ -91,11 +107,13 @@ def test_results_do_not_depend_on_concurrency(simulator, hotpot_file, tmp_path):
     for conc, name in ((1, "a.duckdb"), (32, "b.duckdb")):
         db = tmp_path / name
         run(config(sim.base_url, seeds, db, rate=RateLimit(concurrency=conc), run_seed=7))
-        out.append(query(db, "SELECT seed_id, hallucinated_answer, pattern FROM samples "
-                             "ORDER BY seed_id"))
+        out.append(
+            query(db, "SELECT seed_id, hallucinated_answer, pattern FROM samples ORDER BY seed_id")
+        )
     assert out[0] == out[1]
-    orders = query(tmp_path / "a.duckdb", "SELECT shown_order FROM filter_decisions "
-                   "WHERE method = 'judge'")
+    orders = query(
+        tmp_path / "a.duckdb", "SELECT shown_order FROM filter_decisions WHERE method = 'judge'"
+    )
     assert {o[0] for o in orders} == {"[0,1]", "[1,0]"} or len(orders) < 4
 
 
@@ -104,14 +122,18 @@ def test_budget_is_never_exceeded_under_faults_and_concurrency(simulator, hotpot
     sim = simulator(fail_rate=0.2, faults=("500", "503", "content_filter"), latency_ms=1)
     db = tmp_path / "h.duckdb"
     budget = 0.004
-    outcome = run(config(sim.base_url, hotpot_file(200), db, budget_usd=budget,
-                         rate=RateLimit(concurrency=64)))
+    outcome = run(
+        config(
+            sim.base_url, hotpot_file(200), db, budget_usd=budget, rate=RateLimit(concurrency=64)
+        )
+    )
     assert outcome.status == "budget_exhausted"
     assert outcome.exit_code == 3
     billed = sim.stats()["billed_usd"]
     assert 0 < billed <= budget
-    (spent,) = query(db, "SELECT sum(pusd) FROM ledger WHERE event IN "
-                         "('settle','consume','lost')")[0]
+    (spent,) = query(db, "SELECT sum(pusd) FROM ledger WHERE event IN ('settle','consume','lost')")[
+        0
+    ]
     assert spent / PUSD_PER_USD == pytest.approx(billed, rel=1e-9)
     assert spent <= budget * PUSD_PER_USD
     # the budget was used, not left mostly idle: within one worst-case call of the cap
@@ -126,13 +148,21 @@ def test_budget_holds_with_ambiguous_faults(simulator, hotpot_file, tmp_path):
     sim = simulator(fail_rate=0.25, faults=("hang", "malformed", "drop", "500"), hang_s=3.0)
     db = tmp_path / "h.duckdb"
     budget = 0.003
-    outcome = run(config(sim.base_url, hotpot_file(150), db, budget_usd=budget,
-                         timeouts=Timeouts(total=0.5, read=0.5),
-                         rate=RateLimit(concurrency=64)))
+    outcome = run(
+        config(
+            sim.base_url,
+            hotpot_file(150),
+            db,
+            budget_usd=budget,
+            timeouts=Timeouts(total=0.5, read=0.5),
+            rate=RateLimit(concurrency=64),
+        )
+    )
     assert outcome.exit_code == 3
     billed = sim.stats()["billed_usd"]
-    (spent,) = query(db, "SELECT sum(pusd) FROM ledger WHERE event IN "
-                         "('settle','consume','lost')")[0]
+    (spent,) = query(db, "SELECT sum(pusd) FROM ledger WHERE event IN ('settle','consume','lost')")[
+        0
+    ]
     assert billed <= budget
     assert spent / PUSD_PER_USD >= billed - 1e-12  # we never count less than the bill
     assert spent <= budget * PUSD_PER_USD
@@ -155,8 +185,15 @@ def test_rate_limit_storm_completes(simulator, hotpot_file, tmp_path):
     # half of all requests answered 429 with retry-after-ms: the run still completes
     sim = simulator(fail_rate=0.5, faults=("429",))
     db = tmp_path / "h.duckdb"
-    outcome = run(config(sim.base_url, hotpot_file(30), db, rate=RateLimit(concurrency=64),
-                         retry=RetryPolicy(max_attempts=12, base_delay=0.01, max_delay=0.05)))
+    outcome = run(
+        config(
+            sim.base_url,
+            hotpot_file(30),
+            db,
+            rate=RateLimit(concurrency=64),
+            retry=RetryPolicy(max_attempts=12, base_delay=0.01, max_delay=0.05),
+        )
+    )
     assert outcome.status == "done", outcome.message
     stats = sim.stats()
     assert stats["by_status"][429] >= 20  # it was a storm
@@ -171,9 +208,22 @@ def test_rate_limit_storm_completes(simulator, hotpot_file, tmp_path):
 def test_401_stops_the_run_with_a_clear_message(simulator, hotpot_file, tmp_path, capsys):
     sim = simulator(api_key="right-key")
     db = tmp_path / "h.duckdb"
-    code = main(["run", "--seeds", str(hotpot_file(50)), "--base-url", sim.base_url,
-                 "--api-key", "wrong-key", "--db", str(db), "--no-progress",
-                 "--model", "gpt-4o-mini"])
+    code = main(
+        [
+            "run",
+            "--seeds",
+            str(hotpot_file(50)),
+            "--base-url",
+            sim.base_url,
+            "--api-key",
+            "wrong-key",
+            "--db",
+            str(db),
+            "--no-progress",
+            "--model",
+            "gpt-4o-mini",
+        ]
+    )
     assert code == 1
     err = capsys.readouterr().err
     assert "401" in err and "API key" in err
@@ -204,16 +254,37 @@ def test_malformed_seed_lines_are_skipped_and_recorded(simulator, tmp_path):
 
 
 def test_unknown_model_with_budget_is_a_usage_error(hotpot_file, tmp_path, capsys):
-    code = main(["run", "--seeds", str(hotpot_file(2)), "--model", "my-local-llama",
-                 "--budget", "5usd", "--db", str(tmp_path / "h.duckdb"), "--no-progress"])
+    code = main(
+        [
+            "run",
+            "--seeds",
+            str(hotpot_file(2)),
+            "--model",
+            "my-local-llama",
+            "--budget",
+            "5usd",
+            "--db",
+            str(tmp_path / "h.duckdb"),
+            "--no-progress",
+        ]
+    )
     assert code == 2
     assert "--price-in" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("bad", ["50", "fifty", "-3usd", "50eur", "$"])
 def test_bad_budget_is_a_usage_error(bad, hotpot_file, tmp_path, capsys):
-    code = main(["run", "--seeds", str(hotpot_file(2)), f"--budget={bad}",
-                 "--db", str(tmp_path / "h.duckdb"), "--no-progress"])
+    code = main(
+        [
+            "run",
+            "--seeds",
+            str(hotpot_file(2)),
+            f"--budget={bad}",
+            "--db",
+            str(tmp_path / "h.duckdb"),
+            "--no-progress",
+        ]
+    )
     assert code == 2
     assert "50usd" in capsys.readouterr().err
 
@@ -225,32 +296,59 @@ def test_unreachable_endpoint_stops_the_run_with_a_clear_message(hotpot_file, tm
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     db = tmp_path / "h.duckdb"
-    code = main(["run", "--seeds", str(hotpot_file(20)), "--base-url",
-                 f"http://127.0.0.1:{port}/v1", "--api-key", "k", "--db", str(db),
-                 "--no-progress", "--max-attempts", "2", "--concurrency", "2"])
+    code = main(
+        [
+            "run",
+            "--seeds",
+            str(hotpot_file(20)),
+            "--base-url",
+            f"http://127.0.0.1:{port}/v1",
+            "--api-key",
+            "k",
+            "--db",
+            str(db),
+            "--no-progress",
+            "--max-attempts",
+            "2",
+            "--concurrency",
+            "2",
+        ]
+    )
     assert code == 1
     err = capsys.readouterr().err
     assert "cannot reach" in err and "--base-url" in err
     # nothing was sent, so nothing counts as spent
-    assert query(db, "SELECT coalesce(sum(pusd), 0) FROM ledger WHERE event <> 'reserve'"
-                 )[0][0] == 0
+    assert (
+        query(db, "SELECT coalesce(sum(pusd), 0) FROM ledger WHERE event <> 'reserve'")[0][0] == 0
+    )
 
 
-def test_content_filter_and_unparseable_judges_are_recorded_never_data(simulator, hotpot_file,
-                                                                       tmp_path):
+def test_content_filter_and_unparseable_judges_are_recorded_never_data(
+    simulator, hotpot_file, tmp_path
+):
     sim = simulator(fail_rate=0.3, faults=("content_filter",), garbage_rate=0.3)
     db = tmp_path / "h.duckdb"
     outcome = run(config(sim.base_url, hotpot_file(60), db))
     assert outcome.exit_code == 0, outcome.message
-    reasons = dict(query(db, "SELECT reason, count(*) FROM seed_progress "
-                             "WHERE outcome = 'rejected' GROUP BY 1"))
+    reasons = dict(
+        query(
+            db, "SELECT reason, count(*) FROM seed_progress WHERE outcome = 'rejected' GROUP BY 1"
+        )
+    )
     assert reasons.get("judge_unparseable", 0) + reasons.get("judge_content_filter", 0) > 0
     statuses = {r[0] for r in query(db, "SELECT DISTINCT status FROM candidates")}
     assert {"content_filter", "unparseable"} <= statuses
     # what was rejected never became a sample, and every sample has a real hallucination
-    rejected = {r[0] for r in query(db, "SELECT seed_key FROM seed_progress "
-                                        "WHERE outcome = 'rejected'")}
+    rejected = {
+        r[0] for r in query(db, "SELECT seed_key FROM seed_progress WHERE outcome = 'rejected'")
+    }
     sampled = {r[0] for r in query(db, "SELECT seed_key FROM samples")}
     assert not rejected & sampled
-    assert query(db, "SELECT count(*) FROM samples WHERE hallucinated_answer = '' "
-                     "OR hallucinated_answer IS NULL")[0][0] == 0
+    assert (
+        query(
+            db,
+            "SELECT count(*) FROM samples WHERE hallucinated_answer = '' "
+            "OR hallucinated_answer IS NULL",
+        )[0][0]
+        == 0
+    )

@@ -17,9 +17,27 @@ from halugen.records import canonical_json
 
 
 def _command(base_url: str, seeds: Path, db: Path) -> list[str]:
-    return [sys.executable, "-m", "halugen", "run", "--seeds", str(seeds), "--base-url",
-            base_url, "--api-key", "k", "--db", str(db), "--budget", "1usd",
-            "--concurrency", "48", "--no-progress", "--model", "gpt-4o-mini"]
+    return [
+        sys.executable,
+        "-m",
+        "halugen",
+        "run",
+        "--seeds",
+        str(seeds),
+        "--base-url",
+        base_url,
+        "--api-key",
+        "k",
+        "--db",
+        str(db),
+        "--budget",
+        "1usd",
+        "--concurrency",
+        "48",
+        "--no-progress",
+        "--model",
+        "gpt-4o-mini",
+    ]
 
 
 def test_kill_9_then_resume_finishes_every_seed_once(simulator, hotpot_file, tmp_path):
@@ -44,16 +62,25 @@ def test_kill_9_then_resume_finishes_every_seed_once(simulator, hotpot_file, tmp
 
     with duckdb.connect(str(db), read_only=True) as conn:
         n_samples, n_seeds = conn.execute(
-            "SELECT count(*), count(DISTINCT seed_key) FROM sample_rows").fetchone()
+            "SELECT count(*), count(DISTINCT seed_key) FROM sample_rows"
+        ).fetchone()
         runs = conn.execute("SELECT count(*) FROM runs").fetchone()[0]
-        lost_keys = {r[0] for r in conn.execute(
-            "SELECT r.key FROM ledger r JOIN ledger l ON l.call_id = r.call_id AND "
-            "l.res_no = r.res_no AND l.event = 'lost' WHERE r.event = 'reserve'").fetchall()}
-        bodies = dict(conn.execute(
-            "SELECT key, any_value(request_json) FROM call_log WHERE request_json IS NOT NULL "
-            "GROUP BY key").fetchall())
-        spent = conn.execute("SELECT sum(pusd) FROM ledger WHERE event IN "
-                             "('settle','consume','lost')").fetchone()[0]
+        lost_keys = {
+            r[0]
+            for r in conn.execute(
+                "SELECT r.key FROM ledger r JOIN ledger l ON l.call_id = r.call_id AND "
+                "l.res_no = r.res_no AND l.event = 'lost' WHERE r.event = 'reserve'"
+            ).fetchall()
+        }
+        bodies = dict(
+            conn.execute(
+                "SELECT key, any_value(request_json) FROM call_log WHERE request_json IS NOT NULL "
+                "GROUP BY key"
+            ).fetchall()
+        )
+        spent = conn.execute(
+            "SELECT sum(pusd) FROM ledger WHERE event IN ('settle','consume','lost')"
+        ).fetchone()[0]
     assert runs == 1  # the same command resumed the same run
     assert n_samples == n_seeds  # exactly one sample per seed
     rejected = 120 - n_seeds
@@ -63,7 +90,8 @@ def test_kill_9_then_resume_finishes_every_seed_once(simulator, hotpot_file, tmp
     twice = {k for k, v in stats["billed_keys"].items() if v > 1}
     in_flight_at_kill = {
         hashlib.sha256(canonical_json(orjson.loads(bodies[k]))).hexdigest()
-        for k in lost_keys if k in bodies
+        for k in lost_keys
+        if k in bodies
     }
     print(f"lost={len(lost_keys)} billed twice={len(twice)} samples={n_samples}")
     assert twice <= in_flight_at_kill, "a request that was not in flight was billed twice"

@@ -25,34 +25,63 @@ from halugen.resources import data_dir
 from halugen.tasks import dialogue, qa, summarization
 
 ITEMS = {
-    "qa": EvalItem("qa", "k-qa", "q1", {
-        "knowledge": "The Oberon Bridge spans the river Tamm in Velby. It opened in 1894.",
-        "question": "In which year did the bridge in Velby open?",
-        "right_answer": "1894",
-        "hallucinated_answer": "It opened in 1901, after ten years of work.",
-    }),
-    "dialogue": EvalItem("dialogue", "k-dia", "d1", {
-        "knowledge": "Tide Hours was written by Mira Sand. Mira Sand wrote Salt Roads.",
-        "dialogue_history": "[Human]: I liked Tide Hours. [Assistant]: A fine book. "
-                            "[Human]: Who wrote it?",
-        "right_response": "Mira Sand wrote it; she also wrote Salt Roads.",
-        "hallucinated_response": "Mira Sand wrote it; she also wrote Glass Rivers.",
-    }),
-    "summarization": EvalItem("summarization", "k-sum", "s1", {
-        "document": "The village of Orby opened a new school on Monday. It has 120 pupils.",
-        "right_summary": "Orby opened a school for 120 pupils on Monday.\n",
-        "hallucinated_summary": "Orby opened a school for 210 pupils on Friday.",
-    }),
-    "general": EvalItem("general", "k-gen", "g1", {
-        "user_query": "Name a planet with rings.",
-        "chatgpt_response": "Saturn has rings.",
-        "hallucination": "no",
-    }, human_label=False),
+    "qa": EvalItem(
+        "qa",
+        "k-qa",
+        "q1",
+        {
+            "knowledge": "The Oberon Bridge spans the river Tamm in Velby. It opened in 1894.",
+            "question": "In which year did the bridge in Velby open?",
+            "right_answer": "1894",
+            "hallucinated_answer": "It opened in 1901, after ten years of work.",
+        },
+    ),
+    "dialogue": EvalItem(
+        "dialogue",
+        "k-dia",
+        "d1",
+        {
+            "knowledge": "Tide Hours was written by Mira Sand. Mira Sand wrote Salt Roads.",
+            "dialogue_history": "[Human]: I liked Tide Hours. [Assistant]: A fine book. "
+            "[Human]: Who wrote it?",
+            "right_response": "Mira Sand wrote it; she also wrote Salt Roads.",
+            "hallucinated_response": "Mira Sand wrote it; she also wrote Glass Rivers.",
+        },
+    ),
+    "summarization": EvalItem(
+        "summarization",
+        "k-sum",
+        "s1",
+        {
+            "document": "The village of Orby opened a new school on Monday. It has 120 pupils.",
+            "right_summary": "Orby opened a school for 120 pupils on Monday.\n",
+            "hallucinated_summary": "Orby opened a school for 210 pupils on Friday.",
+        },
+    ),
+    "general": EvalItem(
+        "general",
+        "k-gen",
+        "g1",
+        {
+            "user_query": "Name a planet with rings.",
+            "chatgpt_response": "Saturn has rings.",
+            "hallucination": "no",
+        },
+        human_label=False,
+    ),
 }
-SHOWN_LABEL = {"qa": "Answer", "dialogue": "Response", "summarization": "Summary",
-               "general": "Response"}
-CONTEXT_LABELS = {"qa": ["Question"], "dialogue": ["Dialogue history"],
-                  "summarization": ["Document"], "general": ["Query"]}
+SHOWN_LABEL = {
+    "qa": "Answer",
+    "dialogue": "Response",
+    "summarization": "Summary",
+    "general": "Response",
+}
+CONTEXT_LABELS = {
+    "qa": ["Question"],
+    "dialogue": ["Dialogue history"],
+    "summarization": ["Document"],
+    "general": ["Query"],
+}
 VERDICT_FORMAT = "Reply format:\nVerdict: <Yes or No>"
 COT_FORMAT = "Reply format:\nReasoning: <your reasoning, step by step>\nVerdict: <Yes or No>"
 CONTRAST_FORMAT = "Reply format:\nHallucinated: <1 or 2>"
@@ -68,8 +97,9 @@ CASES = [(t, s) for t in JUDGE_TASKS for s in strategies_for(t)]
 def _render(task: str, strategy: str, which: int = 1) -> tuple[dict[str, str], ...]:
     item = ITEMS[task]
     right, hallucinated = shown_texts(item)
-    values = judge_values(task, strategy, item, (right, hallucinated)[which],
-                          order=(hallucinated, right))
+    values = judge_values(
+        task, strategy, item, (right, hallucinated)[which], order=(hallucinated, right)
+    )
     return judge_template(task, strategy).render(values)
 
 
@@ -84,8 +114,12 @@ def test_which_strategies_and_templates_apply() -> None:
     assert template_name("dialogue", "contrast") == "judge_contrast"
     # summarization's document is in every prompt: knowledge reuses the plain template
     assert template_name("summarization", "knowledge") == "judge_plain"
-    for task, strategy in (("general", "knowledge"), ("general", "contrast"),
-                           ("qa", "vibes"), ("poetry", "plain")):
+    for task, strategy in (
+        ("general", "knowledge"),
+        ("general", "contrast"),
+        ("qa", "vibes"),
+        ("poetry", "plain"),
+    ):
         with pytest.raises(UsageError):
             template_name(task, strategy)
 
@@ -144,8 +178,11 @@ def test_values_fill_the_shown_text_stripped_and_knowledge_only_when_asked() -> 
     knowledge = judge_values("qa", "knowledge", qa_item, "1894")
     assert knowledge == {**plain, "knowledge": qa_item.fields["knowledge"]}
     contrast = judge_values("qa", "contrast", qa_item, "ignored", order=(" 1901 ", "1894"))
-    assert contrast == {"question": qa_item.fields["question"], "answer_1": "1901",
-                        "answer_2": "1894"}
+    assert contrast == {
+        "question": qa_item.fields["question"],
+        "answer_1": "1901",
+        "answer_2": "1894",
+    }
     with pytest.raises(UsageError, match="contrast"):
         judge_values("qa", "contrast", qa_item, "1894")
     with pytest.raises(UsageError, match="knowledge"):

@@ -14,8 +14,12 @@ def _many(truth: bool, verdict: str, k: int, length: int | None = None) -> list[
 def test_metrics_of_a_small_confusion_matrix_worked_by_hand() -> None:
     # hallucinated shown (5): 3 yes, 1 no, 1 invalid; right shown (4): 2 no, 1 yes, 1 invalid
     judged = (
-        _many(True, "yes", 3) + _many(True, "no", 1) + _many(True, "invalid", 1)
-        + _many(False, "no", 2) + _many(False, "yes", 1) + _many(False, "invalid", 1)
+        _many(True, "yes", 3)
+        + _many(True, "no", 1)
+        + _many(True, "invalid", 1)
+        + _many(False, "no", 2)
+        + _many(False, "yes", 1)
+        + _many(False, "invalid", 1)
     )
     m = compute(judged)
     assert (m.n, m.tp, m.fn, m.tn, m.fp, m.invalid, m.positives) == (9, 3, 1, 2, 1, 2, 5)
@@ -102,8 +106,12 @@ def test_length_only_is_scored_out_of_sample() -> None:
     # in sample, the best single threshold ("hallucinated iff shorter than 15") gets 3 of 4.
     # Stratified folds: {10 T, 20 F} and {30 T, 40 F}; each fold's rule ("shorter than 15",
     # "shorter than 35") scores 1 of 2 on the other fold: 2 of 4
-    judged = [Judged(True, "no", 10), Judged(False, "no", 20),
-              Judged(True, "no", 30), Judged(False, "no", 40)]
+    judged = [
+        Judged(True, "no", 10),
+        Judged(False, "no", 20),
+        Judged(True, "no", 30),
+        Judged(False, "no", 40),
+    ]
     assert baselines(judged)["length_only"] == 0.5
 
 

@@ -23,12 +23,36 @@ from halugen.store.db import open_store
 T0 = datetime(2024, 5, 1, 12, 0, 0)
 
 
-def _row(run: str, task: str, key: str, strategy: str, model: str, truth: bool, verdict: str,
-         length: int | None = 10, shown: str | None = None, at: int = 0) -> list:
-    shown = shown or ("both" if strategy == "contrast" else
-                      "hallucinated" if truth else "right")
-    return [run, task, key, key, strategy, model, shown, truth, verdict, None, length,
-            verdict, None, None, T0 + timedelta(seconds=at)]
+def _row(
+    run: str,
+    task: str,
+    key: str,
+    strategy: str,
+    model: str,
+    truth: bool,
+    verdict: str,
+    length: int | None = 10,
+    shown: str | None = None,
+    at: int = 0,
+) -> list:
+    shown = shown or ("both" if strategy == "contrast" else "hallucinated" if truth else "right")
+    return [
+        run,
+        task,
+        key,
+        key,
+        strategy,
+        model,
+        shown,
+        truth,
+        verdict,
+        None,
+        length,
+        verdict,
+        None,
+        None,
+        T0 + timedelta(seconds=at),
+    ]
 
 
 @pytest.fixture
@@ -39,15 +63,27 @@ def store(tmp_path: Path):
         verdicts = ["yes", "no", "yes", "no", "yes", "no", "no", "yes", "yes", "invalid"]
         for i, v in enumerate(verdicts):
             truth = i % 2 == 0
-            rows.append(_row("r1", "qa", f"q{i:02d}", "plain", "model-a", truth, v,
-                             length=60 if truth else 8))
+            rows.append(
+                _row(
+                    "r1", "qa", f"q{i:02d}", "plain", "model-a", truth, v, length=60 if truth else 8
+                )
+            )
         # the same item written again later in the same run: counts once, the latest ("no")
         rows.append(_row("r1", "qa", "q00", "plain", "model-a", True, "no", 60, at=5))
         # dialogue / knowledge / model-a: 4 items, all right
         for i in range(4):
             truth = i < 2
-            rows.append(_row("r1", "dialogue", f"d{i}", "knowledge", "model-a", truth,
-                             "yes" if truth else "no"))
+            rows.append(
+                _row(
+                    "r1",
+                    "dialogue",
+                    f"d{i}",
+                    "knowledge",
+                    "model-a",
+                    truth,
+                    "yes" if truth else "no",
+                )
+            )
         # qa / contrast / model-b in another run: 3 right picks of 4
         for i, v in enumerate(["yes", "yes", "no", "yes"]):
             rows.append(_row("r2", "qa", f"c{i}", "contrast", "model-b", True, v, None))
@@ -129,8 +165,15 @@ def test_csv_round_trips_the_numbers(store) -> None:
     assert float(qa["length_only"]) == 1.0 and qa["runs"] == "r1"
     contrast = measured[1]
     assert contrast["strategy"] == "contrast" and float(contrast["accuracy"]) == 0.75
-    for name in ("precision", "recall", "f1", "yes_rate", "balanced_accuracy", "always_no",
-                 "length_only"):
+    for name in (
+        "precision",
+        "recall",
+        "f1",
+        "yes_rate",
+        "balanced_accuracy",
+        "always_no",
+        "length_only",
+    ):
         assert contrast[name] == "", name
     gen = next(r for r in paper if r["strategy"] == "plain" and r["task"] == "general")
     assert float(gen["accuracy"]) == pytest.approx(0.7944) and gen["model"] == PAPER_LABEL

@@ -57,8 +57,11 @@ def test_a_perfect_simulated_judge_scores_one(task: str, strategy: str) -> None:
             pick = parse_contrast(choice["message"]["content"])
             judged.append(Judged(True, "yes" if pick == truth_pos else "no"))
     else:
-        shown = [(right, bool(item.human_label))] if task == "general" else [
-            (right, False), (hallucinated, True)]
+        shown = (
+            [(right, bool(item.human_label))]
+            if task == "general"
+            else [(right, False), (hallucinated, True)]
+        )
         for text, truth in shown:
             values = judge_values(task, strategy, item, text)
             params = request_params(strategy, logprobs=True)
@@ -79,8 +82,9 @@ def test_a_coin_flipping_simulated_judge_is_near_half() -> None:
     for i in range(300):
         item = ITEMS["qa"]
         text = f"answer number {i}"
-        choice = _ask(sim, template.render(judge_values("qa", "plain", item, text)),
-                      request_params("plain"))
+        choice = _ask(
+            sim, template.render(judge_values("qa", "plain", item, text)), request_params("plain")
+        )
         judged.append(Judged(i % 2 == 0, parse_verdict(choice["message"]["content"])))
     m = compute(judged)
     assert m.invalid == 0

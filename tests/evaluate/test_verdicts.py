@@ -162,7 +162,10 @@ def test_logprobs_exact_tie_is_invalid_and_alternatives_rescue_an_odd_token() ->
     tie = {"content": [_entry("Yes", 0.5, {"Yes": 0.5, "No": 0.5})]}
     assert verdict_from_logprobs(tie) == ("invalid", 0.5)
     # the sampled token is odd, but the alternatives at the verdict position say No
-    odd = [_entry("Verdict", 0.9), _entry(":", 0.9),
-           _entry(" Probably", 0.4, {" Probably": 0.4, " No": 0.35, " Yes": 0.05})]
+    odd = [
+        _entry("Verdict", 0.9),
+        _entry(":", 0.9),
+        _entry(" Probably", 0.4, {" Probably": 0.4, " No": 0.35, " Yes": 0.05}),
+    ]
     verdict, p = verdict_from_logprobs({"content": odd})
     assert verdict == "no" and p == pytest.approx(0.05 / 0.40)

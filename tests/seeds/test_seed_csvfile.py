@@ -67,8 +67,9 @@ def test_unclosed_quote_says_so(tmp_path: Path) -> None:
 def test_missing_required_column(tmp_path: Path) -> None:
     file = put(tmp_path, b",id,article\n0,1,x\n")
     with pytest.raises(
-        InputError, match=r"t\.csv: its CSV header has no 'highlights' column "
-        r"\(its columns: '', 'id', 'article'\)"
+        InputError,
+        match=r"t\.csv: its CSV header has no 'highlights' column "
+        r"\(its columns: '', 'id', 'article'\)",
     ):
         list(iter_csv(file, required=("article", "highlights")))
 

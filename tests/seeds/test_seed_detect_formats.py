@@ -160,9 +160,7 @@ def test_formats_by_task_groups_files_in_order(tmp_path: Path) -> None:
 
 def test_formats_by_task_with_a_named_format_and_its_errors(tmp_path: Path) -> None:
     q = put(tmp_path, "q.jsonl", QA)
-    assert formats_by_task([q], fmt="halueval-dialogue") == {
-        "dialogue": [(q, "halueval-dialogue")]
-    }
+    assert formats_by_task([q], fmt="halueval-dialogue") == {"dialogue": [(q, "halueval-dialogue")]}
     with pytest.raises(UsageError, match="unknown seed format"):
         formats_by_task([q], fmt="nope")
     with pytest.raises(InputError, match="not found"):

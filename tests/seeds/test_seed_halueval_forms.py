@@ -99,9 +99,7 @@ def test_arrays_and_detection_through_read_seeds(tmp_path: Path) -> None:
     dialogue.write_bytes(orjson.dumps([DIALOGUE, DIALOGUE]))
     summary = write(tmp_path, [orjson.dumps(SUMMARY)], "s.json")
     assert [s.seed_id for s in read_seeds([str(dialogue)], "dialogue")] == ["d.json:1", "d.json:2"]
-    assert [s.dataset for s in read_seeds([summary], "summarization")] == [
-        "halueval-summarization"
-    ]
+    assert [s.dataset for s in read_seeds([summary], "summarization")] == ["halueval-summarization"]
 
 
 def test_empty_files(tmp_path: Path) -> None:

@@ -40,8 +40,9 @@ def test_contrast_pick_follows_the_oracle_at_the_given_accuracy() -> None:
     right = sum(contrast(cands, k, oracle=oracle, judge_accuracy=0.7) == 2 for k in range(4000))
     assert 0.66 < right / 4000 < 0.74
     # unknown texts, or both hallucinated: a fair draw
-    unknown = sum(contrast(("a", "b"), k, oracle=oracle, judge_accuracy=1.0) == 1
-                  for k in range(4000))
+    unknown = sum(
+        contrast(("a", "b"), k, oracle=oracle, judge_accuracy=1.0) == 1 for k in range(4000)
+    )
     assert 0.45 < unknown / 4000 < 0.55
     both = {normalise("a"): True, normalise("b"): True}
     assert {contrast(("a", "b"), k, oracle=both, judge_accuracy=1.0) for k in range(60)} == {1, 2}
@@ -55,8 +56,10 @@ def test_contrast_reply_parses_and_is_stable_per_prompt() -> None:
     assert r.text == "Hallucinated: 2"
     assert parse_contrast(r.text) == 2
     again = reply(info, prompt_key=5, variant_key=10, oracle=oracle, judge_accuracy=0.5)
-    assert again.text == reply(info, prompt_key=5, variant_key=11, oracle=oracle,
-                               judge_accuracy=0.5).text
+    assert (
+        again.text
+        == reply(info, prompt_key=5, variant_key=11, oracle=oracle, judge_accuracy=0.5).text
+    )
 
 
 def test_contrast_through_the_simulator_over_many_prompts() -> None:

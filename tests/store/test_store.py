@@ -19,8 +19,9 @@ def test_migrations_are_recorded_once_and_views_exist(tmp_path):
     with open_store(db) as store:  # reopening applies nothing twice
         names = [r[0] for r in store.query("SELECT name FROM schema_migrations ORDER BY name")]
         assert names == [name for name, _ in MIGRATIONS]
-        views = {r[0] for r in store.query(
-            "SELECT view_name FROM duckdb_views() WHERE NOT internal")}
+        views = {
+            r[0] for r in store.query("SELECT view_name FROM duckdb_views() WHERE NOT internal")
+        }
         assert {"samples", "calls", "cost_by_stage", "seed_progress", "qa_samples"} <= views
 
 
