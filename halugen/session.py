@@ -185,7 +185,7 @@ async def call_session(
         assert run is not None
         ledger = Ledger(run["budget_pusd"], spent=store.spent(run_id))
         stats = RunStats(run_id=run_id)
-        limiter = RateLimiter(cfg.rate)
+        limiter = RateLimiter(cfg.rate, timeout=cfg.timeouts.total)
         client = ChatClient(
             base_url=cfg.base_url,
             api_key=cfg.api_key,

@@ -15,8 +15,22 @@ def add_parsers(sub: Any) -> None:
     sim.add_argument("--port", type=int, default=8000)
     sim.add_argument("--latency-ms", type=float, default=0.0)
     sim.add_argument("--jitter-ms", type=float, default=0.0)
-    sim.add_argument("--rpm", type=float)
-    sim.add_argument("--tpm", type=float)
+    sim.add_argument("--rpm", type=float, help="requests per minute the account allows")
+    sim.add_argument("--tpm", type=float, help="tokens per minute (prompt + n * max_tokens)")
+    sim.add_argument(
+        "--quantise",
+        type=float,
+        metavar="SECONDS",
+        help="enforce --rpm/--tpm over windows this long, as OpenAI does (1: 1,200 rpm is 20 "
+        "a second; 60: a whole minute may burst); refused requests count against the limit",
+    )
+    sim.add_argument(
+        "--capacity",
+        type=int,
+        metavar="N",
+        help="serve N requests at once and queue the rest, like a self-hosted server "
+        "(llama.cpp: --capacity 1 --no-n); the queue wait counts against the client's timeout",
+    )
     sim.add_argument("--fail-rate", type=float, default=0.0)
     sim.add_argument(
         "--faults",
@@ -75,6 +89,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.judge_accuracy is not None:
         kw["judge_accuracy"] = args.judge_accuracy
     config = SimConfig(
+        quantum_s=args.quantise,
+        capacity=args.capacity,
         latency_ms=args.latency_ms,
         jitter_ms=args.jitter_ms,
         rpm=args.rpm,

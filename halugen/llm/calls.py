@@ -174,8 +174,10 @@ class CallRunner:
             attempts += 1
             st.in_flight += 1
             try:
-                async with self.limiter.slot(reserve_tokens + max_out):
+                async with self.limiter.slot(reserve_tokens + max_out) as ticket:
                     result = await self.client.send(request, body=body)
+                    if not result.usage_estimated:  # tokens/min: what the server counted
+                        ticket.counted(result.prompt_tokens + max_out)
             except RetryableError as exc:
                 last_error = exc
                 self._reached = self._reached or exc.status != 0

@@ -1,46 +1,49 @@
-"""Client-side rate limiting: requests/min, tokens/min, an adaptive concurrency cap, fair queueing.
+"""Client-side admission control for one endpoint: requests/min, tokens/min, the concurrency cap.
 
-One ``RateLimiter`` guards one endpoint (one key). Every call does::
+Every call does::
 
-    async with limiter.slot(estimated_tokens):
+    async with limiter.slot(estimated_tokens) as ticket:
         response = await transport.post(...)
         limiter.observe(response.status, response.headers)
+        ticket.counted(tokens_the_server_counted)      # when the usage is known
 
 ``slot`` admits callers strictly first-come first-served once all of these hold: no cooldown is
-running, the requests bucket has 1, the tokens bucket has ``tokens``, and fewer than
-``concurrency`` callers are inside. ``observe`` learns from every response:
+running, the requests pacer has 1, the tokens pacer has ``tokens`` (llm/pacing.py: per-minute
+rates spent evenly, never more than a tenth of a second's worth at once), and fewer than the cap
+(llm/capacity.py) are inside. The parts are checked together and taken together, with no await
+in between, so nothing is paid for a request that then waits for something else.
 
-- ``x-ratelimit-limit-requests`` / ``-tokens`` (per-minute limits, OpenAI's names): when 97% of
-  the server's figure is below ours (or we had none), adopt it. The 3% margin absorbs clock skew
-  and requests the server counts that we do not see (other clients of the same key).
+``observe`` learns from every response:
+
+- ``x-ratelimit-limit-requests`` / ``-tokens`` (per-minute limits, OpenAI's names): the pace
+  becomes 97% of the server's figure, or the user's limit when that is lower. The 3% margin
+  absorbs clock skew and requests the server counts that we do not see. A user limit that is
+  too high (``--rpm 100000``) is thus brought down by the first answer, before a second request
+  leaves: the cap is 1 until then.
 - ``x-ratelimit-remaining-*`` at 0 with ``x-ratelimit-reset-*`` (Go durations: "1s", "6m0s",
   "120ms", "1m30.5s"): nobody starts until the reset. OpenAI (and our simulator) mean by reset
   the time until the bucket is *full* again, about a minute when it is empty; waiting all of it
   would idle a whole minute. So when the same response also gives the limit, the pause is the
-  share of the reset the server needs to refill one burst of ours (``reset * burst / limit``,
-  about ``WINDOW_S``); without the limit it is the whole reset. A fixed-window server that
-  means "window ends" answers an early burst with 429 + retry-after, which is then honoured.
-- 429: cooldown for ``retry-after-ms`` / ``retry-after`` (else 1 s) and halve the concurrency cap
-  (floor 1); after every ``cap`` consecutive successes the cap grows by 1 up to the configured
-  maximum (AIMD, as TCP does). A burst of 429s from requests that were already in flight when the
-  cap was halved says nothing new, so only the first of them halves (when ``observe`` is called
-  inside the slot, which tells it when the request started).
+  share of the reset the server needs to refill one burst of ours (``reset * burst / limit``);
+  without the limit it is the whole reset.
+- 429: a cooldown for ``retry-after-ms`` / ``retry-after`` (else 1 s); the controller decides
+  what it means for the cap.
+- the latency of every success, and timeouts seen when a slot ends in one (a
+  ``RetryableError`` without an HTTP status, after the request may have been sent), feed the
+  concurrency controller: a server that announces no limits gets as many requests at once as
+  it can serve without queueing them.
 
-Why the buckets hold only ``WINDOW_S`` seconds of rate: aiolimiter's default bucket holds a whole
-period, so 10,000 rpm would fire 10,000 requests at start straight into the provider's own bucket.
-Two seconds keeps start-up bursts small while absorbing scheduling jitter; over any 60 s the
-limiter admits at most ``rate + rate * WINDOW_S / 60``.
+``ticket.counted(n)`` corrects the tokens charged at admission (a worst-case estimate) to what
+the server counted, so a tokens/min limit is used to 97% and not to the estimate's margin.
 
-Why a gate: aiolimiter keeps its waiters in a heap ordered by amount, so small requests overtake a
-long prompt indefinitely. One FIFO ``asyncio.Lock`` around all the waiting means at most one task
-waits inside aiolimiter at a time, so its ordering never matters.
+Why a gate: one FIFO ``asyncio.Lock`` around all the waiting means waiters are served in
+arrival order, so small requests never overtake a long prompt.
 
-A token amount larger than the bucket (a prompt longer than ``WINDOW_S`` seconds of tokens/min)
-is taken in bucket-sized parts while holding the gate: it never raises, it goes alone, and every
-token is still counted against the limit.
-
-All timing goes through the running loop's clock (``loop.time()``, ``asyncio.sleep``), as
-aiolimiter's does, so tests run it on a virtual clock.
+The admission core is also usable without waiting: ``delay(tokens, now)`` says how long until a
+request could start (``inf`` while the cap is full) and ``start(tokens, now)`` takes it. The
+endpoint pool (llm/pool.py) uses those to send each call to whichever endpoint can take it
+first. All timing goes through the running loop's clock (``loop.time()``, ``asyncio.sleep``),
+so tests run it on a virtual clock.
 """
 
 from __future__ import annotations
@@ -53,34 +56,34 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from aiolimiter import AsyncLimiter
-
 from ..config import RateLimit
-from ..errors import UsageError
+from ..errors import RetryableError, UsageError
+from .capacity import ANNOUNCED, ConcurrencyControl
+from .pacing import Pacer
 
 __all__ = [
     "ADOPT_FRACTION",
     "DEFAULT_COOLDOWN_S",
-    "WINDOW_S",
     "LimiterSnapshot",
     "RateLimiter",
+    "Ticket",
     "parse_duration",
+    "wait_for_change",
 ]
 
-WINDOW_S = 2.0  # seconds of rate a bucket holds: the largest burst
 ADOPT_FRACTION = 0.97  # share of a server-announced limit we aim for
 DEFAULT_COOLDOWN_S = 1.0  # pause after a 429 that carries no retry-after hint
 
-# (limiter, sequence number) of the slot the current task holds, so that ``observe`` can tell
-# whether a 429 belongs to a request admitted before the last decrease.
-_held: ContextVar[tuple[RateLimiter, int] | None] = ContextVar("halugen_limiter_slot", default=None)
+# The ticket of the slot the current task holds, so that ``observe`` knows which request an
+# answer belongs to (when it started, how many were in flight, which burst it was part of).
+_held: ContextVar[Ticket | None] = ContextVar("halugen_limiter_slot", default=None)
 
 
 @dataclass(frozen=True, slots=True)
 class LimiterSnapshot:
     rpm_limit: float | None
     tpm_limit: float | None
-    concurrency: int  # current cap (AIMD)
+    concurrency: int  # current cap
     max_concurrency: int
     in_flight: int
     waiting: int
@@ -88,86 +91,137 @@ class LimiterSnapshot:
     rate_limited: int  # 429s observed
 
 
+class Ticket:
+    """One admitted request: what it was charged and how to correct that."""
+
+    __slots__ = ("_limiter", "charged", "in_flight", "seq", "started")
+
+    def __init__(
+        self, limiter: RateLimiter, seq: int, in_flight: int, started: float, charged: int
+    ) -> None:
+        self._limiter = limiter
+        self.seq = seq
+        self.in_flight = in_flight  # requests in flight when this one started, itself included
+        self.started = started  # loop time
+        self.charged = charged  # tokens taken from the tokens pacer
+
+    def counted(self, tokens: int) -> None:
+        """The server counted ``tokens`` for this request: give back (or charge) the difference."""
+        limiter = self._limiter
+        diff = self.charged - max(0, int(tokens))
+        if diff and limiter._tokens is not None:
+            limiter._tokens.adjust(diff, asyncio.get_running_loop().time())
+            if diff > 0:
+                limiter._freed.set()  # the head of the queue may go sooner than it planned
+        self.charged -= diff
+
+
 class RateLimiter:
     """Admission control for one endpoint; see the module docstring."""
 
-    def __init__(self, rate: RateLimit) -> None:
+    def __init__(
+        self,
+        rate: RateLimit,
+        *,
+        timeout: float | None = None,
+        freed: asyncio.Event | None = None,
+    ) -> None:
+        """``timeout``: seconds one attempt may take; the cap keeps latency well under it."""
         for name, value in (("rpm", rate.rpm), ("tpm", rate.tpm)):
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise UsageError(f"{name} must be a positive number, got {value!r}")
         if rate.concurrency < 1:
             raise UsageError(f"concurrency must be at least 1, got {rate.concurrency!r}")
-        self._rpm = rate.rpm
+        self._user = {"requests": rate.rpm, "tokens": rate.tpm}
+        self._rpm = rate.rpm  # the pace, per minute
         self._tpm = rate.tpm
-        self._requests = _bucket(rate.rpm)
-        self._tokens = _bucket(rate.tpm)
-        self._max_concurrency = rate.concurrency
-        self._concurrency = rate.concurrency
+        self._requests: Pacer | None = None  # made on first use, from the loop's clock
+        self._tokens: Pacer | None = None
+        self._control = ConcurrencyControl(rate.concurrency, deadline_s=timeout)
         self._in_flight = 0
         self._waiting = 0
         self._cooldown_until = -math.inf  # loop time
         self._rate_limited = 0
-        self._successes = 0  # consecutive, towards the next +1
-        self._next_seq = 0  # sequence number of the next admitted slot
-        self._epoch = 0  # first sequence number admitted after the last decrease
         self._gate = asyncio.Lock()  # FIFO: waiters are served in arrival order
-        self._freed = asyncio.Event()  # a slot was released or the cap grew
+        # set when a slot is released or the cap grows; a pool shares one among its limiters
+        self._freed = freed if freed is not None else asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    # -- admission -----------------------------------------------------------------------------
+    # -- admission without waiting ----------------------------------------------------------------
 
-    def slot(self, tokens: int) -> AbstractAsyncContextManager[None]:
+    def delay(self, tokens: int, now: float) -> float:
+        """Seconds until a request worth ``tokens`` could start; ``inf`` while the cap is full."""
+        if self._in_flight >= self._control.cap:
+            return math.inf
+        wait = self._cooldown_until - now
+        requests, tokens_pacer = self._pacers(now)
+        if requests is not None:
+            wait = max(wait, requests.delay(1, now))
+        if tokens_pacer is not None and tokens > 0:
+            wait = max(wait, tokens_pacer.delay(tokens, now))
+        return max(0.0, wait)
+
+    def start(self, tokens: int, now: float) -> Ticket:
+        """Take a request slot worth ``tokens`` now (after ``delay`` said 0)."""
+        requests, tokens_pacer = self._pacers(now)
+        if requests is not None:
+            requests.take(1, now)
+        charged = 0
+        if tokens_pacer is not None and tokens > 0:
+            tokens_pacer.take(tokens, now)
+            charged = tokens
+        self._in_flight += 1
+        return Ticket(self, self._control.admitted(), self._in_flight, now, charged)
+
+    def finish(self, ticket: Ticket, error: BaseException | None = None) -> None:
+        """The request of ``ticket`` is over (``error``: how it ended, if it failed)."""
+        self._in_flight -= 1
+        if error is not None and _congestion(error):
+            self._control.congested(ticket.seq)
+        self._freed.set()
+
+    def _pacers(self, now: float) -> tuple[Pacer | None, Pacer | None]:
+        if self._requests is None and self._rpm is not None:
+            self._requests = Pacer(self._rpm, now)
+        if self._tokens is None and self._tpm is not None:
+            self._tokens = Pacer(self._tpm, now)
+        return self._requests, self._tokens
+
+    # -- admission with waiting -------------------------------------------------------------------
+
+    def slot(self, tokens: int) -> AbstractAsyncContextManager[Ticket]:
         """Wait (FIFO) for a request slot worth ``tokens``; hold the concurrency slot until exit."""
         return self._slot(max(0, int(tokens)))
 
     @asynccontextmanager
-    async def _slot(self, tokens: int) -> AsyncIterator[None]:
+    async def _slot(self, tokens: int) -> AsyncIterator[Ticket]:
+        loop = asyncio.get_running_loop()
+        self._loop = loop
         self._waiting += 1
         try:
             async with self._gate:
-                await self._admit(tokens)
-                # No await between the admission check and taking the slot: a cancellation
-                # cannot land in between, so a cancelled waiter never leaks a slot.
-                self._in_flight += 1
+                await self._wait(tokens, loop)
+                # No await between the last check and taking the slot: a cancellation cannot
+                # land in between, so a cancelled waiter never leaks a slot.
+                ticket = self.start(tokens, loop.time())
         finally:
             self._waiting -= 1
-        seq = self._next_seq
-        self._next_seq += 1
-        held = _held.set((self, seq))
+        held = _held.set(ticket)
         try:
-            yield
+            yield ticket
+        except BaseException as exc:
+            self.finish(ticket, exc)
+            raise
+        else:
+            self.finish(ticket)
         finally:
             _held.reset(held)
-            self._in_flight -= 1
-            self._freed.set()
 
-    async def _admit(self, tokens: int) -> None:
-        """Wait, holding the gate, until this caller may start."""
-        loop = asyncio.get_running_loop()
-        self._loop = loop
-        need_request = True
-        while True:
-            while self._in_flight >= self._concurrency:
-                self._freed.clear()
-                await self._freed.wait()
-            while (left := self._cooldown_until - loop.time()) > 0:
-                await asyncio.sleep(left)
-            if need_request:
-                need_request = False
-                if (requests := self._requests) is not None:
-                    await requests.acquire(1)
-            # Buckets are re-read on every pass: ``observe`` may replace them while we wait.
-            while tokens > 0 and (bucket := self._tokens) is not None:
-                part = min(tokens, bucket.max_rate)
-                await bucket.acquire(part)
-                tokens -= part
-            tokens = 0
-            # Waiting on the buckets may have let a 429 halve the cap or start a cooldown: what
-            # was paid stays paid (erring slow), but the new pause or cap is still respected.
-            if self._in_flight < self._concurrency and self._cooldown_until <= loop.time():
-                return
+    async def _wait(self, tokens: int, loop: asyncio.AbstractEventLoop) -> None:
+        while (wait := self.delay(tokens, loop.time())) > 0:
+            await wait_for_change(self._freed, wait)
 
-    # -- learning ------------------------------------------------------------------------------
+    # -- learning ---------------------------------------------------------------------------------
 
     def observe(self, status: int, headers: Mapping[str, str]) -> None:
         """Learn from one response: its status and its headers (lower-case names).
@@ -178,12 +232,18 @@ class RateLimiter:
         loop = asyncio.get_running_loop()
         self._loop = loop
         now = loop.time()
+        control = self._control
+        cap_before = control.cap
 
         limit_requests = _number(headers.get("x-ratelimit-limit-requests"))
         limit_tokens = _number(headers.get("x-ratelimit-limit-tokens"))
-        self._adopt_rpm(limit_requests)
-        self._adopt_tpm(limit_tokens)
-        for kind, limit, bucket in (
+        if (limit_requests is not None and limit_requests > 0) or (
+            limit_tokens is not None and limit_tokens > 0
+        ):
+            control.announced()
+            self._adopt("requests", limit_requests, now)
+            self._adopt("tokens", limit_tokens, now)
+        for kind, limit, pacer in (
             ("requests", limit_requests, self._requests),
             ("tokens", limit_tokens, self._tokens),
         ):
@@ -191,55 +251,69 @@ class RateLimiter:
             reset = parse_duration(headers.get(f"x-ratelimit-reset-{kind}"))
             if remaining is not None and remaining <= 0 and reset is not None:
                 share = 1.0
-                if limit is not None and limit > 0 and bucket is not None:
-                    share = min(1.0, bucket.max_rate / limit)
+                if limit is not None and limit > 0 and pacer is not None:
+                    share = min(1.0, pacer.capacity / limit)
                 self._cool_until(now + reset * share)
 
+        ticket = _held.get()
+        if ticket is not None and ticket._limiter is not self:
+            ticket = None
+        seq = ticket.seq if ticket is not None else None
         if status == 429:
             self._rate_limited += 1
             hint = _retry_after(headers)
             self._cool_until(now + (DEFAULT_COOLDOWN_S if hint is None else hint))
-            self._decrease()
+            control.rate_limited(seq)
         elif status < 400:
-            self._increase()
+            if ticket is None:
+                control.success(None)
+            else:
+                binding = self._waiting > 0 or self._in_flight >= control.cap
+                control.success(seq, ticket.in_flight, now - ticket.started, binding=binding)
         elif status >= 500:
-            self._successes = 0  # the server is struggling: no growth on this run
+            control.server_error()
         # other 4xx are the request's own fault and say nothing about capacity
+        if control.cap > cap_before:
+            self._freed.set()
 
-    def _adopt_rpm(self, server: float | None) -> None:
-        if server is not None and server > 0:
-            target = server * ADOPT_FRACTION
-            if self._rpm is None or target < self._rpm:
+    def _adopt(self, kind: str, server: float | None, now: float) -> None:
+        if server is None or server <= 0:
+            return
+        target = server * ADOPT_FRACTION
+        user = self._user[kind]
+        if user is not None:
+            target = min(target, user)
+        if kind == "requests":
+            if target != self._rpm:
                 self._rpm = target
-                self._requests = _bucket(target)
+                self._requests = self._retuned(self._requests, target, now)
+        elif target != self._tpm:
+            self._tpm = target
+            self._tokens = self._retuned(self._tokens, target, now)
 
-    def _adopt_tpm(self, server: float | None) -> None:
-        if server is not None and server > 0:
-            target = server * ADOPT_FRACTION
-            if self._tpm is None or target < self._tpm:
-                self._tpm = target
-                self._tokens = _bucket(target)
+    @staticmethod
+    def _retuned(pacer: Pacer | None, per_minute: float, now: float) -> Pacer:
+        if pacer is not None:
+            return pacer.retuned(per_minute, now)
+        # Learned from an answer: a request already went (the probe), so the server's window
+        # is not fresh; start empty rather than with one admission's worth.
+        fresh = Pacer(per_minute, now)
+        fresh.level = 0.0
+        return fresh
 
     def _cool_until(self, until: float) -> None:
         self._cooldown_until = max(self._cooldown_until, until)
 
-    def _decrease(self) -> None:
-        held = _held.get()
-        if held is not None and held[0] is self and held[1] < self._epoch:
-            return  # admitted before the last decrease: already accounted for
-        self._concurrency = max(1, self._concurrency // 2)
-        self._successes = 0
-        self._epoch = self._next_seq
+    # -- reporting --------------------------------------------------------------------------------
 
-    def _increase(self) -> None:
-        self._successes += 1
-        if self._successes >= self._concurrency:
-            self._successes = 0
-            if self._concurrency < self._max_concurrency:
-                self._concurrency += 1
-                self._freed.set()
+    @property
+    def mode(self) -> str:
+        """ "probing" (no answer yet), "announced" (the server's limits bind) or "capacity"."""
+        return self._control.mode
 
-    # -- reporting -----------------------------------------------------------------------------
+    @property
+    def announced(self) -> bool:
+        return self._control.mode == ANNOUNCED
 
     def snapshot(self) -> LimiterSnapshot:
         cooldown = 0.0
@@ -249,8 +323,8 @@ class RateLimiter:
         return LimiterSnapshot(
             rpm_limit=self._rpm,
             tpm_limit=self._tpm,
-            concurrency=self._concurrency,
-            max_concurrency=self._max_concurrency,
+            concurrency=self._control.cap,
+            max_concurrency=self._control.maximum,
             in_flight=self._in_flight,
             waiting=self._waiting,
             cooldown_s=cooldown,
@@ -258,12 +332,26 @@ class RateLimiter:
         )
 
 
-def _bucket(per_minute: float | None) -> AsyncLimiter | None:
-    """A bucket refilling at ``per_minute`` that holds ``WINDOW_S`` seconds of it (at least 1)."""
-    if per_minute is None:
-        return None
-    capacity = max(per_minute * WINDOW_S / 60.0, 1.0)  # a single request must always fit
-    return AsyncLimiter(max_rate=capacity, time_period=capacity * 60.0 / per_minute)
+async def wait_for_change(event: asyncio.Event, seconds: float) -> None:
+    """Wait until ``event`` is set or ``seconds`` pass (``inf``: no time limit).
+
+    The event is cleared first, so only a change after this call wakes the waiter. Whoever
+    wakes re-checks everything: a slot freed, a cap grown, tokens given back, or the time up.
+    """
+    event.clear()
+    if seconds == math.inf:
+        await event.wait()
+        return
+    try:
+        async with asyncio.timeout(seconds):
+            await event.wait()
+    except TimeoutError:
+        pass
+
+
+def _congestion(error: BaseException) -> bool:
+    """A timeout or a connection lost after sending: no HTTP answer, the work may be under way."""
+    return isinstance(error, RetryableError) and error.status == 0 and error.billed_maybe
 
 
 def _number(text: str | None) -> float | None:

@@ -3,6 +3,19 @@
 Each limit is a bucket whose capacity is the per-minute figure and which refills
 continuously (capacity / 60 per second), the way OpenAI describes its limiter. A request
 is admitted only when both buckets hold enough; a refused request takes nothing.
+
+Quantised (``quantum_s``): OpenAI announces per-minute limits but enforces them over short
+windows: 1,200 requests/min behaves like 20 per second, and a burst above that is refused
+although the minute is far from used up. Each limit then also has a bucket holding only
+``quantum_s`` seconds of its rate (refilled at the same rate), which must hold the request
+too; and a refused request still counts, as OpenAI's do: it takes what it asked for from
+every bucket, down to empty, so a client that hammers a full bucket keeps it empty. The
+headers still describe the minute (limit, remaining, time until full), which is why a
+client that only reads them is surprised. ``quantum_s=60`` is the minute bucket alone with
+refused requests counting: a full minute may burst.
+
+A request larger than a quantum bucket (but within the minute) goes when that bucket is
+full and leaves it in debt; one larger than the minute is refused as too large.
 """
 
 from __future__ import annotations
@@ -47,10 +60,15 @@ class TokenBucket:
 
     def wait_for(self, amount: float) -> float:
         """Seconds until ``amount`` is available (after ``refill``)."""
-        if amount <= self.level:
+        short = min(amount, self.capacity) - self.level
+        if short <= 1e-9 * max(1.0, amount):  # float slack: refilled exactly is enough
             return 0.0
-        # a request larger than the whole bucket never fits; report the time to full
-        return (min(amount, self.capacity) - self.level) / self.rate
+        # a request larger than the whole bucket goes when it is full; report the time to full
+        return short / self.rate
+
+    def spend_refused(self, amount: float) -> None:
+        """A refused request that still counts: take ``amount``, but never below empty."""
+        self.level = max(min(self.level, 0.0), self.level - amount)
 
     def reset_after(self) -> float:
         """Seconds until the bucket is full again (OpenAI's x-ratelimit-reset-*)."""
@@ -67,12 +85,20 @@ class Admission:
 
 
 class RateLimits:
-    """Requests and tokens buckets of one simulated account."""
+    """Requests and tokens buckets of one simulated account (see the module docstring)."""
 
-    def __init__(self, rpm: float | None, tpm: float | None, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        rpm: float | None,
+        tpm: float | None,
+        clock: Callable[[], float],
+        *,
+        quantum_s: float | None = None,
+    ) -> None:
         self._rpm = rpm
         self._tpm = tpm
         self._clock = clock
+        self._quantum_s = quantum_s
         self.reset()
 
     @property
@@ -83,26 +109,42 @@ class RateLimits:
         now = self._clock()
         self._requests = TokenBucket(self._rpm, now) if self._rpm else None
         self._tokens = TokenBucket(self._tpm, now) if self._tpm else None
+        # (name, bucket) pairs that must hold a request: the minute, and the quantum if any
+        self._enforcing: list[tuple[str, TokenBucket]] = []
+        for name, per_minute, minute in (
+            ("requests", self._rpm, self._requests),
+            ("tokens", self._tpm, self._tokens),
+        ):
+            if minute is None or per_minute is None:
+                continue
+            self._enforcing.append((name, minute))
+            q = self._quantum_s
+            if q is not None and q < 60.0:
+                quantum = TokenBucket(per_minute, now)
+                quantum.capacity = quantum.level = max(1.0, per_minute * q / 60.0)
+                self._enforcing.append((name, quantum))
 
     def admit(self, tokens: int) -> Admission:
         """Take one request and ``tokens`` tokens, or refuse and say how long to wait."""
         now = self._clock()
-        req, tok = self._requests, self._tokens
         wait = 0.0
         limit = ""
-        too_large = False
-        if req is not None:
-            req.refill(now)
-            w = req.wait_for(1.0)
+        too_large = self._tokens is not None and tokens > self._tokens.capacity
+        for name, bucket in self._enforcing:
+            bucket.refill(now)
+            w = bucket.wait_for(1.0 if name == "requests" else tokens)
             if w > wait:
-                wait, limit = w, "requests"
-        if tok is not None:
-            tok.refill(now)
-            w = tok.wait_for(tokens)
-            too_large = tokens > tok.capacity
-            if w > wait or (too_large and not limit):
-                wait, limit = w, "tokens"
+                wait, limit = w, name
+        if too_large and not limit:
+            limit = "tokens"
         if limit:
+            if self._quantum_s is not None and not too_large:  # refused ones count too
+                for name, bucket in self._enforcing:
+                    bucket.spend_refused(1.0 if name == "requests" else tokens)
+                wait = max(
+                    bucket.wait_for(1.0 if name == "requests" else tokens)
+                    for name, bucket in self._enforcing
+                )
             return Admission(
                 ok=False,
                 headers=self._headers(),
@@ -110,10 +152,8 @@ class RateLimits:
                 limit=limit,
                 too_large=too_large,
             )
-        if req is not None:
-            req.level -= 1.0
-        if tok is not None:
-            tok.level -= tokens
+        for name, bucket in self._enforcing:
+            bucket.level -= 1.0 if name == "requests" else tokens
         return Admission(ok=True, headers=self._headers())
 
     def headers(self) -> dict[str, str]:

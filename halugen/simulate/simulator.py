@@ -11,6 +11,14 @@ to answer it (normal answers, and the "hang", "malformed" and "content_filter" f
 the work was done), before any latency or hang delay, so a client that gives up while
 waiting was billed all the same. 4xx, 429, 500, 503 and "drop" are not billed.
 
+Capacity mode (``capacity=N``) stands for a self-hosted server (llama.cpp's server has one
+slot by default, and also ignores ``n``: ``honour_n=False``): N requests are served at once,
+each for its latency, and the rest wait in a FIFO queue, so the wait counts against the
+client's timeout. A client that gives up does not take its request out of the queue: the
+server still serves it (and bills it), as a real one does, which is how a client that times
+out and retries makes the queue longer. ``stats()`` reports the queue, the most requests
+served at once and the requests whose client had gone away (``abandoned``).
+
 In-process callers (``HandlerTransport(sim.handle)``) see a "drop" fault as the exception
 ``SimulatedDrop``; the aiohttp app turns it into a closed connection. The engine's
 transport layer is the place to map it to a connection error.
@@ -69,6 +77,9 @@ class SimConfig:
     oracle: Mapping[str, bool] | None = None  # answer text -> is hallucinated
     garbage_rate: float = 0.0  # share of formatted answers that ignore the format
     context_window: int = CONTEXT_WINDOW
+    # rate limits enforced over windows this long (OpenAI: ~1 s); refused requests count
+    quantum_s: float | None = None
+    capacity: int | None = None  # requests served at once; the rest queue (None: unlimited)
     clock: Callable[[], float] = time.monotonic  # rate-limit time; inject a fake in tests
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep  # latency and hangs
 
@@ -82,7 +93,7 @@ class SimConfig:
         for name in ("latency_ms", "jitter_ms", "hang_s", "price_in", "price_out"):
             if getattr(self, name) < 0:
                 raise UsageError(f"simulator {name} must not be negative")
-        for name in ("rpm", "tpm"):
+        for name in ("rpm", "tpm", "quantum_s", "capacity"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise UsageError(f"simulator {name} must be positive (or unset)")
@@ -98,7 +109,11 @@ class Simulator:
 
     def __init__(self, config: SimConfig) -> None:
         self.config = config
-        self._limits = RateLimits(config.rpm, config.tpm, config.clock)
+        self._limits = RateLimits(config.rpm, config.tpm, config.clock, quantum_s=config.quantum_s)
+        self._slots = asyncio.Semaphore(config.capacity) if config.capacity else None
+        self._queued = 0  # capacity mode: waiting for a slot now
+        self._busy = 0  # being served now
+        self._work_tasks: set[asyncio.Task[None]] = set()
         # oracle keys compared in the normalised form the verdict lookup uses
         self._oracle = (
             {normalise(k): bool(v) for k, v in config.oracle.items()} if config.oracle else None
@@ -121,6 +136,9 @@ class Simulator:
         self._billed: dict[bytes, int] = {}
         self._billed_requests = 0
         self._attempts: dict[bytes, int] = {}
+        self._max_queued = self._queued
+        self._max_busy = self._busy
+        self._abandoned = 0
         self._limits.reset()
 
     def stats(self, *, keys: bool = True) -> dict[str, Any]:
@@ -149,6 +167,11 @@ class Simulator:
             "duplicate_bills": self._billed_requests - len(self._billed),
             "in_flight": self._in_flight,
         }
+        if self._slots is not None:
+            out["queued"] = self._queued
+            out["max_queued"] = self._max_queued
+            out["max_busy"] = self._max_busy
+            out["abandoned"] = self._abandoned
         if keys:
             out["billed_keys"] = {k.hex(): v for k, v in self._billed.items()}
         return out
@@ -251,8 +274,7 @@ class Simulator:
         if fault in ("500", "503", "drop"):
             self._faults[fault] += 1
             if fault == "drop":
-                if delay > 0:
-                    await cfg.sleep(delay / 1000.0)
+                await self._work(delay / 1000.0)
                 raise SimulatedDrop("simulated dropped connection")
             message = (
                 "The server had an error while processing your request."
@@ -262,8 +284,7 @@ class Simulator:
             response = self._count(
                 error_response(int(fault), message, "server_error", None, None, rl_headers)
             )
-            if delay > 0:
-                await cfg.sleep(delay / 1000.0)
+            await self._work(delay / 1000.0)
             return response
 
         payload, completion_tokens = self._completion(req, n_out, digest, fault)
@@ -282,11 +303,47 @@ class Simulator:
                 body=data,
             )
         )
+        if self._slots is not None:
+            await self._work((cfg.hang_s if fault == "hang" else 0.0) + delay / 1000.0)
+            return response
         if fault == "hang":
             await cfg.sleep(cfg.hang_s)
         if delay > 0:
             await cfg.sleep(delay / 1000.0)
         return response
+
+    async def _work(self, seconds: float) -> None:
+        """Spend ``seconds`` on a request: at once, or in capacity mode when a slot is free."""
+        if self._slots is None:
+            if seconds > 0:
+                await self.config.sleep(seconds)
+            return
+        task = asyncio.ensure_future(self._serve(seconds))
+        self._work_tasks.add(task)  # held until done: the work outlives a departed client
+        task.add_done_callback(self._work_tasks.discard)
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.done():
+                self._abandoned += 1  # the client gave up; the server serves it all the same
+            raise
+
+    async def _serve(self, seconds: float) -> None:
+        assert self._slots is not None
+        self._queued += 1
+        self._max_queued = max(self._max_queued, self._queued)
+        try:
+            await self._slots.acquire()
+        finally:
+            self._queued -= 1
+        self._busy += 1
+        self._max_busy = max(self._max_busy, self._busy)
+        try:
+            if seconds > 0:
+                await self.config.sleep(seconds)
+        finally:
+            self._busy -= 1
+            self._slots.release()
 
     def _too_many(self, req: ChatBody, n_out: int, admission: Admission) -> HttpResponse:
         wait = admission.retry_after if admission.retry_after > 0 else 1.0

@@ -86,3 +86,65 @@ def test_token_rule() -> None:
     assert truncate_to_tokens("short", 10) == ("short", False)
     text, cut = truncate_to_tokens("ééé", 1)  # the cut falls inside a character
     assert cut and text == "éé"
+
+
+# -- quantised limits ------------------------------------------------------------------------
+
+
+def test_quantised_requests_allow_only_a_second_of_rate_at_once() -> None:
+    clock = FakeClock()
+    limits = RateLimits(1200, None, clock, quantum_s=1.0)  # 20 a second
+    assert all(limits.admit(10).ok for _ in range(20))
+    refused = limits.admit(10)
+    assert not refused.ok and refused.limit == "requests"
+    # the headers still describe the minute: plenty left by their account
+    assert refused.headers["x-ratelimit-limit-requests"] == "1200"
+    assert int(refused.headers["x-ratelimit-remaining-requests"]) > 1000
+    assert refused.retry_after == pytest.approx(0.05)  # one twentieth of a second
+    clock.advance(0.05)
+    assert limits.admit(10).ok
+
+
+def test_refused_requests_count_against_a_quantised_limit() -> None:
+    clock = FakeClock()
+    limits = RateLimits(1200, None, clock, quantum_s=1.0)
+    for _ in range(20):
+        limits.admit(1)
+    clock.advance(0.04)  # 0.8 of a request refilled
+    assert not limits.admit(1).ok  # refused, and it took the 0.8
+    clock.advance(0.04)
+    assert not limits.admit(1).ok  # so this one is refused too (0.8 again, not 1.6)
+    clock.advance(0.05)
+    assert limits.admit(1).ok  # a client that waits the retry-after gets through
+    # without quantisation a refused request takes nothing
+    plain = RateLimits(60, None, clock)
+    for _ in range(60):
+        plain.admit(1)
+    clock.advance(0.5)
+    assert not plain.admit(1).ok
+    clock.advance(0.5)
+    assert plain.admit(1).ok
+
+
+def test_sixty_second_quantum_lets_a_whole_minute_burst() -> None:
+    clock = FakeClock()
+    limits = RateLimits(1200, None, clock, quantum_s=60.0)
+    assert all(limits.admit(1).ok for _ in range(1200))
+    assert not limits.admit(1).ok
+
+
+def test_quantised_tokens_and_a_request_larger_than_the_quantum() -> None:
+    clock = FakeClock()
+    limits = RateLimits(None, 60_000, clock, quantum_s=1.0)  # 1,000 tokens a second
+    assert limits.admit(600).ok
+    refused = limits.admit(600)  # 400 left in the second
+    assert not refused.ok and refused.limit == "tokens" and not refused.too_large
+    clock.advance(10)
+    big = limits.admit(3_000)  # more than a second holds: goes when the second is full
+    assert big.ok
+    assert not limits.admit(1).ok  # and leaves it in debt
+    clock.advance(2.0)
+    assert not limits.admit(1).ok
+    clock.advance(0.01)
+    assert limits.admit(1).ok
+    assert limits.admit(70_000).too_large  # more than the minute: never

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections import Counter
 
@@ -14,6 +15,7 @@ from halugen.llm.transport import HandlerTransport
 from halugen.records import ChatRequest, fingerprint
 from halugen.simulate import SimConfig, SimulatedDrop, Simulator
 from halugen.tasks.base import normalise, parse_choice
+from tests.virtual_time import run_virtual
 
 from ._support import (
     FakeClock,
@@ -463,3 +465,53 @@ def test_content_parts_are_read() -> None:
         sim, body([{"role": "system", "content": "Be brief."}, {"role": "user", "content": parts}])
     )
     assert texts(resp)[0].startswith("Pattern: ")
+
+
+# -- capacity mode ---------------------------------------------------------------------------
+
+
+def test_capacity_mode_serves_n_at_once_and_queues_the_rest() -> None:
+    async def main() -> tuple[list[float], dict]:
+        sim = Simulator(SimConfig(capacity=2, latency_ms=1000))
+        loop = asyncio.get_running_loop()
+        done: list[float] = []
+
+        async def one(i: int) -> None:
+            resp = await post(sim, body(f"question {i}"))
+            assert resp.status == 200
+            done.append(round(loop.time()))
+
+        await asyncio.gather(*(one(i) for i in range(5)))
+        return done, sim.stats()
+
+    done, stats = run_virtual(main())
+    assert done == [1, 1, 2, 2, 3]
+    assert stats["max_busy"] == 2 and stats["max_queued"] == 3
+    assert stats["queued"] == 0 and stats["abandoned"] == 0
+
+
+def test_a_client_that_gives_up_leaves_its_request_in_the_queue() -> None:
+    async def main() -> tuple[dict, dict, float]:
+        sim = Simulator(SimConfig(capacity=1, latency_ms=1000))
+        loop = asyncio.get_running_loop()
+        first = asyncio.create_task(post(sim, body("first")))
+        await asyncio.sleep(0)
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.5):  # the second client gives up while queued
+                await post(sim, body("second"))
+        await first
+        during = sim.stats()
+        start = loop.time()
+        await post(sim, body("third"))  # waits for the abandoned one, which is still served
+        return during, sim.stats(), loop.time() - start
+
+    during, after, third_latency = run_virtual(main())
+    assert during["abandoned"] == 1
+    assert third_latency == pytest.approx(2.0, abs=1e-3)
+    assert after["billed_requests"] == 3  # the abandoned request was served and billed
+
+
+def test_capacity_and_quantum_must_be_positive() -> None:
+    for kw in ({"capacity": 0}, {"quantum_s": 0.0}, {"quantum_s": -1.0}):
+        with pytest.raises(UsageError):
+            SimConfig(**kw)  # type: ignore[arg-type]
