@@ -26,11 +26,11 @@ of the best throughput (the knee), and slow start ends. A one-slot server gives 
 throughput at every level, so its cap comes down to 2; a server with 8 slots settles near 8
 to 12. While throughput still grows with the level, slow start goes on; a latency that jumps
 to ``BRAKE_RATIO`` times the lowest level's stops it early, before the knee is measured.
-Queueing that keeps latency under ``QUEUE_TOLERANCE_S`` is harmless (and a fast local server
-looks "saturated" only because the client's own CPU is), so the cap is only lowered for
-latency above it, or above half the attempt's timeout (``deadline_s``), whatever the levels
-say: a success that took longer brings the cap down in proportion, as a queue's latency
-grows with the requests in it.
+Queueing that keeps latency under ``QUEUE_TOLERANCE_S`` (or an eighth of the attempt's
+timeout, ``deadline_s``, when that is shorter) is harmless, and a fast local server looks
+"saturated" only because the client's own CPU is; so the cap is only lowered for latency
+above it. Whatever the levels say, a success that took more than half the timeout brings the
+cap down in proportion, as a queue's latency grows with the requests in it.
 
 This module holds no clock and no asyncio: the limiter feeds it, tests drive it directly.
 """
@@ -102,6 +102,9 @@ class ConcurrencyControl:
     def __init__(self, maximum: int, *, deadline_s: float | None = None) -> None:
         self.maximum = maximum
         self.deadline_s = deadline_s  # the attempt timeout: latency must stay well under it
+        self.tolerance_s = QUEUE_TOLERANCE_S
+        if deadline_s is not None:
+            self.tolerance_s = min(QUEUE_TOLERANCE_S, deadline_s / 8)
         self.cap = 1
         self.mode = PROBING
         self.ssthresh = maximum  # slow start (cap + 1 per success) below this
@@ -189,7 +192,7 @@ class ConcurrencyControl:
         if level is None:
             level = self._levels[index] = _Level()
         level.add(k, latency)
-        if self.cap < self.ssthresh and latency > QUEUE_TOLERANCE_S:
+        if self.cap < self.ssthresh and latency > self.tolerance_s:
             lowest = self._lowest_latency()
             if lowest is not None and latency > BRAKE_RATIO * lowest:
                 self.ssthresh = self.cap  # latency doubled on the way up: stop doubling
@@ -216,7 +219,7 @@ class ConcurrencyControl:
         # one more than the knee's top: a request waiting behind the server's slots hides the
         # round trip between an answer and the next request
         ceiling = level_top(knee) + 1
-        if self.cap > ceiling and known[top][1] > QUEUE_TOLERANCE_S:
+        if self.cap > ceiling and known[top][1] > self.tolerance_s:
             self.cap = max(1, ceiling)
             self.ssthresh = self.cap
             self._successes = 0

@@ -136,6 +136,10 @@ class Simulator:
         self._billed: dict[bytes, int] = {}
         self._billed_requests = 0
         self._attempts: dict[bytes, int] = {}
+        self._admitted = 0  # past the rate limits
+        self._admitted_tokens = 0  # as the rate limits counted them
+        self._first_admitted: float | None = None
+        self._last_admitted: float | None = None
         self._max_queued = self._queued
         self._max_busy = self._busy
         self._abandoned = 0
@@ -148,7 +152,10 @@ class Simulator:
         ``faults`` counts injected faults by kind, ``ok`` counts normal answers (no fault),
         ``billed_keys`` maps each billed request's fingerprint (sha256 hex of the canonical
         request body) to how many times it was billed; ``keys=False`` leaves it out, which
-        is cheaper on long runs.
+        is cheaper on long runs. ``admitted`` and ``admitted_tokens`` count what passed the
+        rate limits (tokens as they count them: prompt + n * max_tokens) and
+        ``admitted_span_s`` is the time from the first to the last of those, so that
+        ``admitted / admitted_span_s * 60`` is the rate a client achieved.
         """
         cfg = self.config
         out: dict[str, Any] = {
@@ -166,6 +173,13 @@ class Simulator:
             / 1e6,
             "duplicate_bills": self._billed_requests - len(self._billed),
             "in_flight": self._in_flight,
+            "admitted": self._admitted,
+            "admitted_tokens": self._admitted_tokens,
+            "admitted_span_s": (
+                self._last_admitted - self._first_admitted
+                if self._first_admitted is not None and self._last_admitted is not None
+                else 0.0
+            ),
         }
         if self._slots is not None:
             out["queued"] = self._queued
@@ -245,11 +259,18 @@ class Simulator:
             )
 
         n_out = req.n if cfg.honour_n else 1
-        admission = self._limits.admit(req.prompt_tokens + n_out * (req.max_tokens or 0))
+        counted = req.prompt_tokens + n_out * (req.max_tokens or 0)
+        admission = self._limits.admit(counted)
         if not admission.ok:
             self._rate_limited += 1
             return self._count(self._too_many(req, n_out, admission))
         rl_headers = admission.headers
+        self._admitted += 1
+        self._admitted_tokens += counted
+        stamp = cfg.clock()
+        if self._first_admitted is None:
+            self._first_admitted = stamp
+        self._last_admitted = stamp
 
         digest = hashlib.sha256(canonical_json(req.body)).digest()
         fault = self._draw_fault(digest) if cfg.fail_rate > 0 else None
