@@ -2,7 +2,9 @@
 
 Only settings that change what a run produces go into the config hash (``identity``):
 the same command run again finds the same run and resumes it, while budget, limits,
-concurrency and ``--limit`` may change between resumes.
+concurrency and ``--limit`` may change between resumes. A fleet of endpoints serves one
+model, so which endpoints make it up (and their keys, limits and weights) may change too:
+the identity only says "a fleet".
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "AUTH_SCHEMES",
     "DEFAULT_BASE_URL",
+    "Endpoint",
     "RateLimit",
     "RetryPolicy",
     "RunConfig",
@@ -21,6 +25,7 @@ __all__ = [
 ]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+AUTH_SCHEMES = ("bearer", "api-key")  # Authorization: Bearer <key> | api-key: <key> (Azure)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,6 +50,20 @@ class RateLimit:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Endpoint:
+    """One endpoint of a run: where calls go, with which key, under which limits."""
+
+    url: str  # the OpenAI-compatible API root, e.g. https://host/v1
+    api_key: str | None = field(default=None, repr=False)  # never stored, never printed
+    key_env: str | None = None  # the environment variable the key was read from
+    rpm: float | None = None  # None: learn from the endpoint's own headers
+    tpm: float | None = None
+    concurrency: int = 64  # most requests in flight at this endpoint
+    weight: float = 1.0  # share of the calls when several endpoints have room
+    auth: str = "bearer"  # "bearer" or "api-key" (Azure-style gateways)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Sampling:
     temperature: float = 1.0
     max_tokens: int = 256
@@ -66,7 +85,8 @@ class RunConfig:
     price_in: float | None = None  # USD per million input tokens, overrides the card
     price_out: float | None = None
     price_card: str | None = None  # a bundled card's name ("local") or a TOML file
-    rate: RateLimit = RateLimit()
+    rate: RateLimit = RateLimit()  # a fleet: concurrency is the run's total in flight
+    endpoints: tuple[Endpoint, ...] = ()  # a fleet; empty: base_url, api_key and rate
     retry: RetryPolicy = RetryPolicy()
     timeouts: Timeouts = Timeouts()
     sampling: Sampling = Sampling()
@@ -79,6 +99,33 @@ class RunConfig:
     long_documents: str = "truncate"  # truncate | skip
     prompts_dir: Path | None = None  # templates found here win over the bundled ones
 
+    def fleet(self) -> tuple[Endpoint, ...]:
+        """The endpoints calls go to: the fleet, or the one endpoint of base_url/api_key/rate."""
+        if self.endpoints:
+            return self.endpoints
+        rate = self.rate
+        return (
+            Endpoint(
+                url=self.base_url,
+                api_key=self.api_key,
+                rpm=rate.rpm,
+                tpm=rate.tpm,
+                concurrency=rate.concurrency,
+            ),
+        )
+
+    @property
+    def endpoint_label(self) -> str:
+        """Where calls go, for the runs table and messages (never a key)."""
+        if not self.endpoints:
+            return self.base_url
+        return "fleet: " + ", ".join(e.url for e in self.endpoints)
+
+    @property
+    def endpoint_identity(self) -> str:
+        """The endpoint's part of a run's identity: replicas of one model are one "fleet"."""
+        return "fleet" if self.endpoints else self.base_url.rstrip("/")
+
     def identity(self, template_hashes: dict[str, str]) -> dict[str, Any]:
         """The settings that define a run's output; their hash names the run."""
         return {
@@ -86,7 +133,7 @@ class RunConfig:
             "seeds": list(self.seeds),
             "seed_format": self.seed_format,
             "model": self.model,
-            "base_url": self.base_url.rstrip("/"),
+            "base_url": self.endpoint_identity,
             "sampling": [self.sampling.temperature, self.sampling.max_tokens, self.sampling.top_p],
             "judge": [self.judge.temperature, self.judge.max_tokens, self.judge.top_p],
             "run_seed": self.run_seed,

@@ -25,8 +25,7 @@ from .budget import Ledger, ModelPrice, find_price, usd_to_pusd
 from .config import RunConfig
 from .errors import HalugenError, UsageError
 from .llm.calls import CallRunner
-from .llm.client import ChatClient
-from .llm.limiter import RateLimiter
+from .llm.pool import EndpointPool
 from .llm.transport import AiohttpTransport, Transport
 from .records import fingerprint
 from .stats import RunStats
@@ -53,13 +52,13 @@ class StopFlags:
 
 @dataclass
 class CallSession:
-    """An open run: its store, money, limits and the call runner."""
+    """An open run: its store, money, endpoints (each with its limits) and the call runner."""
 
     store: Store
     run_id: str
     resumed: bool
     ledger: Ledger
-    limiter: RateLimiter
+    pool: EndpointPool
     runner: CallRunner
     stats: RunStats
     price: ModelPrice
@@ -120,7 +119,7 @@ def _open_run(
             config=identity,
             tasks=tasks,
             model=cfg.model,
-            base_url=cfg.base_url,
+            base_url=cfg.endpoint_label,
             price=price.as_record(),
             budget_pusd=budget,
             version=__version__,
@@ -136,6 +135,11 @@ def _open_run(
         updates["budget_pusd"] = budget
     store.update_run(run_id, **updates)
     return run_id, True
+
+
+def _say(message: str) -> None:
+    """A one-line message while a run goes (an endpoint out of rotation); above a live view."""
+    Console(stderr=True, highlight=False, soft_wrap=True).print(message, markup=False)
 
 
 def _mark_lost(store: Store, run_id: str) -> int:
@@ -185,19 +189,16 @@ async def call_session(
         assert run is not None
         ledger = Ledger(run["budget_pusd"], spent=store.spent(run_id))
         stats = RunStats(run_id=run_id)
-        limiter = RateLimiter(cfg.rate, timeout=cfg.timeouts.total)
-        client = ChatClient(
-            base_url=cfg.base_url,
-            api_key=cfg.api_key,
+        pool = EndpointPool(
+            cfg.fleet(),
             transport=transport,
             timeouts=cfg.timeouts,
-            observe=limiter.observe,
             count_tokens=counter.count,
+            notify=_say,
         )
         runner = CallRunner(
             run_id=run_id,
-            client=client,
-            limiter=limiter,
+            pool=pool,
             ledger=ledger,
             price=price,
             counter=counter,
@@ -211,7 +212,7 @@ async def call_session(
             run_id=run_id,
             resumed=resumed,
             ledger=ledger,
-            limiter=limiter,
+            pool=pool,
             runner=runner,
             stats=stats,
             price=price,
@@ -248,7 +249,7 @@ async def drive(
         ProgressView(
             stats=session.stats,
             ledger=session.ledger,
-            limiter_snapshot=session.limiter.snapshot,
+            limiter_snapshot=session.pool.snapshot,
             console=console,
         )
         if progress

@@ -2,17 +2,35 @@
 
 Flags win over the file; the file wins over defaults. ``halugen init`` writes a commented
 starting point.
+
+A fleet of endpoints is a list of ``[[endpoints]]`` tables in the file, or repeated
+``--endpoint URL,key=ENV_VAR,rpm=N,tpm=N,concurrency=N,weight=W,auth=api-key`` flags (the
+flags replace the file's list). Keys are named by environment variable, never written in the
+file or on the command line; an endpoint without ``key`` uses the run's key (``--api-key``
+or ``$OPENAI_API_KEY``). ``rpm``, ``tpm`` and ``concurrency`` default to the run's
+``--rpm``, ``--tpm`` and ``--concurrency``.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import tomllib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .config import AUTH_SCHEMES, Endpoint
+from .errors import ConfigError, UsageError
 
-__all__ = ["INIT_TEMPLATE", "KNOWN_KEYS", "load_settings"]
+__all__ = [
+    "ENDPOINT_KEYS",
+    "INIT_TEMPLATE",
+    "KNOWN_KEYS",
+    "load_settings",
+    "parse_endpoint_flag",
+    "resolve_endpoints",
+]
 
 # key in the file -> what it means (for the error message on a typo)
 KNOWN_KEYS: dict[str, type | tuple[type, ...]] = {
@@ -38,6 +56,18 @@ KNOWN_KEYS: dict[str, type | tuple[type, ...]] = {
     "max_attempts": int,
     "long_documents": str,
     "prompts": str,
+    "endpoints": list,
+}
+
+# key of an [[endpoints]] table (or option of --endpoint) -> its type
+ENDPOINT_KEYS: dict[str, type | tuple[type, ...]] = {
+    "url": str,
+    "key": str,  # the name of an environment variable holding the key
+    "rpm": (int, float),
+    "tpm": (int, float),
+    "concurrency": int,
+    "weight": (int, float),
+    "auth": str,
 }
 
 INIT_TEMPLATE = """\
@@ -63,6 +93,18 @@ concurrency = 64                     # most requests in flight
 seed = 0                             # run seed: candidate order and request seeds derive from it
 temperature = 1.0                    # sampling temperature (HaluEval: 1)
 max_tokens = 256                     # per sampled answer (HaluEval: 256)
+
+# A fleet: several endpoints (accounts, replicas) under one budget and one store. Each has
+# its own limits, learned from its own headers; a call goes to whichever has room.
+# [[endpoints]]
+# url = "https://account-a.example/v1"
+# key = "ACCOUNT_A_KEY"              # environment variable holding this endpoint's key
+# rpm = 5000                         # optional, as the run's rpm/tpm/concurrency
+# [[endpoints]]
+# url = "https://gateway.example/openai/v1"
+# key = "GATEWAY_KEY"
+# auth = "api-key"                   # Azure-style gateways: the api-key header
+# weight = 2                         # twice the share when both have room
 """
 
 
@@ -79,6 +121,8 @@ def load_settings(path: Path, *, required: bool = False) -> dict[str, Any]:
     table = data.get("run", data)
     if not isinstance(table, dict):
         raise ConfigError(f"settings file {path}: [run] must be a table")
+    if "run" in data and "endpoints" in data:  # [[endpoints]] beside [run]
+        table = {**table, "endpoints": data["endpoints"]}
     for key, value in table.items():
         expected = KNOWN_KEYS.get(key)
         if expected is None:
@@ -89,4 +133,102 @@ def load_settings(path: Path, *, required: bool = False) -> dict[str, Any]:
             raise ConfigError(f"settings file {path}: {key} must not be true/false")
         if not isinstance(value, expected):
             raise ConfigError(f"settings file {path}: {key} has the wrong type ({value!r})")
+    for i, spec in enumerate(table.get("endpoints", ()), 1):
+        where = f"settings file {path}: [[endpoints]] number {i}"
+        if not isinstance(spec, dict):
+            raise ConfigError(f"{where} must be a table")
+        _check_endpoint_types(spec, where, ConfigError)
     return table
+
+
+def _check_endpoint_types(spec: Mapping[str, Any], where: str, error: type[Exception]) -> None:
+    for key, value in spec.items():
+        expected = ENDPOINT_KEYS.get(key)
+        if expected is None:
+            raise error(f"{where}: unknown key {key!r} (known: {', '.join(ENDPOINT_KEYS)})")
+        if isinstance(value, bool) or not isinstance(value, expected):
+            raise error(f"{where}: {key} has the wrong type ({value!r})")
+    if "url" not in spec:
+        raise error(f"{where}: url is missing")
+
+
+def parse_endpoint_flag(text: str) -> dict[str, Any]:
+    """``URL,key=ENV,rpm=N,...`` (the value of one ``--endpoint``) as an endpoint table."""
+    url, *options = (part.strip() for part in text.split(","))
+    where = f"--endpoint {text}"
+    if not url or "=" in url.split("://", 1)[0]:
+        raise UsageError(f"{where}: give the URL first, then name=value options")
+    spec: dict[str, Any] = {"url": url}
+    for option in options:
+        name, sep, value = option.partition("=")
+        name, value = name.strip(), value.strip()
+        expected = ENDPOINT_KEYS.get(name)
+        if not sep or expected is None or name == "url":
+            known = ", ".join(k for k in ENDPOINT_KEYS if k != "url")
+            raise UsageError(f"{where}: {option!r} is not a name=value option (known: {known})")
+        if expected is str:
+            spec[name] = value
+            continue
+        try:
+            spec[name] = int(value) if expected is int else float(value)
+        except ValueError:
+            raise UsageError(f"{where}: {name} must be a number, not {value!r}") from None
+    return spec
+
+
+def resolve_endpoints(
+    specs: Sequence[Mapping[str, Any]],
+    *,
+    api_key: str | None,
+    rpm: float | None,
+    tpm: float | None,
+    concurrency: int,
+    environ: Mapping[str, str] = os.environ,
+    source: str = "--endpoint",
+) -> tuple[Endpoint, ...]:
+    """Endpoint tables (from flags or the file) as endpoints, keys read from the environment."""
+    endpoints = []
+    seen: set[str] = set()
+    for spec in specs:
+        url = str(spec.get("url", "")).rstrip("/")
+        where = f"{source} {url or '?'}"
+        _check_endpoint_types(spec, where, UsageError)
+        if "://" not in url:
+            raise UsageError(f"{where}: the URL must start with http:// or https://")
+        if url in seen:
+            raise UsageError(f"{where}: the same endpoint is listed twice")
+        seen.add(url)
+        key_env = spec.get("key")
+        key = api_key
+        if key_env is not None:
+            key = environ.get(key_env)
+            if not key:
+                raise UsageError(
+                    f"{where}: environment variable {key_env} is not set (key= names the "
+                    f"variable that holds this endpoint's key)"
+                )
+        auth = spec.get("auth", "bearer")
+        if auth not in AUTH_SCHEMES:
+            raise UsageError(f"{where}: auth must be one of {', '.join(AUTH_SCHEMES)}")
+        limits = {
+            "rpm": spec.get("rpm", rpm),
+            "tpm": spec.get("tpm", tpm),
+            "weight": spec.get("weight", 1.0),
+            "concurrency": spec.get("concurrency", concurrency),
+        }
+        for name, value in limits.items():
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise UsageError(f"{where}: {name} must be more than zero (got {value:g})")
+        endpoints.append(
+            Endpoint(
+                url=url,
+                api_key=key,
+                key_env=key_env,
+                rpm=None if limits["rpm"] is None else float(limits["rpm"]),
+                tpm=None if limits["tpm"] is None else float(limits["tpm"]),
+                concurrency=int(limits["concurrency"]),
+                weight=float(limits["weight"]),
+                auth=auth,
+            )
+        )
+    return tuple(endpoints)

@@ -15,7 +15,7 @@ from rich.table import Table
 from ..budget import parse_budget
 from ..config import DEFAULT_BASE_URL, RateLimit, RetryPolicy, RunConfig, Sampling, Timeouts
 from ..errors import UsageError
-from ..settings import load_settings
+from ..settings import load_settings, parse_endpoint_flag, resolve_endpoints
 
 __all__ = ["db_path", "err", "first_json", "llm_flags", "out", "print_table", "run_config"]
 
@@ -30,8 +30,18 @@ def llm_flags(p: argparse.ArgumentParser) -> None:
         help=f"OpenAI-compatible API root (default: $OPENAI_BASE_URL or {DEFAULT_BASE_URL})",
     )
     g.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never stored")
+    g.add_argument(
+        "--endpoint",
+        action="append",
+        metavar="URL[,key=ENV_VAR,rpm=N,tpm=N,concurrency=N,weight=W,auth=api-key]",
+        help="one endpoint of a fleet (repeat the flag): calls go to whichever has room, each "
+        "with its own limits; key= names the environment variable with its key (default: "
+        "the run's key); replaces --base-url and [[endpoints]] in halugen.toml",
+    )
     g.add_argument("--model", help="model name sent to the endpoint (default: gpt-4o-mini)")
-    g.add_argument("--concurrency", type=int, help="most requests in flight (default: 64)")
+    g.add_argument(
+        "--concurrency", type=int, help="most requests in flight (default: 64; per endpoint)"
+    )
     g.add_argument(
         "--rpm",
         type=float,
@@ -109,6 +119,19 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         _positive(name, value)
     if temperature < 0:
         raise UsageError(f"--temperature must not be negative (got {temperature:g})")
+    api_key = getattr(args, "api_key", None) or os.environ.get("OPENAI_API_KEY")
+    flags = getattr(args, "endpoint", None)
+    specs = [parse_endpoint_flag(f) for f in flags] if flags else settings.get("endpoints", [])
+    endpoints = resolve_endpoints(
+        specs,
+        api_key=api_key,
+        rpm=rpm,
+        tpm=tpm,
+        concurrency=int(concurrency),
+        source="--endpoint" if flags else f"{settings_path} [[endpoints]]",
+    )
+    if endpoints:  # the pipeline keeps as many calls in flight as the fleet can take
+        concurrency = sum(e.concurrency for e in endpoints)
     return RunConfig(
         tasks=tuple(tasks),
         seeds=tuple(seeds),
@@ -120,13 +143,14 @@ def run_config(args: argparse.Namespace) -> RunConfig:
             "base_url",
             default=os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL,
         ),
-        api_key=getattr(args, "api_key", None) or os.environ.get("OPENAI_API_KEY"),
+        api_key=api_key,
         db=Path(_pick(args, settings, "db", default="halugen.duckdb")),
         budget_usd=budget,
         price_in=_pick(args, settings, "price_in"),
         price_out=_pick(args, settings, "price_out"),
         price_card=_pick(args, settings, "price_card"),
         rate=RateLimit(rpm=rpm, tpm=tpm, concurrency=int(concurrency)),
+        endpoints=endpoints,
         retry=RetryPolicy(max_attempts=int(max_attempts)),
         timeouts=Timeouts(total=float(timeout), read=min(120.0, float(timeout))),
         sampling=Sampling(temperature=float(temperature), max_tokens=int(max_tokens)),

@@ -41,6 +41,12 @@ def add_parsers(sub: Any) -> None:
     sim.add_argument("--price-in", type=float, default=0.15)
     sim.add_argument("--price-out", type=float, default=0.60)
     sim.add_argument("--api-key", help="require this key (401 otherwise)")
+    sim.add_argument(
+        "--auth",
+        choices=("bearer", "api-key"),
+        default="bearer",
+        help="how the key must come: Authorization: Bearer, or an api-key header (Azure-style)",
+    )
     sim.add_argument("--garbage-rate", type=float, default=0.0)
     sim.add_argument("--no-n", action="store_true", help="ignore n>1 like some servers")
     sim.add_argument("--no-usage", action="store_true", help="omit usage from responses")
@@ -100,6 +106,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         price_in=args.price_in,
         price_out=args.price_out,
         api_key=args.api_key,
+        auth=args.auth,
         honour_n=not args.no_n,
         report_usage=not args.no_usage,
         seed=args.seed,

@@ -26,8 +26,7 @@ from ..records import ChatRequest, ChatResult
 from ..stats import RunStats
 from ..store.db import KeyIndex, Store, key_prefix
 from ..tokens import TokenCounter
-from .client import ChatClient
-from .limiter import RateLimiter
+from .pool import EndpointPool
 
 __all__ = ["CallFailure", "CallRunner", "backoff_delay"]
 
@@ -60,8 +59,7 @@ class CallRunner:
         self,
         *,
         run_id: str,
-        client: ChatClient,
-        limiter: RateLimiter,
+        pool: EndpointPool,
         ledger: Ledger,
         price: ModelPrice,
         counter: TokenCounter,
@@ -73,8 +71,7 @@ class CallRunner:
         sleep: Callable[[float], Any] = asyncio.sleep,
     ) -> None:
         self.run_id = run_id
-        self.client = client
-        self.limiter = limiter
+        self.pool = pool  # the endpoints: each attempt goes to one with room
         self.ledger = ledger
         self.price = price
         self.counter = counter
@@ -150,7 +147,7 @@ class CallRunner:
             else (self.estimate_prompt_tokens(request))
         )
         max_out = request.n * request.max_tokens
-        body = self.client.body(request)
+        body = self.pool.body(request)
         attempts = 0
         res_no = 0
         total_cost = 0
@@ -174,10 +171,7 @@ class CallRunner:
             attempts += 1
             st.in_flight += 1
             try:
-                async with self.limiter.slot(reserve_tokens + max_out) as ticket:
-                    result = await self.client.send(request, body=body)
-                    if not result.usage_estimated:  # tokens/min: what the server counted
-                        ticket.counted(result.prompt_tokens + max_out)
+                result = await self.pool.send(request, body=body, tokens=reserve_tokens + max_out)
             except RetryableError as exc:
                 last_error = exc
                 self._reached = self._reached or exc.status != 0
@@ -287,7 +281,7 @@ class CallRunner:
         if last_error.status == 0 and not self._reached:
             # every attempt of the first calls failed before any answer: systemic, not per call
             raise EndpointUnreachable(
-                f"cannot reach {self.client.url} after {attempts} attempts ({last_error}); "
+                f"cannot reach {self.pool.url} after {attempts} attempts ({last_error}); "
                 f"check --base-url (or OPENAI_BASE_URL) and the network"
             )
         st.failed += 1
@@ -352,7 +346,7 @@ class CallRunner:
                         error.error_class,
                         str(error)[:500],
                         None,
-                        self.client.body(request).decode(),
+                        self.pool.body(request).decode(),
                         None,
                     ),
                 )

@@ -47,12 +47,17 @@ class ChatClient:
         timeouts: Timeouts = Timeouts(),
         observe: Callable[[int, Mapping[str, str]], None] | None = None,
         count_tokens: Callable[[str], int] | None = None,
+        auth: str = "bearer",
     ) -> None:
+        """``auth``: "bearer" (``Authorization: Bearer``) or "api-key" (Azure-style gateways)."""
         self.url = base_url.rstrip("/") + "/chat/completions"
         self._headers = {"Content-Type": "application/json"}
         self._secret = api_key or ""
         if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
+            if auth == "api-key":
+                self._headers["api-key"] = api_key
+            else:
+                self._headers["Authorization"] = f"Bearer {api_key}"
         self._transport = transport
         self._timeouts = timeouts
         self._observe = observe

@@ -51,8 +51,8 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from collections.abc import AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -125,8 +125,14 @@ class RateLimiter:
         *,
         timeout: float | None = None,
         freed: asyncio.Event | None = None,
+        backlog: Callable[[], int] | None = None,
     ) -> None:
-        """``timeout``: seconds one attempt may take; the cap keeps latency well under it."""
+        """``timeout``: seconds one attempt may take; the cap keeps latency well under it.
+
+        ``freed`` and ``backlog`` are for a pool of endpoints: an event it shares among its
+        limiters, and how many requests wait in its own queue (the cap only grows when it
+        holds requests back).
+        """
         for name, value in (("rpm", rate.rpm), ("tpm", rate.tpm)):
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise UsageError(f"{name} must be a positive number, got {value!r}")
@@ -145,6 +151,7 @@ class RateLimiter:
         self._gate = asyncio.Lock()  # FIFO: waiters are served in arrival order
         # set when a slot is released or the cap grows; a pool shares one among its limiters
         self._freed = freed if freed is not None else asyncio.Event()
+        self._backlog = backlog if backlog is not None else (lambda: self._waiting)
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- admission without waiting ----------------------------------------------------------------
@@ -206,6 +213,16 @@ class RateLimiter:
                 ticket = self.start(tokens, loop.time())
         finally:
             self._waiting -= 1
+        with self.holding(ticket):
+            yield ticket
+
+    @contextmanager
+    def holding(self, ticket: Ticket) -> Iterator[Ticket]:
+        """Hold the slot of ``ticket`` (from ``start``) while the request is under way.
+
+        ``observe`` inside knows which request an answer belongs to; on exit the slot is
+        released and an exception that says "timed out" halves the cap.
+        """
         held = _held.set(ticket)
         try:
             yield ticket
@@ -268,7 +285,7 @@ class RateLimiter:
             if ticket is None:
                 control.success(None)
             else:
-                binding = self._waiting > 0 or self._in_flight >= control.cap
+                binding = self._backlog() > 0 or self._in_flight >= control.cap
                 control.success(seq, ticket.in_flight, now - ticket.started, binding=binding)
         elif status >= 500:
             control.server_error()
@@ -314,6 +331,10 @@ class RateLimiter:
     @property
     def announced(self) -> bool:
         return self._control.mode == ANNOUNCED
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
 
     def snapshot(self) -> LimiterSnapshot:
         cooldown = 0.0

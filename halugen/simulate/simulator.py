@@ -70,6 +70,7 @@ class SimConfig:
     price_in: float = 0.15  # USD per million prompt tokens
     price_out: float = 0.60  # USD per million completion tokens
     api_key: str | None = field(default=None, repr=False)
+    auth: str = "bearer"  # how the key must come: "bearer" (Authorization) or "api-key" (Azure)
     honour_n: bool = True  # False: ignore n > 1 and return one choice
     report_usage: bool = True  # False: omit "usage" from responses
     seed: int = 0  # mixes into every deterministic choice
@@ -97,6 +98,8 @@ class SimConfig:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise UsageError(f"simulator {name} must be positive (or unset)")
+        if self.auth not in ("bearer", "api-key"):
+            raise UsageError(f"simulator auth must be bearer or api-key, not {self.auth!r}")
         unknown = set(self.faults) - set(FAULT_KINDS)
         if unknown or (self.fail_rate > 0 and not self.faults):
             raise UsageError(
@@ -119,6 +122,8 @@ class Simulator:
             {normalise(k): bool(v) for k, v in config.oracle.items()} if config.oracle else None
         )
         self._bearer = f"Bearer {config.api_key}" if config.api_key is not None else None
+        self._auth_header = "api-key" if config.auth == "api-key" else "authorization"
+        self._credential = config.api_key if config.auth == "api-key" else self._bearer
         self._in_flight = 0  # not reset: requests under way finish after a reset
         self.reset()
 
@@ -198,7 +203,7 @@ class Simulator:
         }
 
     def authorised(self, headers: Mapping[str, str]) -> bool:
-        return self._bearer is None or headers.get("authorization") == self._bearer
+        return self._credential is None or headers.get(self._auth_header) == self._credential
 
     def unauthorised(self) -> HttpResponse:
         # the key is never echoed back

@@ -207,3 +207,11 @@ def test_request_key_is_stable_and_sensitive():
     assert ChatRequest(model="m", messages=a.messages, temperature=0.5).key != a.key
     assert ChatRequest(model="m2", messages=a.messages).key != a.key
     assert ChatRequest(model="m", messages=({"role": "user", "content": "y"},)).key != a.key
+
+
+def test_azure_style_gateways_get_the_key_in_an_api_key_header():
+    seen: list = []
+    send(client_for(200, ok_body(), seen=seen, auth="api-key"))
+    _, headers, _ = seen[0]
+    assert headers["api-key"] == "sk-secret"
+    assert "authorization" not in headers
