@@ -11,14 +11,17 @@ limit it announces.
   the limits learned from the headers and with a user limit far too high
   (``--rpm 100000`` / ``--tpm 100000000``);
 - capacity: ``--capacity 1 --no-n`` (llama.cpp's server), 250 ms per request, halugen at its
-  default concurrency of 64, with ``--timeout 300`` and ``--timeout 5``.
+  default concurrency of 64, with ``--timeout 300`` and ``--timeout 5``;
+- fleet: three simulators quantised to 1 s at 600, 1,200 and 1,800 requests/min, one run
+  through all three (``--endpoint`` each), limits learned from each one's headers.
 
-    python bench/ratelimits.py [--seconds 40] [--cases rpm,tpm,capacity]
+    python bench/ratelimits.py [--seconds 40] [--cases rate,capacity,fleet]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import time
@@ -32,7 +35,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import simulator_process, write_hotpot
 
-from halugen.config import RateLimit, RunConfig, Timeouts
+from halugen.config import Endpoint, RateLimit, RunConfig, Timeouts
 from halugen.engine import generate
 
 CALLS_PER_SEED = 2.5  # QA: two candidates and, for most seeds, one filter call
@@ -45,7 +48,12 @@ def sim_stats(url: str) -> dict:
 
 
 def run(
-    url: str, seeds: Path, db: Path, rate: RateLimit, timeout: float = 300.0
+    url: str,
+    seeds: Path,
+    db: Path,
+    rate: RateLimit,
+    timeout: float = 300.0,
+    endpoints: tuple[Endpoint, ...] = (),
 ) -> tuple[float, str, tuple[int, int, int]]:
     cfg = RunConfig(
         tasks=("qa",),
@@ -55,6 +63,7 @@ def run(
         api_key="bench",
         db=db,
         rate=rate,
+        endpoints=endpoints,
         timeouts=Timeouts(total=timeout, read=min(120.0, timeout)),
         progress=False,
         fresh=True,
@@ -131,10 +140,46 @@ def capacity_cases(tmp: Path, seeds_n: int, latency_ms: float) -> None:
         )
 
 
+def fleet_case(tmp: Path, seconds: float) -> None:
+    limits = (600, 1200, 1800)
+    seeds = write_hotpot(tmp / "fleet.json", int(sum(limits) / 60 * seconds / CALLS_PER_SEED))
+    with contextlib.ExitStack() as stack:
+        urls = [
+            stack.enter_context(
+                simulator_process(
+                    "--rpm", str(rpm), "--quantise", "1", "--latency-ms", "50", "--jitter-ms", "50"
+                )
+            )
+            for rpm in limits
+        ]
+        endpoints = tuple(Endpoint(url=u, api_key="bench") for u in urls)
+        _, status, (calls, _, _) = run(
+            urls[0], seeds, tmp / "fleet.duckdb", RateLimit(concurrency=192), endpoints=endpoints
+        )
+        stats = [sim_stats(u) for u in urls]
+    print()
+    print("| endpoint limit | achieved / its limit | 429 share |")
+    print("|---|---|---|")
+    total = 0.0
+    for rpm, st in zip(limits, stats, strict=True):
+        achieved = st["admitted"] / max(1e-9, st["admitted_span_s"]) * 60
+        total += achieved
+        share = st["rate_limited"] / max(1, st["requests"])
+        print(f"| {rpm} rpm | {achieved / rpm:.1%} | {share:.2%} |")
+    requests = sum(st["requests"] for st in stats)
+    limited = sum(st["rate_limited"] for st in stats)
+    share = limited / max(1, requests)
+    print(
+        f"| fleet, {sum(limits)} rpm | {total / sum(limits):.1%} | {share:.2%} "
+        f"({limited} of {requests}); {calls} calls, {status} |",
+        flush=True,
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=40.0, help="length of each rate case")
-    ap.add_argument("--cases", default="rate,capacity")
+    ap.add_argument("--cases", default="rate,capacity,fleet")
     ap.add_argument("--capacity-seeds", type=int, default=64)
     ap.add_argument("--capacity-latency-ms", type=float, default=250.0)
     args = ap.parse_args()
@@ -143,6 +188,8 @@ def main() -> None:
             rate_cases(Path(tmp), args.seconds)
         if "capacity" in args.cases:
             capacity_cases(Path(tmp), args.capacity_seeds, args.capacity_latency_ms)
+        if "fleet" in args.cases:
+            fleet_case(Path(tmp), args.seconds)
 
 
 if __name__ == "__main__":

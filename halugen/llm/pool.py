@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..config import Endpoint, RateLimit, Timeouts
 from ..errors import AuthError, FatalCallError, RetryableError
@@ -219,8 +219,8 @@ class EndpointPool:
     def snapshot(self) -> LimiterSnapshot:
         """The whole fleet as one limiter: limits, caps and counts summed."""
         snaps = [m.limiter.snapshot() for m in self.members]
-        if len(snaps) == 1:
-            return snaps[0]
+        if len(snaps) == 1:  # waiters queue here, at the pool's gate
+            return replace(snaps[0], waiting=self._waiting)
 
         def total(values: list[float | None]) -> float | None:
             known = [v for v in values if v is not None]

@@ -2,15 +2,21 @@
 
 Checked from the providers' side (``Simulator.stats``): the 429 share, that every endpoint
 served, that what the store spent covers what they billed, and that a resume through another
-fleet asks for nothing already answered. No timing assertions; bench/ratelimits.py prints the
-rate a fleet achieves.
+fleet (also after kill -9) asks again only for what was in flight. No timing assertions;
+bench/ratelimits.py prints the rate a fleet achieves.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +24,12 @@ from typing import Any
 
 import anyio
 import duckdb
+import orjson
 import pytest
 
 from halugen.config import Endpoint, RateLimit, RetryPolicy, RunConfig, Timeouts
 from halugen.engine import generate
+from halugen.records import canonical_json
 from halugen.simulate import SIMULATOR, SimConfig, serve
 
 
@@ -153,3 +161,68 @@ def test_a_resume_through_another_fleet_pays_nothing_twice(sims, hotpot_file, tm
     before = set().union(*(s.stats(keys=True)["billed_keys"] for s in first))
     after = set(second[0].stats(keys=True)["billed_keys"])
     assert after and not (before & after)  # nothing answered before was asked again
+
+
+def test_kill_9_then_resume_through_another_fleet_pays_at_most_what_was_in_flight(
+    sims, hotpot_file, tmp_path
+):
+    a, b, c = (sims(latency_ms=20, jitter_ms=40) for _ in range(3))
+    seeds = hotpot_file(120)
+    db = tmp_path / "h.duckdb"
+
+    def command(*fleet: Sim) -> list[str]:
+        cmd = [sys.executable, "-m", "halugen", "run", "--seeds", str(seeds), "--db", str(db)]
+        cmd += ["--api-key", "k", "--budget", "1usd", "--no-progress", "--model", "gpt-4o-mini"]
+        for sim in fleet:
+            cmd += ["--endpoint", f"{sim.url},concurrency=24"]
+        return cmd
+
+    proc = subprocess.Popen(command(a, b), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while a.stats()["ok"] + b.stats()["ok"] < 120 and proc.poll() is None:
+        assert time.monotonic() < deadline, "the run made no progress"
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+    done = subprocess.run(command(c, a), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+    with duckdb.connect(str(db), read_only=True) as conn:
+        runs = conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+        n_samples, n_seeds = conn.execute(
+            "SELECT count(*), count(DISTINCT seed_key) FROM sample_rows"
+        ).fetchone()
+        lost_keys = {
+            r[0]
+            for r in conn.execute(
+                "SELECT r.key FROM ledger r JOIN ledger l ON l.call_id = r.call_id AND "
+                "l.res_no = r.res_no AND l.event = 'lost' WHERE r.event = 'reserve'"
+            ).fetchall()
+        }
+        bodies = dict(
+            conn.execute(
+                "SELECT key, any_value(request_json) FROM call_log WHERE request_json IS NOT NULL "
+                "GROUP BY key"
+            ).fetchall()
+        )
+        spent = conn.execute(
+            "SELECT sum(pusd) FROM ledger WHERE event IN ('settle','consume','lost')"
+        ).fetchone()[0]
+    assert runs == 1  # another fleet resumed the same run
+    assert n_samples == n_seeds > 110
+    bills: Counter[str] = Counter()
+    for sim in (a, b, c):
+        bills.update(sim.stats(keys=True)["billed_keys"])
+    twice = {k for k, v in bills.items() if v > 1}
+    in_flight_at_kill = {
+        hashlib.sha256(canonical_json(orjson.loads(bodies[k]))).hexdigest()
+        for k in lost_keys
+        if k in bodies
+    }
+    assert twice <= in_flight_at_kill, "a request that was not in flight was billed twice"
+    billed = sum(sim.stats()["billed_usd"] for sim in (a, b, c))
+    assert c.stats()["ok"] > 0
+    assert billed <= 1.0
+    assert spent / 1e12 >= billed - 1e-12

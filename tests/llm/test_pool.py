@@ -218,3 +218,24 @@ def test_azure_style_endpoint_in_a_fleet() -> None:
     answered = run_virtual(main())
     assert answered["a"] > 0 and answered["b"] > 0
     assert answered["a"] + answered["b"] == 20
+
+
+def test_the_snapshot_counts_the_pools_waiters_and_sums_the_fleet() -> None:
+    async def main() -> tuple[object, object]:
+        one = pool_of(Fleet(a=Simulator(SimConfig(latency_ms=1000))), Endpoint(url="http://a/v1"))
+        tasks = [asyncio.create_task(send(one, i)) for i in range(5)]
+        await asyncio.sleep(0.5)  # the first is in flight (probing), four wait
+        single = one.snapshot()
+        await asyncio.gather(*tasks)
+        fleet = pool_of(
+            Fleet(a=Simulator(SimConfig(rpm=600)), b=Simulator(SimConfig())),
+            Endpoint(url="http://a/v1", concurrency=8),
+            Endpoint(url="http://b/v1", concurrency=4),
+        )
+        await asyncio.gather(*(send(fleet, i) for i in range(4)))
+        return single, fleet.snapshot()
+
+    single, fleet = run_virtual(main())
+    assert (single.in_flight, single.waiting) == (1, 4)  # type: ignore[attr-defined]
+    assert fleet.max_concurrency == 12  # type: ignore[attr-defined]
+    assert fleet.rpm_limit == pytest.approx(600 * 0.97)  # type: ignore[attr-defined]
