@@ -157,3 +157,49 @@ def test_several_kills_at_random_moments_repay_only_what_was_in_flight(
     assert twice <= lost_fingerprints
     assert stats["duplicate_bills"] <= len(lost)
     assert stats["billed_usd"] <= spent + 1e-12
+
+
+def test_sql_status_and_export_work_while_a_run_holds_the_store(simulator, hotpot_file, tmp_path):
+    sim = simulator(latency_ms=30, jitter_ms=30)
+    db = tmp_path / "h.duckdb"
+    cmd = _command(sim.base_url, hotpot_file(200), db)
+    cmd[cmd.index("48")] = "8"  # a slower run, so that it is still going while we query
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while sim.stats(keys=False)["ok"] < 30:
+            assert time.monotonic() < deadline and proc.poll() is None, "the run made no progress"
+            time.sleep(0.02)
+        base = [sys.executable, "-m", "halugen"]
+        sql = subprocess.run(
+            [
+                *base,
+                "sql",
+                "SELECT count(*) AS n FROM calls WHERE status = 'ok'",
+                "--db",
+                str(db),
+                "--format",
+                "csv",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert sql.returncode == 0, sql.stderr
+        assert int(sql.stdout.splitlines()[1]) > 0
+        status = subprocess.run(
+            [*base, "status", "--db", str(db)], capture_output=True, text=True, timeout=60
+        )
+        assert status.returncode == 0, status.stderr
+        out = tmp_path / "live.jsonl"
+        export = subprocess.run(
+            [*base, "export", "--format", "jsonl", "--out", str(out), "--db", str(db)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert export.returncode == 0, export.stderr
+        assert proc.poll() is None, "the run ended before the queries: they proved nothing"
+    finally:
+        proc.kill()
+        proc.wait()
