@@ -253,6 +253,7 @@ class CallRunner:
                 f"attempts); check --base-url (or OPENAI_BASE_URL) and the network"
             )
         st.failed += 1
+        self.stats.note_failure(_describe(last_error, short=True))
         return CallFailure(key, last_error.error_class, str(last_error), last_error.status)
 
     async def _succeeded(
@@ -478,9 +479,9 @@ def _close_row(call_id: int, res_no: int, run_id: str, event: str, pusd: int) ->
     return ("ledger", (call_id, res_no, run_id, event, pusd, None, None, None, None, None))
 
 
-def _describe(exc: LLMError) -> str:
+def _describe(exc: LLMError, *, short: bool = False) -> str:
     where = f"HTTP {exc.status}" if exc.status else exc.error_class
-    return f"{where}: {str(exc)[:160]}"
+    return f"{where}: {str(exc)[: 200 if short else 160]}"
 
 
 def _retry_history(errors: list[str]) -> str | None:
