@@ -6,9 +6,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import anyio
-import orjson
-
 from ..errors import UsageError
 from .common import db_path, err, llm_flags, out, run_config
 
@@ -68,7 +65,7 @@ def add_parsers(sub: Any) -> None:
     a_serve.add_argument("--per-item", type=int, default=3, help="annotators per item (3)")
     a_tok = asub.add_parser("tokens", help="make per-annotator tokens for a remote server")
     a_tok.add_argument("--annotators", required=True, help="comma-separated names")
-    a_tok.add_argument("--out", default="annotator-tokens.json")
+    a_tok.add_argument("-o", "--out", default="annotator-tokens.json")
     a_add = asub.add_parser("add", help="add items to annotate")
     a_add.add_argument("--from-run", help="a pre-selection run: its kept queries' responses")
     a_add.add_argument("--keep", type=int, default=5000, help="how many queries of that run")
@@ -78,7 +75,7 @@ def add_parsers(sub: Any) -> None:
     a_imp.add_argument("--format", choices=("labelstudio", "jsonl", "halueval"), required=True)
     a_exp = asub.add_parser("export", help="export annotations")
     a_exp.add_argument("--format", choices=("labelstudio", "jsonl", "halueval"), required=True)
-    a_exp.add_argument("--out", required=True)
+    a_exp.add_argument("-o", "--out", required=True)
     asub.add_parser("resolve", help="majority labels, spans and agreement (Fleiss' kappa)")
     for a in (a_serve, a_add, a_imp, a_exp, asub.choices["resolve"]):
         a.add_argument("--db", default=None)
@@ -86,6 +83,8 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_preselect(args: argparse.Namespace) -> int:
+    import anyio
+
     from ..preselect.run import PreselectConfig, preselect
     from ..preselect.scoring import ScorerSpec
 
@@ -130,6 +129,8 @@ def cmd_preselect(args: argparse.Namespace) -> int:
 
 
 def cmd_annotate(args: argparse.Namespace) -> int:
+    import orjson
+
     from ..annotate import formats, items, resolve
     from ..store.db import open_store
 
