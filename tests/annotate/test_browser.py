@@ -176,6 +176,10 @@ def test_label_with_mouse_reload_escaping_and_majority(served: Served, browser: 
     expect(page.locator("#position")).to_have_text("1 of 4")
     expect(page.locator("#query")).to_have_text(ITEMS[0][1])
     assert page.locator("#response").text_content() == RESPONSE1
+    # a newcomer gets the guidelines open; g closes them (and brings the item into view)
+    expect(page.locator("#guidelines")).to_have_attribute("open", "")
+    page.keyboard.press("g")
+    expect(page.locator("#guidelines")).not_to_have_attribute("open", "")
 
     # select "in 1999" with the mouse, tag it non-factual (key 2)
     at = RESPONSE1.index(SPAN1)
