@@ -63,6 +63,12 @@ def add_parsers(sub: Any) -> None:
     )
     a_serve.add_argument("--tokens", help="JSON file of annotator -> token (see 'annotate tokens')")
     a_serve.add_argument("--per-item", type=int, default=3, help="annotators per item (3)")
+    a_serve.add_argument(
+        "--guidelines",
+        metavar="FILE.md",
+        help="your guidelines for annotators, shown on the page as text "
+        "(default: halugen's short guide to yes/no and the three kinds)",
+    )
     a_tok = asub.add_parser("tokens", help="make per-annotator tokens for a remote server")
     a_tok.add_argument("--annotators", required=True, help="comma-separated names")
     a_tok.add_argument("-o", "--out", default="annotator-tokens.json")
@@ -142,13 +148,20 @@ def cmd_annotate(args: argparse.Namespace) -> int:
 
         names = [n.strip() for n in args.annotators.split(",") if n.strip()]
         path = Path(args.out)
-        path.write_bytes(orjson.dumps(make_tokens(names), option=orjson.OPT_INDENT_2))
+        path.write_bytes(
+            orjson.dumps(make_tokens(names, organiser=True), option=orjson.OPT_INDENT_2)
+        )
         path.chmod(0o600)
-        out.print(f"wrote tokens for {len(names)} annotator(s) to {path} (give each their own)")
+        out.print(
+            f"wrote tokens for {len(names)} annotator(s) to {path} (give each their own; "
+            f'the one under "@organiser" opens the organiser view)'
+        )
         return 0
     if action == "serve":
+        from ..annotate.guidelines import load_guidelines
         from ..annotate.server import run_server
 
+        guidelines = load_guidelines(args.guidelines) if args.guidelines else None
         tokens = None
         if args.tokens:
             try:
@@ -162,7 +175,11 @@ def cmd_annotate(args: argparse.Namespace) -> int:
             allow_remote=args.allow_remote,
             tokens=tokens,
             per_item=args.per_item,
-            ready=lambda server: print(f"annotation page at {server.url}", flush=True),
+            guidelines=guidelines,
+            ready=lambda server: print(
+                f"annotation page at {server.url} (organiser view: {server.organiser_url})",
+                flush=True,
+            ),
         )
         return 0
     skipped: list[Any] = []
