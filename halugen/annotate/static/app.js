@@ -519,6 +519,11 @@
     $("guidelines-text").replaceChildren(...out);
   }
 
+  function toggleGuidelines() {
+    state.guidelinesShown = true;  // the annotator decides from now on
+    $("guidelines").open = !$("guidelines").open;
+  }
+
   async function loadGuidelines() {
     try {
       const g = await api("GET", "/api/guidelines");
@@ -550,6 +555,8 @@
     $("who").hidden = false;
     $("login").hidden = true;
     $("work").hidden = false;
+    // the login field keeps the focus while hidden: let go, so the shortcuts work at once
+    if (document.activeElement instanceof HTMLElement) document.activeElement.blur();
     await Promise.all([loadGuidelines(), refreshProgress()]);
   }
 
@@ -598,7 +605,7 @@
     else if (key === "Backspace") removeLast();
     else if (key === "Enter" || key === "ArrowRight") goNext();
     else if (key === "ArrowLeft") goPrev();
-    else if (key === "g") $("guidelines").open = !$("guidelines").open;
+    else if (key === "g") toggleGuidelines();
     else return;
     ev.preventDefault();
   }
