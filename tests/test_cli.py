@@ -170,7 +170,16 @@ def test_ctrl_c_stops_cleanly_and_the_run_resumes(simulator, hotpot_file, tmp_pa
 
 # -- a CLI that starts quickly and says what went wrong -----------------------------------
 HEAVY = ("duckdb", "pyarrow", "aiohttp", "numpy", "sklearn", "torch", "matplotlib", "rich.live")
-LIGHT_TOO = ("asyncio", "anyio", "orjson", "tiktoken", "ijson", "halugen.engine", "halugen.store")
+LIGHT_TOO = (
+    "asyncio",
+    "anyio",
+    "orjson",
+    "tiktoken",
+    "ijson",
+    "rich.console",
+    "halugen.engine",
+    "halugen.store",
+)
 
 
 def _all_commands() -> list[list[str]]:
@@ -344,3 +353,25 @@ def test_unquoted_dollar_budget_through_a_real_shell(hotpot_file, tmp_path):
     assert done.returncode == 2
     assert "--budget got '0'" in done.stderr and "--budget '$50'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_lazy_console_stands_in_for_rich_in_a_live_view():
+    import io
+
+    from rich.live import Live
+    from rich.text import Text
+
+    from halugen.cli.common import LazyConsole
+
+    buf = io.StringIO()
+    console = LazyConsole(file=buf, force_terminal=True, width=60, highlight=False)
+    assert object.__getattribute__(console, "_console") is None  # nothing made yet
+    with Live(Text("working"), console=console, auto_refresh=False) as live:
+        live.update(Text("done [/] here"), refresh=True)
+        console.print("a line [b]x[/b]", markup=False)
+    with console:  # rich's buffering context works through it
+        console.print("inside")
+    console.width = 50  # attribute writes reach the real console
+    assert console.real.width == 50
+    text = buf.getvalue()
+    assert "done [/] here" in text and "a line [b]x[/b]" in text and "inside" in text

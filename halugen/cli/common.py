@@ -20,14 +20,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from rich.console import Console
-
 from ..config import DEFAULT_BASE_URL, RateLimit, RetryPolicy, RunConfig, Sampling, Timeouts
 from ..errors import UsageError
 from ..settings import load_settings
 
 __all__ = [
     "DB_ENV",
+    "LazyConsole",
     "budget_from_flag",
     "db_path",
     "default_db",
@@ -44,8 +43,46 @@ __all__ = [
 DB_ENV = "HALUGEN_DB"
 DEFAULT_DB = "halugen.duckdb"
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class LazyConsole:
+    """A rich ``Console`` made on first use, then standing in for it.
+
+    Importing rich.console costs about as much as everything else ``--help`` does, and most
+    ``--help`` and usage errors print through argparse instead. Attribute reads and writes
+    and ``with`` go to the real console (rich's Live uses all three).
+    """
+
+    __slots__ = ("_console", "_kwargs")
+
+    def __init__(self, **kwargs: Any) -> None:
+        object.__setattr__(self, "_kwargs", kwargs)
+        object.__setattr__(self, "_console", None)
+
+    @property
+    def real(self) -> Any:
+        console = object.__getattribute__(self, "_console")
+        if console is None:
+            from rich.console import Console
+
+            console = Console(**object.__getattribute__(self, "_kwargs"))
+            object.__setattr__(self, "_console", console)
+        return console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.real, name, value)
+
+    def __enter__(self) -> Any:
+        return self.real.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.real.__exit__(*exc)
+
+
+out: Any = LazyConsole(highlight=False, soft_wrap=True)
+err: Any = LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
 def llm_flags(p: argparse.ArgumentParser) -> None:
