@@ -7,10 +7,6 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-import anyio
-from rich.table import Table
-
-from ..budget import format_usd
 from ..errors import UsageError
 from ..settings import INIT_TEMPLATE
 from .common import err, llm_flags, out, print_table, run_config
@@ -19,6 +15,7 @@ from .common import err, llm_flags, out, print_table, run_config
 def add_parsers(sub: Any) -> None:
     run = sub.add_parser("run", help="generate samples (resumes the same run when repeated)")
     run.add_argument(
+        "-t",
         "--task",
         help="task(s), comma-separated: qa, dialogue, summarization, "
         "or all (every task with seed files given; default: qa)",
@@ -47,7 +44,7 @@ def add_parsers(sub: Any) -> None:
     llm_flags(run)
 
     est = sub.add_parser("estimate", help="projected cost of a run, without any call")
-    est.add_argument("--task", help="task(s), comma-separated, or all (default: qa)")
+    est.add_argument("-t", "--task", help="task(s), comma-separated, or all (default: qa)")
     est.add_argument("--prompts", help="directory of prompt templates replacing bundled ones")
     est.add_argument("--seeds", nargs="+", help="seed files or glob patterns")
     est.add_argument("--seed-format", help="seed file format (default: detected)")
@@ -72,6 +69,9 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from ..budget import format_usd
     from ..engine import generate
 
     cfg = run_config(args)
@@ -93,10 +93,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from ..budget import format_usd
     from ..engine import load_tasks, resolve_price, resolve_tasks
     from ..estimate import estimate_task
 
-    cfg = run_config(args)
+    cfg = run_config(args, calls=False)
     if not cfg.seeds:
         raise UsageError("no seed files given: pass --seeds FILE")
     cfg, files_of = resolve_tasks(cfg)
@@ -145,6 +148,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    import anyio
+
     from ..demo import run_demo
 
     outcome, summary = anyio.run(

@@ -263,6 +263,8 @@ def test_unknown_model_with_budget_is_a_usage_error(hotpot_file, tmp_path, capsy
             "my-local-llama",
             "--budget",
             "5usd",
+            "--api-key",
+            "k",
             "--db",
             str(tmp_path / "h.duckdb"),
             "--no-progress",
