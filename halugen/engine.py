@@ -248,11 +248,19 @@ def _finish(
         [run_id],
     )[0][0]
     spent = store.spent(run_id)
+    bad = sum(st.bad_records.values())
     summary = (
-        f"{sampled} sampled, {rejected} rejected, {failed} failed this session; "
-        f"spent {format_usd(spent)} of {format_usd(ledger.budget)}"
+        f"{sampled} sampled, {rejected} rejected, {failed} failed, {bad} bad record(s) this "
+        f"session; spent {format_usd(spent)} of {format_usd(ledger.budget)}"
     )
-    if status == "done" and pending:
+    (admitted_ever,) = store.query("SELECT count(*) FROM seeds WHERE run_id = ?", [run_id])[0]
+    if status == "done" and bad and not admitted_ever:
+        status, code = "input_error", InputError.exit_code
+        message = (
+            f"run {run_id}: every record in the seed files is bad ({bad} bad record(s), listed "
+            f"in the bad_records table with their reasons); check the files and --seed-format"
+        )
+    elif status == "done" and pending:
         status, code = "incomplete", EXIT_FAILED
         cause = st.main_failure()
         message = (
