@@ -324,7 +324,8 @@ def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
         table.add_row(
             *("" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v) for v in r)
         )
-    out.print(table)
+    # piped: the full width, never squeezed into 80 columns
+    out.print(table, width=None if out.is_terminal else 1000)
 
 
 def first_json(path: str) -> dict[str, Any]:
