@@ -324,8 +324,9 @@ def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
         table.add_row(
             *("" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v) for v in r)
         )
-    # piped: the full width, never squeezed into 80 columns
-    out.print(table, width=None if out.is_terminal else 1000)
+    if not out.is_terminal:
+        out.width = max(out.width, 1000)  # piped: the full width, never squeezed into 80 columns
+    out.print(table)
 
 
 def first_json(path: str) -> dict[str, Any]:
