@@ -2,9 +2,9 @@
 
 Only settings that change what a run produces go into the config hash (``identity``):
 the same command run again finds the same run and resumes it, while budget, limits,
-concurrency and ``--limit`` may change between resumes. A fleet of endpoints serves one
-model, so which endpoints make it up (and their keys, limits and weights) may change too:
-the identity only says "a fleet".
+concurrency and ``--limit`` may change between resumes. So may the endpoint: the same model
+behind another URL, or a fleet of other endpoints (their keys, limits and weights), continues
+the same run.
 """
 
 from __future__ import annotations
@@ -77,7 +77,9 @@ class RunConfig:
     tasks: tuple[str, ...] = ("qa",)
     seeds: tuple[str, ...] = ()  # files or globs
     seed_format: str | None = None  # None: detect from content
-    model: str = "gpt-4o-mini"
+    # "" until resolved: gpt-4o-mini on OpenAI's API, else the one model a server lists
+    # (llm/endpoint.py); never a guess that would price a local model as OpenAI's
+    model: str = ""
     base_url: str = DEFAULT_BASE_URL
     api_key: str | None = field(default=None, repr=False)  # never stored, never printed
     db: Path = Path("halugen.duckdb")
@@ -86,7 +88,7 @@ class RunConfig:
     price_out: float | None = None
     price_card: str | None = None  # a bundled card's name ("local") or a TOML file
     rate: RateLimit = RateLimit()  # a fleet: concurrency is the run's total in flight
-    endpoints: tuple[Endpoint, ...] = ()  # a fleet; empty: base_url, api_key and rate
+    endpoints: tuple[Endpoint, ...] = ()  # a fleet; empty: base_url, api_key and rate make one
     retry: RetryPolicy = RetryPolicy()
     timeouts: Timeouts = Timeouts()
     sampling: Sampling = Sampling()
@@ -97,7 +99,15 @@ class RunConfig:
     run_id: str | None = None
     progress: bool = True
     long_documents: str = "truncate"  # truncate | skip
+    context_window: int | None = None  # tokens; None: from the server, else the price card
     prompts_dir: Path | None = None  # templates found here win over the bundled ones
+
+    def __post_init__(self) -> None:
+        # With a fleet, base_url and api_key are its first endpoint's: where the run asks
+        # which model is served and its context window (every endpoint serves the same model).
+        if self.endpoints:
+            object.__setattr__(self, "base_url", self.endpoints[0].url)
+            object.__setattr__(self, "api_key", self.endpoints[0].api_key)
 
     def fleet(self) -> tuple[Endpoint, ...]:
         """The endpoints calls go to: the fleet, or the one endpoint of base_url/api_key/rate."""
@@ -121,19 +131,15 @@ class RunConfig:
             return self.base_url
         return "fleet: " + ", ".join(e.url for e in self.endpoints)
 
-    @property
-    def endpoint_identity(self) -> str:
-        """The endpoint's part of a run's identity: replicas of one model are one "fleet"."""
-        return "fleet" if self.endpoints else self.base_url.rstrip("/")
-
     def identity(self, template_hashes: dict[str, str]) -> dict[str, Any]:
         """The settings that define a run's output; their hash names the run."""
         return {
             "tasks": list(self.tasks),
             "seeds": list(self.seeds),
             "seed_format": self.seed_format,
+            # the endpoint is not part of it: the same model behind another URL (a fleet, a
+            # gateway, a moved server) continues the same run, as request keys do
             "model": self.model,
-            "base_url": self.endpoint_identity,
             "sampling": [self.sampling.temperature, self.sampling.max_tokens, self.sampling.top_p],
             "judge": [self.judge.temperature, self.judge.max_tokens, self.judge.top_p],
             "run_seed": self.run_seed,

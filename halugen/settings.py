@@ -185,8 +185,13 @@ def resolve_endpoints(
     concurrency: int,
     environ: Mapping[str, str] = os.environ,
     source: str = "--endpoint",
+    keys_needed: bool = True,
 ) -> tuple[Endpoint, ...]:
-    """Endpoint tables (from flags or the file) as endpoints, keys read from the environment."""
+    """Endpoint tables (from flags or the file) as endpoints, keys read from the environment.
+
+    ``keys_needed=False`` (a command that makes no call, such as ``estimate``): a ``key=``
+    variable that is not set leaves that endpoint without a key instead of failing.
+    """
     endpoints = []
     seen: set[str] = set()
     for spec in specs:
@@ -201,8 +206,8 @@ def resolve_endpoints(
         key_env = spec.get("key")
         key = api_key
         if key_env is not None:
-            key = environ.get(key_env)
-            if not key:
+            key = environ.get(key_env) or None
+            if key is None and keys_needed:
                 raise UsageError(
                     f"{where}: environment variable {key_env} is not set (key= names the "
                     f"variable that holds this endpoint's key)"

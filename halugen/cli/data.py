@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from ..errors import UsageError
 from .common import db_path, err, out, print_table
@@ -27,7 +24,7 @@ def add_parsers(sub: Any) -> None:
 
     exp = sub.add_parser("export", help="write samples as HaluEval JSON lines, JSONL or Parquet")
     exp.add_argument("--format", choices=("halueval", "jsonl", "parquet"), default="halueval")
-    exp.add_argument("--out", help="output file, or a directory (several tasks)")
+    exp.add_argument("-o", "--out", help="output file, or a directory (several tasks)")
     exp.add_argument("--run", help="only this run")
     exp.add_argument("--task", help="only this task")
     exp.add_argument(
@@ -54,7 +51,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
+    import csv
+
     import duckdb
+    import orjson
 
     from ..store.db import open_store
 

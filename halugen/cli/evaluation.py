@@ -7,16 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
-from rich.table import Table
-
 from ..errors import UsageError
 from .common import db_path, err, llm_flags, out, run_config
 
 
 def add_parsers(sub: Any) -> None:
     ev = sub.add_parser("eval", help="recognition experiment: can a model spot hallucinations?")
-    ev.add_argument("--task", required=True, help="qa, dialogue, summarization or general")
+    ev.add_argument("-t", "--task", required=True, help="qa, dialogue, summarization or general")
     ev.add_argument(
         "--strategy", default="plain", help="plain, knowledge, cot or contrast (default: plain)"
     )
@@ -43,7 +40,7 @@ def add_parsers(sub: Any) -> None:
     rep.add_argument("--config", help=argparse.SUPPRESS)
 
     top = sub.add_parser("topics", help="LDA topics of a task's samples and of a model's failures")
-    top.add_argument("--task", required=True, help="qa, dialogue, summarization or general")
+    top.add_argument("-t", "--task", required=True, help="qa, dialogue, summarization or general")
     top.add_argument("--eval-run", help="whose failures (default: the latest eval run of the task)")
     top.add_argument("--gen-run", help="only the samples of this generation run")
     top.add_argument(
@@ -55,12 +52,14 @@ def add_parsers(sub: Any) -> None:
     top.add_argument("--topics", type=int, default=10, help="topics over all samples (10)")
     top.add_argument("--failure-topics", type=int, default=5, help="topics over failures (5)")
     top.add_argument("--backend", choices=("sklearn", "gensim"), default="sklearn")
-    top.add_argument("--out", default=None, help="PNG figure (default: topics-<task>.png)")
+    top.add_argument("-o", "--out", default=None, help="PNG figure (default: topics-<task>.png)")
     top.add_argument("--db", default=None)
     top.add_argument("--config", help=argparse.SUPPRESS)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    import anyio
+
     from ..evaluate.run import EvalConfig, evaluate
 
     cfg = run_config(args)
@@ -108,6 +107,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_topics(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
+
+    from rich.table import Table
 
     from ..analysis import (
         analyse,

@@ -57,7 +57,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from ..config import RateLimit
-from ..errors import RetryableError, UsageError
+from ..errors import CallTimeout, ConnectFailed, RetryableError, UsageError
 from .capacity import ANNOUNCED, ConcurrencyControl
 from .pacing import Pacer
 
@@ -371,8 +371,18 @@ async def wait_for_change(event: asyncio.Event, seconds: float) -> None:
 
 
 def _congestion(error: BaseException) -> bool:
-    """A timeout or a connection lost after sending: no HTTP answer, the work may be under way."""
-    return isinstance(error, RetryableError) and error.status == 0 and error.billed_maybe
+    """A timeout or a connection lost after sending: no HTTP answer, the work may be under way.
+
+    (Not ``ConnectFailed``: a connection never made says the server is down, not busy.)
+    """
+    if isinstance(error, CallTimeout):
+        return True
+    return (
+        isinstance(error, RetryableError)
+        and not isinstance(error, ConnectFailed)
+        and error.status == 0
+        and error.billed_maybe
+    )
 
 
 def _number(text: str | None) -> float | None:

@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 
 from ..config import Endpoint, RateLimit, Timeouts
-from ..errors import AuthError, FatalCallError, RetryableError
+from ..errors import AuthError, ConnectFailed, FatalCallError, RetryableError
 from ..records import ChatRequest, ChatResult
 from .client import ChatClient
 from .limiter import LimiterSnapshot, RateLimiter, Ticket, wait_for_change
@@ -41,6 +42,7 @@ __all__ = [
     "FAILURES_IN_A_ROW",
     "MAX_OUT_OF_ROTATION_S",
     "OUT_OF_ROTATION_S",
+    "Attempt",
     "EndpointPool",
     "Member",
 ]
@@ -119,8 +121,13 @@ class EndpointPool:
 
     # -- sending ----------------------------------------------------------------------------------
 
-    async def send(self, request: ChatRequest, *, body: bytes, tokens: int) -> ChatResult:
-        """One attempt of ``request`` at the first endpoint with room; errors as the client's."""
+    @asynccontextmanager
+    async def slot(self, tokens: int) -> AsyncIterator[Attempt]:
+        """Wait (FIFO) for an endpoint with room for a request worth ``tokens``.
+
+        Inside, the request may be sent (``await attempt.send(...)``) and the slot is held;
+        waiting here sends nothing, so a cancellation before entering costs nothing.
+        """
         loop = asyncio.get_running_loop()
         tokens = max(0, int(tokens))
         self._waiting += 1
@@ -129,28 +136,13 @@ class EndpointPool:
                 member, ticket = await self._admit(tokens, loop)
         finally:
             self._waiting -= 1
-        try:
-            with member.limiter.holding(ticket):
-                result = await member.client.send(request, body=body)
-        except AuthError as exc:
-            fresh = ticket.started >= member.out_at
-            if fresh and not self._take_out(member, loop.time(), "it rejected the key"):
-                raise  # the last endpoint in rotation: the run stops, as with one endpoint
-            # another endpoint may take it: let the call runner try again (nothing was billed)
-            raise RetryableError(f"{member.name}: {exc}", status=exc.status) from None
-        except RetryableError as exc:
-            if ticket.started >= member.out_at:
-                self._failed(member, exc, loop.time())
-            raise
-        except FatalCallError:
-            if ticket.started >= member.out_at:
-                self._answered(member)  # a 4xx is the request's fault: the endpoint is fine
-            raise
-        if ticket.started >= member.out_at:
-            self._answered(member)
-        if not result.usage_estimated:  # tokens/min: correct the charge to what was counted
-            ticket.counted(result.prompt_tokens + request.n * request.max_tokens)
-        return result
+        with member.limiter.holding(ticket):
+            yield Attempt(self, member, ticket)
+
+    async def send(self, request: ChatRequest, *, body: bytes, tokens: int) -> ChatResult:
+        """One attempt of ``request`` at the first endpoint with room; errors as the client's."""
+        async with self.slot(tokens) as attempt:
+            return await attempt.send(request, body=body)
 
     async def _admit(self, tokens: int, loop: asyncio.AbstractEventLoop) -> tuple[Member, Ticket]:
         while True:
@@ -176,6 +168,32 @@ class EndpointPool:
                 return best, best.limiter.start(tokens, now)
             await wait_for_change(self._freed, wait)
 
+    async def _send(
+        self, member: Member, ticket: Ticket, request: ChatRequest, body: bytes
+    ) -> ChatResult:
+        loop = asyncio.get_running_loop()
+        fresh = ticket.started >= member.out_at  # sent after its last time out of rotation
+        try:
+            result = await member.client.send(request, body=body)
+        except AuthError as exc:
+            if fresh and not self._take_out(member, loop.time(), "it rejected the key"):
+                raise  # the last endpoint in rotation: the run stops, as with one endpoint
+            # another endpoint may take it: let the call runner try again (nothing was billed)
+            raise RetryableError(f"{member.name}: {exc}", status=exc.status) from None
+        except RetryableError as exc:
+            if fresh:
+                self._failed(member, exc, loop.time())
+            raise
+        except FatalCallError:
+            if fresh:
+                self._answered(member)  # a 4xx is the request's fault: the endpoint is fine
+            raise
+        if fresh:
+            self._answered(member)
+        if not result.usage_estimated:  # tokens/min: correct the charge to what was counted
+            ticket.counted(result.prompt_tokens + request.n * request.max_tokens)
+        return result
+
     # -- health -----------------------------------------------------------------------------------
 
     def _answered(self, member: Member) -> None:
@@ -190,8 +208,7 @@ class EndpointPool:
         if exc.status == 429:
             return  # rate limited: its limiter slows down, the endpoint is fine
         member.failures += 1
-        refused = exc.status == 0 and not exc.billed_maybe  # nothing was sent at all
-        if refused:
+        if isinstance(exc, ConnectFailed):  # nothing was sent at all
             self._take_out(member, now, f"it refused the connection ({exc})")
         elif member.failures >= FAILURES_IN_A_ROW:
             self._take_out(member, now, f"{member.failures} failures in a row (last: {exc})")
@@ -236,3 +253,23 @@ class EndpointPool:
             cooldown_s=min(s.cooldown_s for s in snaps),
             rate_limited=sum(s.rate_limited for s in snaps),
         )
+
+
+class Attempt:
+    """One request's slot at one endpoint of the pool (from ``EndpointPool.slot``)."""
+
+    __slots__ = ("_member", "_pool", "_ticket")
+
+    def __init__(self, pool: EndpointPool, member: Member, ticket: Ticket) -> None:
+        self._pool = pool
+        self._member = member
+        self._ticket = ticket
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self._member.endpoint
+
+    async def send(self, request: ChatRequest, *, body: bytes) -> ChatResult:
+        """Send the request here; the errors are the client's (a 401 of one endpoint among
+        several becomes retryable: another endpoint may take the call)."""
+        return await self._pool._send(self._member, self._ticket, request, body)

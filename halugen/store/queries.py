@@ -28,6 +28,7 @@ def run_overview(store: Store) -> list[dict[str, Any]]:
                (SELECT count(*) FROM seed_progress p
                  WHERE p.run_id = r.run_id AND p.outcome IN ('pending', 'failed')) AS pending,
                printf('$%.4f', s.spent_usd) AS spent,
+               printf('$%.4f', s.unsettled_usd) AS unsettled,
                CASE WHEN r.budget_pusd IS NULL THEN 'none'
                     ELSE printf('$%.4f', r.budget_pusd / 1e12) END AS budget
         FROM runs r JOIN run_spend s USING (run_id)

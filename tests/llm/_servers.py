@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 
 from halugen.config import RateLimit
-from halugen.errors import RetryableError
+from halugen.errors import CallTimeout, RetryableError
 from halugen.llm.limiter import RateLimiter
 from halugen.simulate.limits import RateLimits
 
@@ -155,7 +155,7 @@ async def capacity_run(
                                 await server.request()
                         except TimeoutError:
                             # what the transports raise: no answer, the work may be under way
-                            raise RetryableError("no answer", billed_maybe=True) from None
+                            raise CallTimeout("no answer", billed_maybe=True) from None
                         limiter.observe(200, {})
                         out.caps.append(limiter.snapshot().concurrency)
                 except RetryableError:

@@ -145,7 +145,8 @@ def test_the_run_identity_does_not_change_with_the_fleet() -> None:
         ),
     )
     assert one.identity(hashes) == three.identity(hashes)
+    assert RunConfig(base_url="http://z/v1").identity(hashes) == one.identity(hashes)
     assert three.endpoint_label == "fleet: http://b/v1, http://c/v1, http://a/v1"
-    # a single --base-url run keeps the endpoint in its identity, as before
-    assert RunConfig(base_url="http://a/v1").identity(hashes) != one.identity(hashes)
+    # the first endpoint is where the run asks which model is served
+    assert (three.base_url, three.api_key) == ("http://b/v1", None)
     assert RunConfig().fleet() == (Endpoint(url=RunConfig().base_url, concurrency=64),)

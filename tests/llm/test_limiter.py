@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 import pytest
 
 from halugen.config import RateLimit
-from halugen.errors import RetryableError, UsageError
+from halugen.errors import CallTimeout, ConnectFailed, RetryableError, UsageError
 from halugen.llm.limiter import (
     ADOPT_FRACTION,
     DEFAULT_COOLDOWN_S,
@@ -333,8 +333,8 @@ def test_a_timeout_inside_the_slot_halves_the_cap_even_with_announced_limits() -
         limiter = opened(RateLimit(concurrency=32))
         caps = [limiter.snapshot().concurrency]
         for error in (
-            RetryableError("no answer within 5 s", billed_maybe=True),  # timed out
-            RetryableError("cannot connect", billed_maybe=False),  # nothing sent: not news
+            CallTimeout("no answer within 5 s", billed_maybe=True),  # timed out
+            ConnectFailed("cannot connect", billed_maybe=False),  # nothing sent: not news
             RetryableError("HTTP 503", status=503),  # an answer: the status says it all
         ):
             with pytest.raises(RetryableError):

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import pytest
 
 from halugen.config import Endpoint, Timeouts
-from halugen.errors import AuthError, RetryableError
+from halugen.errors import AuthError, ConnectFailed, RetryableError
 from halugen.llm.pool import FAILURES_IN_A_ROW, OUT_OF_ROTATION_S, EndpointPool
 from halugen.llm.transport import HandlerTransport, HttpResponse
 from halugen.records import ChatRequest
@@ -41,7 +41,7 @@ class Fleet:
     ) -> HttpResponse:
         host = url.split("://", 1)[1].split("/", 1)[0]
         if host in self.refusing:
-            raise RetryableError("cannot connect: refused", billed_maybe=False)
+            raise ConnectFailed("cannot connect: refused", billed_maybe=False)
         self.sent[host] += 1
         return await HandlerTransport(self.sims[host].handle).post(url, headers, body, timeouts)
 
