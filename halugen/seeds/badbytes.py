@@ -1,0 +1,143 @@
+"""Bytes a JSON parser cannot take, marked so that one bad record does not end a JSON array.
+
+A streaming parser stops for good at the first byte it cannot take, so one record with bytes
+that are not UTF-8 (a damaged sector, a Latin-1 edit), a NUL byte or another raw control
+character, or an escaped lone surrogate (``"\\udc80"``, which no text holds) would lose every
+record after it. ``MarkedBytes`` sits between the file and the parser and rewrites each such
+thing into a JSON escape of a Unicode noncharacter: valid JSON where the parser would have
+stopped, and text no dataset holds, so the record that gets it is found after parsing
+(``find_mark``) and skipped as a bad record while the array is read on.
+
+Clean input costs one C-speed check per 64 KB chunk (ASCII or UTF-8 validation, one search
+for control bytes, one for surrogate escapes); nothing is rewritten.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Mapping
+from typing import Any, BinaryIO
+
+__all__ = ["MarkedBytes", "find_mark"]
+
+# U+FFFF and U+FFFE are Unicode noncharacters: never in interchanged text.
+NOT_UTF8 = "\uffff"
+CONTROL = "\ufffe"
+_NOT_UTF8_ESCAPE = b"\\uffff"
+_CONTROL_ESCAPE = b"\\ufffe"
+_REASONS = {
+    NOT_UTF8: "holds bytes that are not UTF-8 (or an escaped lone surrogate)",
+    CONTROL: "holds a NUL byte or another raw control character (invalid in JSON)",
+}
+
+# Raw C0 controls other than tab, LF and CR: invalid inside JSON strings and between tokens.
+_CONTROLS = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+# A \u escape of a UTF-16 surrogate preceded by an even run of backslashes (so it is an
+# escape, not the text "\u..." after an escaped backslash): a high one with its low one is a
+# valid pair, anything else is lone.
+_SURROGATE = re.compile(
+    rb"(?<!\\)((?:\\\\)*)(\\u[dD][89abAB][0-9a-fA-F]{2}(?:\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
+    rb"|\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+)
+_CHUNK = 64 * 1024
+_LONGEST_ESCAPE = 12  # a surrogate pair: \uXXXX\uXXXX
+
+
+def _mark_not_utf8(err: UnicodeError) -> tuple[str, int]:
+    if not isinstance(err, UnicodeDecodeError):
+        raise err
+    return NOT_UTF8, err.end
+
+
+codecs.register_error("halugen.mark_not_utf8", _mark_not_utf8)
+
+
+class MarkedBytes:
+    """A binary file read through, with bytes no JSON parser takes rewritten as marks.
+
+    ``marked`` counts the rewrites so far; while it is 0 no record can hold a mark.
+    """
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="halugen.mark_not_utf8")
+        self._held = b""  # the end of the last chunk, when it may be inside an escape
+        self._out = b""
+        self._eof = False
+        self.marked = 0
+
+    def read(self, size: int = -1) -> bytes:
+        want = _CHUNK if size is None or size < 0 else size
+        while len(self._out) < want and not self._eof:
+            self._out += self._next_chunk()
+        data, self._out = self._out[:want], self._out[want:]
+        return data
+
+    def _next_chunk(self) -> bytes:
+        data = self._raw.read(_CHUNK)
+        if not data:
+            self._eof = True
+            rest = self._decoder.decode(b"", True)  # a cut final character
+            tail = self._held + (self._escape(rest) if rest else b"")
+            self._held = b""
+            return self._surrogates(tail)
+        chunk = self._held + self._text(data)
+        # Hold back a trailing run of backslashes near the end: the escape it starts may
+        # continue in the next chunk.
+        cut = chunk.rfind(b"\\", max(0, len(chunk) - _LONGEST_ESCAPE))
+        if cut >= 0:
+            while cut > 0 and chunk[cut - 1 : cut] == b"\\":
+                cut -= 1
+            chunk, self._held = chunk[:cut], chunk[cut:]
+        else:
+            self._held = b""
+        return self._surrogates(chunk)
+
+    def _text(self, data: bytes) -> bytes:
+        """``data`` with bytes that are not UTF-8 and raw controls marked."""
+        if data.isascii() and not self._decoder.getstate()[0]:
+            out = data
+        else:
+            text = self._decoder.decode(data)
+            out = self._escape(text)
+        if _CONTROLS.search(out) is not None:
+            out, n = _CONTROLS.subn(_CONTROL_ESCAPE, out)
+            self.marked += n
+        return out
+
+    def _escape(self, text: str) -> bytes:
+        if NOT_UTF8 in text:
+            self.marked += text.count(NOT_UTF8)
+            return text.encode("utf-8").replace(NOT_UTF8.encode("utf-8"), _NOT_UTF8_ESCAPE)
+        return text.encode("utf-8")
+
+    def _surrogates(self, chunk: bytes) -> bytes:
+        if b"\\ud" not in chunk and b"\\uD" not in chunk:
+            return chunk
+        return _SURROGATE.sub(self._lone, chunk)
+
+    def _lone(self, m: re.Match[bytes]) -> bytes:
+        if len(m.group(2)) == _LONGEST_ESCAPE:
+            return m.group(0)  # a valid pair
+        self.marked += 1
+        return m.group(1) + _NOT_UTF8_ESCAPE
+
+
+def find_mark(value: Any) -> str | None:
+    """Why a parsed record is unusable when it holds a mark (its reason), else None."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if item.isascii():
+                continue
+            for mark, reason in _REASONS.items():
+                if mark in item:
+                    return reason
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
