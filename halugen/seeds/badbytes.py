@@ -40,6 +40,7 @@ _SURROGATE = re.compile(
     rb"(?<!\\)((?:\\\\)*)(\\u[dD][89abAB][0-9a-fA-F]{2}(?:\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
     rb"|\\u[dD][c-fC-F][0-9a-fA-F]{2})"
 )
+_HIGH = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
 _CHUNK = 64 * 1024
 _LONGEST_ESCAPE = 12  # a surrogate pair: \uXXXX\uXXXX
 
@@ -83,15 +84,8 @@ class MarkedBytes:
             self._held = b""
             return self._surrogates(tail)
         chunk = self._held + self._text(data)
-        # Hold back a trailing run of backslashes near the end: the escape it starts may
-        # continue in the next chunk.
-        cut = chunk.rfind(b"\\", max(0, len(chunk) - _LONGEST_ESCAPE))
-        if cut >= 0:
-            while cut > 0 and chunk[cut - 1 : cut] == b"\\":
-                cut -= 1
-            chunk, self._held = chunk[:cut], chunk[cut:]
-        else:
-            self._held = b""
+        cut = _safe_cut(chunk)
+        chunk, self._held = chunk[:cut], chunk[cut:]
         return self._surrogates(chunk)
 
     def _text(self, data: bytes) -> bytes:
@@ -102,7 +96,7 @@ class MarkedBytes:
             text = self._decoder.decode(data)
             out = self._escape(text)
         if _CONTROLS.search(out) is not None:
-            out, n = _CONTROLS.subn(_CONTROL_ESCAPE, out)
+            out, n = _CONTROLS.subn(lambda _: _CONTROL_ESCAPE, out)
             self.marked += n
         return out
 
@@ -122,6 +116,36 @@ class MarkedBytes:
             return m.group(0)  # a valid pair
         self.marked += 1
         return m.group(1) + _NOT_UTF8_ESCAPE
+
+
+def _safe_cut(chunk: bytes) -> int:
+    """Where to end a chunk so that no escape, and no surrogate pair, is cut in two.
+
+    Escapes are read as tokens from the start of a run of backslashes near the end (a
+    backslash after a character that is not one always starts an escape): an unfinished
+    escape at the end, or a high surrogate that its low one may follow, is held back.
+    """
+    window = max(0, len(chunk) - 2 * _LONGEST_ESCAPE)
+    first = chunk.find(b"\\", window)
+    if first < 0:
+        return len(chunk)  # no escape can reach the end
+    while first > 0 and chunk[first - 1] == 0x5C:  # back to the start of its run
+        first -= 1
+    pos = first
+    last_start = -1
+    last_high = False
+    while pos < len(chunk):
+        if chunk[pos] != 0x5C:
+            pos += 1
+            last_high = False
+            continue
+        start, end = pos, pos + (6 if chunk[pos + 1 : pos + 2] == b"u" else 2)
+        if end > len(chunk):  # unfinished: hold it, and the high surrogate it may pair with
+            return last_start if last_high else start
+        last_high = bool(_HIGH.fullmatch(chunk[start:end]))
+        last_start = start
+        pos = end
+    return last_start if last_high else len(chunk)
 
 
 def find_mark(value: Any) -> str | None:

@@ -176,7 +176,9 @@ def test_empty_story_file_in_a_glob_costs_only_itself(tmp_path: Path) -> None:
     (stories / "c.story").write_text(STORY.replace("Monday", "Friday"), encoding="utf-8")
     out = list(read_seeds([str(stories / "*.story")], "summarization"))
     assert [type(x) for x in out] == [Seed, BadRecord, Seed]
-    assert out[1] == BadRecord(str(stories / "b.story"), 1, "empty file (no article, no highlights)")
+    assert out[1] == BadRecord(
+        str(stories / "b.story"), 1, "empty file (no article, no highlights)"
+    )
 
 
 def test_story_that_is_not_utf8(tmp_path: Path) -> None:
