@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import itertools
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -21,6 +22,17 @@ from tests.seeds.test_seed_laziness import peak_while
 
 NOT_UTF8 = "holds bytes that are not UTF-8 (or an escaped lone surrogate)"
 CONTROL = "holds a NUL byte or another raw control character (invalid in JSON)"
+
+
+class Chunked(io.BytesIO):
+    """Bytes handed out in chunks of the given sizes, whatever size is asked for."""
+
+    def __init__(self, data: bytes, sizes: Iterator[int]) -> None:
+        super().__init__(data)
+        self._sizes = sizes
+
+    def read(self, size: int | None = -1) -> bytes:
+        return super().read(next(self._sizes))
 
 
 def array(records: list[bytes]) -> bytes:
@@ -90,11 +102,7 @@ def test_escapes_split_across_chunks(split: int) -> None:
     for text, marked in ((b'"x\\ud83d\\ude00y"', 0), (b'"x\\udc80y"', 1), (b'"x\\\\udc80y"', 0)):
         data = b"[" + text + b"]"
 
-        class Trickle(io.BytesIO):
-            def read(self, size: int = -1) -> bytes:  # chunks cut at ``split``
-                return super().read(split)
-
-        stream = MarkedBytes(Trickle(data))  # type: ignore[arg-type]
+        stream = MarkedBytes(Chunked(data, itertools.repeat(split)))  # type: ignore[arg-type]
         items = list(IJSON.items(stream, "item"))
         assert stream.marked == marked, (text, split)
         assert (find_mark(items[0]) is not None) == bool(marked)
@@ -109,12 +117,7 @@ def test_valid_json_through_random_chunks_is_read_unchanged() -> None:
         data = ('["' + body + '", "' + body + 'x"]').encode()
         expected = orjson.loads(data)
         sizes = itertools.cycle([rng.randint(1, 20) for _ in range(8)])
-
-        class Random(io.BytesIO):
-            def read(self, size: int = -1) -> bytes:
-                return super().read(next(sizes))
-
-        stream = MarkedBytes(Random(data))  # type: ignore[arg-type]
+        stream = MarkedBytes(Chunked(data, sizes))  # type: ignore[arg-type]
         assert list(IJSON.items(stream, "item")) == expected, data
         assert stream.marked == 0, data
 
