@@ -22,7 +22,12 @@ class StageStats:
     retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_pusd: int = 0
+    cost_pusd: int = 0  # settled and consumed (what the ledger has closed)
+    reserved_pusd: int = 0  # reservations of calls in flight (counted as spent until settled)
+
+    @property
+    def spent_pusd(self) -> int:
+        return self.cost_pusd + self.reserved_pusd
 
 
 @dataclass
@@ -87,6 +92,7 @@ class RunStats:
             out.prompt_tokens += s.prompt_tokens
             out.completion_tokens += s.completion_tokens
             out.cost_pusd += s.cost_pusd
+            out.reserved_pusd += s.reserved_pusd
         return out
 
     def finished_seeds(self, task: str | None = None) -> int:
