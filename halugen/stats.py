@@ -44,6 +44,8 @@ class RunStats:
     bad_records: dict[str, int] = field(default_factory=dict)
     truncated: dict[str, int] = field(default_factory=dict)
     filter_calls: dict[str, int] = field(default_factory=dict)
+    # why calls failed after their retries: the closing message names the most common cause
+    failure_causes: dict[str, int] = field(default_factory=dict)
     # what the counters are called in the live view, per kind of run
     words: dict[str, str] = field(
         default_factory=lambda: {
@@ -65,6 +67,16 @@ class RunStats:
 
     def bump(self, counter: dict[str, int], task: str, n: int = 1) -> None:
         counter[task] = counter.get(task, 0) + n
+
+    def note_failure(self, cause: str) -> None:
+        self.failure_causes[cause] = self.failure_causes.get(cause, 0) + 1
+
+    def main_failure(self) -> str | None:
+        """'cause (N calls)' for the most common reason calls failed, if any did."""
+        if not self.failure_causes:
+            return None
+        cause, n = max(self.failure_causes.items(), key=lambda kv: kv[1])
+        return f"{cause} ({n} call(s))"
 
     def record_call(self, tokens: int) -> None:
         self._recent.append((time.monotonic(), tokens))

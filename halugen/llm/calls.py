@@ -197,8 +197,10 @@ class CallRunner:
                 raise
             call.attempts += 1
             st.in_flight += 1
+            sent = False
             try:
                 async with self.limiter.slot(reserve_tokens + max_out):
+                    sent = True
                     result = await self.client.send(request, body=call.body)
             except RetryableError as exc:
                 st.in_flight -= 1
@@ -225,15 +227,19 @@ class CallRunner:
                 break
             except BaseException:
                 st.in_flight -= 1
-                # cancelled (Ctrl-C) or a bug while the request may be at the provider:
-                # count it as spent, as a crash would (no await here: we are unwinding)
-                call.cost += reservation.amount
+                # cancelled (Ctrl-C, the endpoint given up) or a bug. Once the request may be
+                # at the provider it counts as spent, as a crash would; while it still waited
+                # for its rate-limit slot nothing left. (No await here: we are unwinding.)
+                spend = reservation.amount if sent else 0
+                call.cost += spend
                 st.reserved_pusd -= reservation.amount
-                st.cost_pusd += reservation.amount
-                self.ledger.consume(reservation)
-                self.writer.put(
-                    [_close_row(call.call_id, res_no, self.run_id, "consume", reservation.amount)]
-                )
+                st.cost_pusd += spend
+                if sent:
+                    self.ledger.consume(reservation)
+                else:
+                    self.ledger.release(reservation)
+                event = "consume" if sent else "release"
+                self.writer.put([_close_row(call.call_id, res_no, self.run_id, event, spend)])
                 raise
             st.in_flight -= 1
             return await self._succeeded(call, st, reservation, res_no, result, common)
@@ -247,6 +253,7 @@ class CallRunner:
                 f"attempts); check --base-url (or OPENAI_BASE_URL) and the network"
             )
         st.failed += 1
+        self.stats.note_failure(_describe(last_error, short=True))
         return CallFailure(key, last_error.error_class, str(last_error), last_error.status)
 
     async def _succeeded(
@@ -339,8 +346,10 @@ class CallRunner:
         """The call_log row of a call that ended without an answer."""
         call.logged = True
         message = str(error) if error is not None else status.replace("_", " ")
-        if len(call.errors) > 1 or (call.errors and error is None):
-            message = f"{message}; {_retry_history(call.errors)}"
+        # the reasons of earlier attempts (the last one's is the message itself)
+        earlier = call.errors[:-1] if error is not None and call.errors else call.errors
+        if earlier:
+            message = f"{message}; {_retry_history(earlier)}"
         self.writer.put(
             [
                 (
@@ -470,9 +479,9 @@ def _close_row(call_id: int, res_no: int, run_id: str, event: str, pusd: int) ->
     return ("ledger", (call_id, res_no, run_id, event, pusd, None, None, None, None, None))
 
 
-def _describe(exc: LLMError) -> str:
+def _describe(exc: LLMError, *, short: bool = False) -> str:
     where = f"HTTP {exc.status}" if exc.status else exc.error_class
-    return f"{where}: {str(exc)[:160]}"
+    return f"{where}: {str(exc)[: 200 if short else 160]}"
 
 
 def _retry_history(errors: list[str]) -> str | None:
