@@ -93,6 +93,14 @@ def test_seed_fields_round_trip_unchanged(simulator, tmp_path: Path, task: str) 
     column = SEED_FIELDS[task][-1]
     stored = {r[0] for r in query(db, f"SELECT {column} FROM samples")}
     assert stored <= {r[column] for r in RECORDS[task]}
+    # comparisons leave the given whitespace out: the trailing newline is not length
+    hallucinated = {"qa": "hallucinated_answer", "dialogue": "hallucinated_response"}.get(
+        task, "hallucinated_summary"
+    )
+    for right, fake, ratio in query(
+        db, f"SELECT {column}, {hallucinated}, length_ratio FROM samples"
+    ):
+        assert ratio == pytest.approx(len(fake.strip()) / len(right.strip()))
 
 
 @pytest.mark.xfail(
