@@ -30,7 +30,17 @@ def llm_flags(p: argparse.ArgumentParser) -> None:
         help=f"OpenAI-compatible API root (default: $OPENAI_BASE_URL or {DEFAULT_BASE_URL})",
     )
     g.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never stored")
-    g.add_argument("--model", help="model name sent to the endpoint (default: gpt-4o-mini)")
+    g.add_argument(
+        "--model",
+        help="model name sent to the endpoint (default: gpt-4o-mini on OpenAI's API; on "
+        "another server the one model it lists)",
+    )
+    g.add_argument(
+        "--context-window",
+        type=int,
+        help="the model's context window in tokens (default: what the server says, else the "
+        "price card)",
+    )
     g.add_argument("--concurrency", type=int, help="most requests in flight (default: 64)")
     g.add_argument(
         "--rpm",
@@ -105,6 +115,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         ("timeout", timeout),
         ("max-attempts", max_attempts),
         ("max-tokens", max_tokens),
+        ("context-window", _pick(args, settings, "context_window")),
     ):
         _positive(name, value)
     if temperature < 0:
@@ -113,7 +124,8 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         tasks=tuple(tasks),
         seeds=tuple(seeds),
         seed_format=_pick(args, settings, "seed_format"),
-        model=_pick(args, settings, "model", default="gpt-4o-mini"),
+        model=_pick(args, settings, "model", default=""),
+        context_window=_pick(args, settings, "context_window"),
         base_url=_pick(
             args,
             settings,

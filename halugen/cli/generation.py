@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -77,8 +78,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     def on_run(run_id: str, resumed: bool) -> None:
         verb = "resuming" if resumed else "starting"
+        model = f" with {cfg.model}" if cfg.model else ""
         err.print(
-            f"{verb} run {run_id} ({', '.join(cfg.tasks)} with {cfg.model}, budget "
+            f"{verb} run {run_id} ({', '.join(cfg.tasks)}{model}, budget "
             f"{format_usd(int(cfg.budget_usd * 10**12)) if cfg.budget_usd else 'none'}) "
             f"-> {cfg.db}"
         )
@@ -98,6 +100,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if not cfg.seeds:
         raise UsageError("no seed files given: pass --seeds FILE")
     cfg, files_of = resolve_tasks(cfg)
+    from ..llm.endpoint import pick_model
+
+    cfg = dataclasses.replace(cfg, model=pick_model(cfg.model, cfg.base_url, None)[0])
     price, notes = resolve_price(cfg)
     tasks = load_tasks(cfg.tasks, cfg.prompts_dir)
     table = Table(

@@ -18,7 +18,7 @@ scoring failed (tried again by the next run over the same store).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
@@ -30,7 +30,7 @@ from ..errors import BudgetExhausted, UsageError
 from ..llm.calls import CallFailure
 from ..llm.transport import Transport
 from ..records import BadRecord, ChatRequest, fingerprint
-from ..session import CallSession, call_session, closing, drive
+from ..session import CallSession, call_session, closing, drive, resolve_model
 from ..store.db import KeyIndex, key_prefix
 from .queries import Query, read_queries
 from .scoring import GroupScore, PairwiseScorer, ScorerSpec, usable
@@ -323,6 +323,7 @@ async def preselect(
         None,
     )  # fail fast on bad input
     scorer = scorer or PairwiseScorer(cfg.scorer)  # loaded once, before any money is spent
+    cfg = replace(cfg, run=await resolve_model(cfg.run, transport))  # before its identity
     async with call_session(
         cfg.run,
         kind="preselect",

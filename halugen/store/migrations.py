@@ -680,6 +680,19 @@ FROM runs r LEFT JOIN call_money m USING (run_id)
 GROUP BY r.run_id, r.status, r.budget_pusd;
 """
 
+# What a server has told us about a model (its context window, from its own description or
+# from a context-length error), and the window each run was last fitted to.
+_ENDPOINT_FACTS = """
+CREATE TABLE endpoint_facts (
+    base_url VARCHAR NOT NULL,
+    model VARCHAR NOT NULL,
+    context_window INTEGER NOT NULL,
+    source VARCHAR NOT NULL,           -- models | props | error | flag
+    created_at TIMESTAMP NOT NULL
+);
+ALTER TABLE runs ADD COLUMN context_window INTEGER;
+"""
+
 # Pre-selection: a response that cannot be scored (empty, content-filtered) is kept here,
 # never in preselect_responses, so it never reaches the scorer or the annotators; a query
 # left with fewer than two usable responses, or whose scoring failed, is recorded unscored
@@ -713,5 +726,6 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0004_evaluation_preselection_annotation", _EVALUATION),
     ("0005_annotation_agreement", _AGREEMENT),
     ("0006_money_views", _MONEY),
+    ("0007_endpoint_facts", _ENDPOINT_FACTS),
     ("0008_preselect_unscored", _PRESELECT_UNSCORED),
 )
