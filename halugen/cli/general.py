@@ -216,7 +216,8 @@ def cmd_annotate(args: argparse.Namespace) -> int:
         elif action == "resolve":
             out.print(resolve.format_report(resolve.resolve_all(store)))
     for skip in skipped:
-        err.print(f"skipped {skip}")
+        # a record kept with a warning (e.g. under a derived id) is not a skipped one
+        err.print(f"{'warning' if getattr(skip, 'kept', False) else 'skipped'} {skip}")
     return 0
 
 

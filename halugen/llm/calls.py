@@ -34,6 +34,7 @@ from ..prompts import PER_MESSAGE_TOKENS, PER_REQUEST_TOKENS
 from ..records import ChatRequest, ChatResult
 from ..stats import RunStats, StageStats
 from ..store.db import KeyIndex, Store, key_prefix
+from ..store.writer import Row
 from ..tokens import TokenCounter
 from .pool import EndpointPool
 
@@ -268,7 +269,6 @@ class CallRunner:
         common: tuple[Any, ...],
     ) -> ChatResult:
         self._reached = True
-        request = call.request
         cost = self.price.cost(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
         call.cost += cost
         st.reserved_pusd -= reservation.amount
@@ -283,35 +283,7 @@ class CallRunner:
         await self.writer.put_durable(
             [
                 ("ledger", (call.call_id, res_no, self.run_id, "settle", cost, *common)),
-                (
-                    "call_log",
-                    (
-                        call.call_id,
-                        call.key,
-                        key_prefix(call.key),
-                        self.run_id,
-                        call.stage,
-                        call.task,
-                        request.model,
-                        call.seed_key,
-                        status,
-                        result.prompt_tokens,
-                        result.completion_tokens,
-                        result.cached_tokens,
-                        result.usage_estimated,
-                        call.est,
-                        call.cost,
-                        call.reserved,
-                        result.latency_ms,
-                        call.attempts,
-                        200,
-                        None,
-                        _retry_history(call.errors),
-                        result.finish_reason,
-                        call.body.decode(),
-                        result.raw.decode("utf-8", "replace"),
-                    ),
-                ),
+                self._log_row(call, status, result=result, message=_retry_history(call.errors)),
             ]
         )
         if status == "ok":
@@ -352,38 +324,46 @@ class CallRunner:
         earlier = call.errors[:-1] if error is not None and call.errors else call.errors
         if earlier:
             message = f"{message}; {_retry_history(earlier)}"
-        self.writer.put(
-            [
-                (
-                    "call_log",
-                    (
-                        call.call_id,
-                        call.key,
-                        key_prefix(call.key),
-                        self.run_id,
-                        call.stage,
-                        call.task,
-                        call.request.model,
-                        call.seed_key,
-                        status,
-                        None,
-                        None,
-                        None,
-                        None,
-                        call.est,
-                        call.cost,
-                        call.reserved,
-                        None,
-                        call.attempts,
-                        error.status if error is not None else None,
-                        error.error_class if error is not None else None,
-                        message[:1000],
-                        None,
-                        call.body.decode(),
-                        None,
-                    ),
-                )
-            ]
+        self.writer.put([self._log_row(call, status, error=error, message=message[:1000])])
+
+    def _log_row(
+        self,
+        call: _Call,
+        status: str,
+        *,
+        result: ChatResult | None = None,
+        error: LLMError | None = None,
+        message: str | None = None,
+    ) -> Row:
+        """A call's ``call_log`` row: with the answer, or with why it has none."""
+        return (
+            "call_log",
+            (
+                call.call_id,
+                call.key,
+                key_prefix(call.key),
+                self.run_id,
+                call.stage,
+                call.task,
+                call.request.model,
+                call.seed_key,
+                status,
+                result.prompt_tokens if result else None,
+                result.completion_tokens if result else None,
+                result.cached_tokens if result else None,
+                result.usage_estimated if result else None,
+                call.est,
+                call.cost,
+                call.reserved,
+                result.latency_ms if result else None,
+                call.attempts,
+                200 if result else (error.status if error is not None else None),
+                error.error_class if error is not None else None,
+                message,
+                result.finish_reason if result else None,
+                call.body.decode(),
+                result.raw.decode("utf-8", "replace") if result else None,
+            ),
         )
 
     def _from_cache(

@@ -144,6 +144,24 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "scorer",
         "created_at",
     ),
+    "preselect_dropped": (
+        "run_id",
+        "query_key",
+        "idx",
+        "reason",
+        "response",
+        "call_key",
+        "created_at",
+    ),
+    "preselect_unscored": (
+        "run_id",
+        "query_key",
+        "n_responses",
+        "cause",
+        "reason",
+        "scorer",
+        "created_at",
+    ),
     "annotation_items": (
         "item_id",
         "source",
@@ -714,6 +732,32 @@ CREATE TABLE annotation_extra_places (
 );
 """
 
+# Pre-selection: a response that cannot be scored (empty, content-filtered) is kept here,
+# never in preselect_responses, so it never reaches the scorer or the annotators; a query
+# left with fewer than two usable responses, or whose scoring failed, is recorded unscored
+# with the reason (cause 'responses' stays so; cause 'scorer' is tried again on resume).
+_PRESELECT_UNSCORED = """
+CREATE TABLE preselect_dropped (
+    run_id VARCHAR NOT NULL,
+    query_key VARCHAR NOT NULL,
+    idx INTEGER NOT NULL,
+    reason VARCHAR NOT NULL,           -- empty | content_filter
+    response VARCHAR NOT NULL,         -- what came back (often "")
+    call_key VARCHAR,
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE preselect_unscored (
+    run_id VARCHAR NOT NULL,
+    query_key VARCHAR NOT NULL,
+    n_responses INTEGER NOT NULL,      -- usable responses it had
+    cause VARCHAR NOT NULL,            -- responses | scorer
+    reason VARCHAR NOT NULL,
+    scorer VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL
+);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
@@ -723,4 +767,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0006_money_views", _MONEY),
     ("0007_endpoint_facts", _ENDPOINT_FACTS),
     ("0008_annotation_sessions", _ANNOTATION_SESSIONS),
+    ("0009_preselect_unscored", _PRESELECT_UNSCORED),
 )
