@@ -140,8 +140,10 @@ class ConcurrencyControl:
             self.mode = CAPACITY
         if self.mode == CAPACITY and seq is not None and k > 0 and latency > 0:
             self._record(k, latency)
-            self._fit()
-            self._keep_under_deadline(k, latency)
+            # the fit only acts on latency above the tolerance, or to undo a brake
+            if latency > self.tolerance_s or self.ssthresh < self.maximum:
+                self._fit()
+                self._keep_under_deadline(k, latency)
         if not binding or self.cap >= self.maximum:
             return
         if self.mode == CAPACITY and self.cap < self.ssthresh:

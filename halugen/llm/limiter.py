@@ -53,7 +53,7 @@ import math
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
 from ..config import RateLimit
@@ -221,16 +221,28 @@ class RateLimiter:
         """Hold the slot of ``ticket`` (from ``start``) while the request is under way.
 
         ``observe`` inside knows which request an answer belongs to; on exit the slot is
-        released and an exception that says "timed out" halves the cap.
+        released and an exception that says "timed out" halves the cap. (``hold`` and
+        ``release`` are the same in two calls, for a context manager written as a class.)
         """
-        held = _held.set(ticket)
+        held = self.hold(ticket)
         try:
             yield ticket
         except BaseException as exc:
-            self.finish(ticket, exc)
+            self.release(ticket, held, exc)
             raise
         else:
-            self.finish(ticket)
+            self.release(ticket, held, None)
+
+    def hold(self, ticket: Ticket) -> Token[Ticket | None]:
+        """Mark ``ticket`` as the current task's request; returns what ``release`` needs."""
+        return _held.set(ticket)
+
+    def release(
+        self, ticket: Ticket, held: Token[Ticket | None], error: BaseException | None
+    ) -> None:
+        """End what ``hold`` began: the slot is free, ``error`` (if any) is looked at."""
+        try:
+            self.finish(ticket, error)
         finally:
             _held.reset(held)
 
@@ -265,8 +277,10 @@ class RateLimiter:
             ("tokens", limit_tokens, self._tokens),
         ):
             remaining = _number(headers.get(f"x-ratelimit-remaining-{kind}"))
+            if remaining is None or remaining > 0:
+                continue
             reset = parse_duration(headers.get(f"x-ratelimit-reset-{kind}"))
-            if remaining is not None and remaining <= 0 and reset is not None:
+            if reset is not None:
                 share = 1.0
                 if limit is not None and limit > 0 and pacer is not None:
                     share = min(1.0, pacer.capacity / limit)
