@@ -19,8 +19,9 @@ from ..settings import load_settings
 
 __all__ = ["db_path", "err", "first_json", "llm_flags", "out", "print_table", "run_config"]
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# Text from data or a provider is printed as is: never read as Rich markup or emoji codes.
+out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
 def llm_flags(p: argparse.ArgumentParser) -> None:
