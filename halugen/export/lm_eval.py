@@ -6,8 +6,8 @@ annotated items have resolved labels), the directory holds
 - ``<task>.jsonl``: one item per shown text with its label (see ``recognition``);
 - ``halugen_<task>.yaml``: ``output_type: multiple_choice`` over ``doc_to_choice: [No,
   Yes]``, scored by comparing the log-likelihood of " No" and " Yes" after the prompt
-  (metrics ``acc`` and ``f1``, F1 of "Yes" = hallucinated), for models that give
-  log-likelihoods (``hf``, ``vllm``, ``local-completions``);
+  (metric ``acc``; no ``f1``: lm-eval bootstraps its stderr, minutes per task), for
+  models that give log-likelihoods (``hf``, ``vllm``, ``local-completions``);
 - ``halugen_<task>_gen.yaml``: ``output_type: generate_until``: the model writes its
   verdict, a regex filter takes the last ``Verdict:`` answer (else a leading Yes/No as a
   whole word: "Not" is not "No"), ``exact_match`` against the label; for chat APIs;
@@ -39,12 +39,15 @@ from .target import Target
 
 __all__ = ["VERDICT_PATTERN", "export_lm_eval", "flat_prompt", "jinja_template"]
 
-# the last "Verdict: <Yes|No>" (greedy .* runs to the last one), else a leading Yes/No
-VERDICT_PATTERN = r"(?is)(?:.*verdict\W*|^\W*)(yes|no)\b"
+# The last "Verdict: <Yes|No>" (the greedy .* runs to the last label), else a Yes/No opening
+# the reply; markdown around it is fine, and "Not", "None", "No-one" are not "No". A
+# one-regex version of halugen's parser (evaluate/verdicts.py), which harnesses can run;
+# it does not flag a reply that states both answers, as halugen's parser does.
+VERDICT_PATTERN = "(?is)(?:.*verdict[\\s*_#`]*:|^)[\\s>*_#`'\"(\\[-]*(yes|no)(?![\\w'\u2019-])"
 
 _FIELD = re.compile(r"\{\{(\w+)\}\}")
 
-_LOADER = '''"""Loads halugen's exported items for lm-evaluation-harness (written by halugen export).
+_LOADER = '''"""Loads halugen's exported items for lm-evaluation-harness (from halugen export).
 
 The task YAML files name ``load`` as their ``custom_dataset``; ``data_files`` are resolved
 against this file's directory, so the task directory works from any working directory.
@@ -152,9 +155,6 @@ def task_yaml(data: TaskData, strategy: str, generate: bool, runs: str) -> str:
             "metric_list:",
             "  - metric: acc",
             "    aggregation: mean",
-            "    higher_is_better: true",
-            "  - metric: f1",
-            "    aggregation: f1",
             "    higher_is_better: true",
         ]
     lines += [

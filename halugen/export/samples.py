@@ -57,7 +57,8 @@ def _columns(task: str | None) -> str:
 
 def _rows_query(predicate: str, task: str | None = None) -> str:
     return f"""
-SELECT {_columns(task)}, r.model AS run_model, c.calls AS calls_for_seed, c.cost_usd AS cost_usd_for_seed
+SELECT {_columns(task)}, r.model AS run_model, c.calls AS calls_for_seed,
+       c.cost_usd AS cost_usd_for_seed
 FROM (SELECT * FROM samples WHERE {predicate}) s
 JOIN runs r USING (run_id)
 LEFT JOIN (

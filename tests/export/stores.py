@@ -31,6 +31,7 @@ _ITEM_FIELDS = {
 
 def insert(store: Store, table: str, values: dict[str, Any]) -> None:
     columns = TABLE_COLUMNS[table]
+    values = {"created_at": T0, **values}
     row = [values.get(c) for c in columns]
     store.conn.execute(
         f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
