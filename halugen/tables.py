@@ -55,7 +55,8 @@ class TableData:
     """One table: plain values in, the renderer decides how they look.
 
     ``name`` keys the table in JSON output and names it in CSV sections (default: the
-    title, or ``table<N>``); ``caption`` is a note printed under the table.
+    title, or ``table<N>``); ``caption`` is a note printed under the table; ``align`` is
+    "l" or "r" per column (default: right for columns of numbers, else left).
     """
 
     title: str | None
@@ -63,6 +64,7 @@ class TableData:
     rows: Sequence[Sequence[Any]]
     name: str | None = None
     caption: str | None = None
+    align: Sequence[str] | None = None
 
 
 def plain(text: object) -> Any:
@@ -115,6 +117,8 @@ def _is_number(value: Any) -> bool:
 
 def _right_aligned(table: TableData) -> list[bool]:
     """Columns whose every non-empty cell is a number are right-aligned."""
+    if table.align is not None:
+        return [a == "r" for a in table.align]
     flags = []
     for i in range(len(table.columns)):
         cells = [r[i] for r in table.rows if i < len(r) and r[i] is not None]

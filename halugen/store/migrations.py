@@ -191,6 +191,9 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "share_samples",
         "share_failures",
         "coherence",
+        "eval_run",
+        "eval_model",
+        "eval_strategy",
         "created_at",
     ),
     "sample_rows": (
@@ -584,10 +587,18 @@ CREATE TABLE annotation_agreement (
 );
 """
 
+# Topic analysis: which eval run (model, strategy) the failures of an analysis came from.
+_TOPIC_SOURCE = """
+ALTER TABLE topic_results ADD COLUMN eval_run VARCHAR;
+ALTER TABLE topic_results ADD COLUMN eval_model VARCHAR;
+ALTER TABLE topic_results ADD COLUMN eval_strategy VARCHAR;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
     ("0003_long_documents", _TRUNCATION),
     ("0004_evaluation_preselection_annotation", _EVALUATION),
     ("0005_annotation_agreement", _AGREEMENT),
+    ("0006_topic_results_eval_source", _TOPIC_SOURCE),
 )
