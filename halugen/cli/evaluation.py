@@ -183,26 +183,37 @@ def cmd_topics(args: argparse.Namespace) -> int:
         analysis_id = f"{args.task}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
         save_reports(store.conn, analysis_id, reports, source=source)
     figure = plot(reports, figure_path, source=source.describe() if source else None)
-    tables = []
-    for report in reports:
-        failures = f", {report.n_failures} failures" if report.n_failures else ""
-        tables.append(
-            TableData(
-                f"{args.task}: {report.topic_set} ({report.n_documents} documents{failures})",
-                ["topic", "top words", "share of samples", "share of failures", "coherence"],
+    counts = ", ".join(
+        f"{r.topic_set}: {r.n_documents} documents"
+        + (f", {r.n_failures} failures" if r.n_failures and r.topic_set == "all" else "")
+        for r in reports
+    )
+    tables = [
+        TableData(
+            f"{args.task} topics ({counts})",
+            [
+                "topic set",
+                "topic",
+                "top words",
+                "share of samples",
+                "share of failures",
+                "coherence",
+            ],
+            [
                 [
-                    [
-                        t.index,
-                        " ".join(t.top_words[:8]),
-                        f"{t.share_samples:.1%}",
-                        "—" if t.share_failures is None else f"{t.share_failures:.1%}",
-                        round(t.coherence, 2),
-                    ]
-                    for t in report.topics
-                ],
-                name=report.topic_set,
-            )
+                    r.topic_set,
+                    t.index,
+                    " ".join(t.top_words[:8]),
+                    round(t.share_samples, 4),
+                    None if t.share_failures is None else round(t.share_failures, 4),
+                    round(t.coherence, 3),
+                ]
+                for r in reports
+                for t in r.topics
+            ],
+            name="topics",
         )
+    ]
     render_tables(tables, args.format)
     if source is not None:
         chosen = "" if args.eval_run else _default_note(source)
