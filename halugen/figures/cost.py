@@ -24,6 +24,9 @@ from .canvas import figure_format, label, new_figure, save
 __all__ = ["CostData", "cost_data", "plot_cost"]
 
 _SPENT = ("settle", "consume", "lost")
+_COLOURS = ("#1f4e99", "#c8102e", "#2a9d55", "#8e44ad", "#d68910", "#555555")
+_STYLES = ("-", "--", ":", "-.")
+_STAGE_ORDER = {"sample": 0, "filter": 1, "judge": 2, "preselect": 3}
 # run kind -> (what counts as one accepted unit, query of (created_at, task) per unit)
 _UNITS = {
     "generate": ("accepted sample", "SELECT created_at, task FROM sample_rows WHERE run_id = ?"),
@@ -131,11 +134,25 @@ def plot_cost(data: CostData, path: str | Path) -> Path:
     scale, unit = _time_unit(end)
     fig = new_figure(11, 4.2)
     left, right = fig.subplots(1, 2)
-    for (task, stage), series in sorted(data.spend.items()):
+    # one colour per task in both panels, one line style per stage
+    tasks = sorted({t for t, _ in data.spend} | set(data.accepted))
+    colours = {t: _COLOURS[i % len(_COLOURS)] for i, t in enumerate(tasks)}
+    stages = sorted({s for _, s in data.spend}, key=lambda s: (_STAGE_ORDER.get(s, 9), s))
+    styles = {s: _STYLES[i % len(_STYLES)] for i, s in enumerate(stages)}
+    for (task, stage), series in sorted(
+        data.spend.items(), key=lambda kv: (kv[0][0], _STAGE_ORDER.get(kv[0][1], 9), kv[0][1])
+    ):
         xs = [0.0] + [at / scale for at, _ in series]
         ys = [0.0] + [usd for _, usd in series]
         name = " / ".join(p for p in (task, stage) if p) or "other"
-        left.step(xs, ys, where="post", label=label(f"{name}: ${series[-1][1]:.4f}"))
+        left.step(
+            xs,
+            ys,
+            where="post",
+            color=colours[task],
+            linestyle=styles[stage],
+            label=label(f"{name}: ${series[-1][1]:.4f}"),
+        )
     left.set_title("Spend per task and stage", fontsize=10)
     left.set_xlabel(f"time since the run's first call ({unit})", fontsize=8)
     left.set_ylabel("cumulative spend (USD)", fontsize=8)
@@ -151,6 +168,7 @@ def plot_cost(data: CostData, path: str | Path) -> Path:
         right.plot(
             [at / scale for at, _ in points],
             [v for _, v in points],
+            color=colours[task],
             marker="." if len(points) < 50 else None,
             label=label(f"{task or 'all'}: ${final:.5f} over {count:,}"),
         )
