@@ -137,10 +137,42 @@ def _q(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def _dtype(duck_type: str) -> str:
-    if duck_type.startswith("DECIMAL"):
+# Arrow's names (a live store answers in Arrow) that differ from the Hub's
+_ARROW_DTYPES = {
+    "large_string": "string",
+    "double": "float64",
+    "float": "float32",
+    "halffloat": "float16",
+}
+_HUB_NAMES = {
+    "string",
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "date32",
+}
+
+
+def _dtype(type_name: str) -> str:
+    """A DuckDB (or Arrow) type name as a Hub ``dtype``."""
+    if type_name.startswith(("DECIMAL", "decimal")):
         return "float64"
-    return _HF_DTYPES.get(duck_type, "string")
+    if type_name in _HF_DTYPES:
+        return _HF_DTYPES[type_name]
+    if type_name in _ARROW_DTYPES:
+        return _ARROW_DTYPES[type_name]
+    if type_name in _HUB_NAMES or type_name.startswith("timestamp["):
+        return type_name
+    return "string"
 
 
 def _size_category(n: int) -> str:

@@ -88,7 +88,8 @@ def copy_query(
         options += f", KV_METADATA {{{pairs}}}"
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        store.conn.execute(f"COPY ({query}) TO {_sql_text(str(path))} ({options})", params)
+        # through the store: also works while another halugen process holds it
+        store.copy_to(query, params, str(path), options)
     except duckdb.Error as exc:
         raise sql_error(exc) from None
 

@@ -1,8 +1,9 @@
 """The cost figure of a run: where the money went over the run's time, and what a sample cost.
 
 Left: cumulative spend (USD) per (task, stage) over the time since the run's first event,
-from the ledger's money events (settle, consume and lost count as spent, as in
-``run_spend``), stamped per commit. Right: cost per accepted sample over the same time, per
+from the ledger's money events, stamped per commit: settle, consume and lost count as spent,
+and so does a reservation that was never closed (in flight, or left by a crash), at its
+reserved amount, as ``run_spend`` counts it; so the curves end at the run's spend. Right: cost per accepted sample over the same time, per
 task — the task's spend so far over its samples so far (eval runs: per judged item;
 pre-selection runs: per scored query). A resumed run shows its pause as a flat stretch.
 
@@ -70,9 +71,13 @@ def _pick_run(store: Any, run: str | None) -> tuple[str, str, str]:
 def cost_data(store: Any, run: str | None = None) -> CostData:
     """The spend and accepted units of ``run`` (default: the newest generation run)."""
     run_id, kind, model = _pick_run(store, run)
+    # spent when settled, consumed or lost; a reservation nobody closed (in flight, or left
+    # open by a crash) counts as spent at its reservation, as run_spend counts it
     events = store.conn.execute(
-        f"SELECT created_at, COALESCE(task, ''), COALESCE(stage, ''), pusd FROM ledger "
-        f"WHERE run_id = ? AND event IN ({', '.join(repr(e) for e in _SPENT)}) "
+        f"SELECT created_at, COALESCE(task, ''), COALESCE(stage, ''), pusd FROM ledger l "
+        f"WHERE run_id = ? AND (event IN ({', '.join(repr(e) for e in _SPENT)}) OR "
+        f"(event = 'reserve' AND NOT EXISTS (SELECT 1 FROM ledger c WHERE c.run_id = l.run_id "
+        f"AND c.call_id = l.call_id AND c.res_no = l.res_no AND c.event <> 'reserve'))) "
         f"ORDER BY created_at, call_id",
         [run_id],
     ).fetchall()

@@ -113,6 +113,10 @@ def eval_store(path):
                     "created_at": at,
                 },
             )
+    # one call still open (in flight, or left by a crash): counted at its reservation
+    insert(store, "ledger", {"call_id": 99, "res_no": 0, "run_id": "gen", "event": "reserve",
+                             "pusd": 5_000_000_000, "stage": "sample", "task": "qa",
+                             "model": "m", "created_at": T0 + timedelta(seconds=95)})
     store.conn.execute(
         "UPDATE sample_rows SET created_at = ? + to_seconds(CAST(source_line * 15 AS BIGINT))",
         [T0],
@@ -156,19 +160,26 @@ def test_cost_data_and_figure(tmp_path, capsys):
     assert data.run_id == "gen" and data.unit == "accepted sample"
     assert sorted(data.spend) == [("qa", "filter"), ("qa", "sample")]
     assert data.spend[("qa", "filter")][-1] == (72.0, pytest.approx(4 * 0.002))
-    assert data.spend[("qa", "sample")][-1][1] == pytest.approx(8 * 0.002)
+    assert data.spend[("qa", "sample")][-1] == (95.0, pytest.approx(8 * 0.002 + 0.005))
+    spent = store_spent(db, "gen")
+    assert sum(s[-1][1] for s in data.spend.values()) == pytest.approx(spent)  # = run_spend
     assert [n for _, n in data.accepted["qa"]] == [1, 2, 3, 4, 5, 6]
     out = tmp_path / "cost.svg"
     assert main(["status", "--db", str(db), "--plot", str(out)]) == 0
     text = svg_text(out)
     assert "Spend per task and stage" in text and "Cost per accepted sample" in text
-    assert "qa / sample: $0.0160" in text and "qa / filter: $0.0080" in text
-    # at the end: $0.024 over 6 samples
-    assert "qa: $0.00400 over 6" in text
+    assert "qa / sample: $0.0210" in text and "qa / filter: $0.0080" in text
+    # at the end: $0.029 over 6 samples
+    assert "qa: $0.00483 over 6" in text
     assert "figure of run gen" in capsys.readouterr().err
     for ext in ("png", "pdf"):
         path = plot_cost(data, tmp_path / f"c.{ext}")
         assert path.read_bytes().startswith(MAGIC[ext])
+
+
+def store_spent(db, run_id: str) -> float:
+    with open_store(db, read_only=True) as store:
+        return store.query("SELECT spent_usd FROM run_spend WHERE run_id = ?", [run_id])[0][0]
 
 
 def test_cost_figure_errors(tmp_path):
