@@ -3,9 +3,10 @@
 Left: cumulative spend (USD) per (task, stage) over the time since the run's first event,
 from the ledger's money events, stamped per commit: settle, consume and lost count as spent,
 and so does a reservation that was never closed (in flight, or left by a crash), at its
-reserved amount, as ``run_spend`` counts it; so the curves end at the run's spend. Right: cost per accepted sample over the same time, per
-task — the task's spend so far over its samples so far (eval runs: per judged item;
-pre-selection runs: per scored query). A resumed run shows its pause as a flat stretch.
+reserved amount, as ``run_spend`` counts it; so the curves end at the run's spend.
+Right: cost per accepted sample over the same time, per task — the task's spend so far over
+its samples so far (eval runs: per judged item; pre-selection runs: per scored query). A
+resumed run shows its pause as a flat stretch.
 
 ``cost_data`` reads a run from the store into ``CostData`` (plain data); ``plot_cost``
 draws it.
@@ -125,10 +126,13 @@ def _per_unit(data: CostData, task: str) -> list[tuple[float, float]]:
         running += amount
         cumulative.append(running)
     points = []
-    for at, count in data.accepted.get(task, []):
+    accepted = data.accepted.get(task, [])
+    for at, count in accepted:
         i = bisect.bisect_right(times, at)
         spent = cumulative[i - 1] if i else 0.0
         points.append((at, spent / count))
+    if accepted and times and times[-1] > accepted[-1][0]:  # spend after the last sample
+        points.append((times[-1], cumulative[-1] / accepted[-1][1]))
     return points
 
 

@@ -114,9 +114,21 @@ def eval_store(path):
                 },
             )
     # one call still open (in flight, or left by a crash): counted at its reservation
-    insert(store, "ledger", {"call_id": 99, "res_no": 0, "run_id": "gen", "event": "reserve",
-                             "pusd": 5_000_000_000, "stage": "sample", "task": "qa",
-                             "model": "m", "created_at": T0 + timedelta(seconds=95)})
+    insert(
+        store,
+        "ledger",
+        {
+            "call_id": 99,
+            "res_no": 0,
+            "run_id": "gen",
+            "event": "reserve",
+            "pusd": 5_000_000_000,
+            "stage": "sample",
+            "task": "qa",
+            "model": "m",
+            "created_at": T0 + timedelta(seconds=95),
+        },
+    )
     store.conn.execute(
         "UPDATE sample_rows SET created_at = ? + to_seconds(CAST(source_line * 15 AS BIGINT))",
         [T0],
