@@ -21,17 +21,16 @@ Rich console.
 
 from __future__ import annotations
 
-import csv
 import math
+import numbers
 import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from decimal import Decimal
 from typing import Any, TextIO
 
-import orjson
+# csv, orjson and rich are imported by the writers that need them: ``--help`` stays quick
 
 __all__ = [
     "FORMATS",
@@ -112,7 +111,8 @@ def _text(value: Any) -> str:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float | Decimal) and not isinstance(value, bool)
+    """int, float, Decimal (a registered Number), not bool or complex."""
+    return isinstance(value, numbers.Number) and not isinstance(value, bool | complex)
 
 
 def _right_aligned(table: TableData) -> list[bool]:
@@ -203,6 +203,8 @@ def _csv_value(value: Any) -> Any:
 
 
 def _write_csv(tables: list[TableData], stream: TextIO) -> None:
+    import csv
+
     w = csv.writer(stream, lineterminator="\n")
     several = len(tables) > 1
     for n, (table, name) in enumerate(zip(tables, _names(tables), strict=True)):
@@ -221,8 +223,8 @@ def _json_value(value: Any) -> Any:
 
 
 def _default(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return float(value)
+    if isinstance(value, numbers.Number) and not isinstance(value, complex):
+        return float(value)  # Decimal
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, bytes):
@@ -236,6 +238,8 @@ def _records(table: TableData) -> list[dict[str, Any]]:
 
 
 def _write_json(tables: list[TableData], stream: TextIO) -> None:
+    import orjson
+
     if len(tables) == 1:
         data: Any = _records(tables[0])
     else:
@@ -244,6 +248,8 @@ def _write_json(tables: list[TableData], stream: TextIO) -> None:
 
 
 def _write_jsonl(tables: list[TableData], stream: TextIO) -> None:
+    import orjson
+
     several = len(tables) > 1
     for table, name in zip(tables, _names(tables), strict=True):
         for record in _records(table):

@@ -59,7 +59,9 @@ def add_parsers(sub: Any) -> None:
         default="samples",
         help="samples (default) or judgements: per-item eval results (jsonl, csv, parquet)",
     )
-    exp.add_argument("--out", help="output file, or a directory: end it with / (one file per task)")
+    exp.add_argument(
+        "-o", "--out", help="output file, or a directory: end it with / (one file per task)"
+    )
     exp.add_argument("--run", help="only this run")
     exp.add_argument(
         "--all-runs",

@@ -7,8 +7,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from ..errors import UsageError
 from ..tables import TableData, plain, render_tables
 from .common import db_path, err, llm_flags, out, run_config
@@ -17,7 +15,7 @@ from .data import add_format_flag
 
 def add_parsers(sub: Any) -> None:
     ev = sub.add_parser("eval", help="recognition experiment: can a model spot hallucinations?")
-    ev.add_argument("--task", required=True, help="qa, dialogue, summarization or general")
+    ev.add_argument("-t", "--task", required=True, help="qa, dialogue, summarization or general")
     ev.add_argument(
         "--strategy", default="plain", help="plain, knowledge, cot or contrast (default: plain)"
     )
@@ -50,7 +48,7 @@ def add_parsers(sub: Any) -> None:
     rep.add_argument("--config", help=argparse.SUPPRESS)
 
     top = sub.add_parser("topics", help="LDA topics of a task's samples and of a model's failures")
-    top.add_argument("--task", required=True, help="qa, dialogue, summarization or general")
+    top.add_argument("-t", "--task", required=True, help="qa, dialogue, summarization or general")
     top.add_argument("--eval-run", help="whose failures (default: the latest eval run of the task)")
     top.add_argument("--gen-run", help="only the samples of this generation run")
     top.add_argument(
@@ -63,6 +61,7 @@ def add_parsers(sub: Any) -> None:
     top.add_argument("--failure-topics", type=int, default=5, help="topics over failures (5)")
     top.add_argument("--backend", choices=("sklearn", "gensim"), default="sklearn")
     top.add_argument(
+        "-o",
         "--out",
         default=None,
         help="figure file, .png, .svg or .pdf (default: topics-<task>.png)",
@@ -73,6 +72,8 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    import anyio
+
     from ..evaluate.run import EvalConfig, evaluate
 
     cfg = run_config(args)

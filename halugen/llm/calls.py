@@ -24,6 +24,7 @@ from ..errors import (
     AuthError,
     BudgetExhausted,
     ConnectFailed,
+    ContextTooLong,
     EndpointUnreachable,
     FatalCallError,
     LLMError,
@@ -49,7 +50,7 @@ class CallFailure:
 
     @property
     def reason(self) -> str:
-        return "context_length" if "context" in self.message else "call_failed"
+        return "context_length" if self.error_class == "ContextTooLong" else "call_failed"
 
 
 def backoff_delay(
@@ -98,6 +99,8 @@ class CallRunner:
         self._known: KeyIndex = store.response_index()
         self._inflight: dict[str, asyncio.Future[ChatResult | CallFailure]] = {}
         self.auth_failed: AuthError | None = None
+        # told the server's window when a context-length error names it (context_window.py)
+        self.on_context_window: Callable[[int], None] | None = None
         self._reached = False  # has any attempt got an HTTP answer from the endpoint?
 
     def estimate_prompt_tokens(self, request: ChatRequest) -> int:
@@ -220,6 +223,8 @@ class CallRunner:
                 last_error = exc
                 self._reached = True
                 await self._close(call, st, reservation, res_no, False)
+                if isinstance(exc, ContextTooLong) and exc.window and self.on_context_window:
+                    self.on_context_window(exc.window)
                 if isinstance(exc, AuthError):
                     self.auth_failed = exc
                     self._log_end(call, "failed", exc)

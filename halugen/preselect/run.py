@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
@@ -25,7 +25,7 @@ from ..errors import BudgetExhausted, UsageError
 from ..llm.calls import CallFailure
 from ..llm.transport import Transport
 from ..records import BadRecord, ChatRequest, fingerprint
-from ..session import CallSession, call_session, closing, drive
+from ..session import CallSession, call_session, closing, drive, resolve_model
 from ..store.db import KeyIndex, key_prefix
 from .queries import Query, read_queries
 from .scoring import PairwiseScorer, ScorerSpec
@@ -269,6 +269,7 @@ async def preselect(
         None,
     )  # fail fast on bad input
     scorer = scorer or PairwiseScorer(cfg.scorer)  # loaded once, before any money is spent
+    cfg = replace(cfg, run=await resolve_model(cfg.run, transport))  # before its identity
     async with call_session(
         cfg.run,
         kind="preselect",

@@ -182,6 +182,16 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "report_json",
         "created_at",
     ),
+    "annotation_sessions": (
+        "session_hash",
+        "annotator",
+        "role",
+        "token_hash",
+        "event",
+        "created_at",
+    ),
+    "annotation_leases": ("annotator", "item_id", "expires_at", "seq", "created_at"),
+    "annotation_extra_places": ("item_id", "created_at"),
     "topic_results": (
         "analysis_id",
         "task",
@@ -665,6 +675,48 @@ FROM runs r LEFT JOIN call_money m USING (run_id)
 GROUP BY r.run_id, r.status, r.budget_pusd;
 """
 
+# What a server has told us about a model (its context window, from its own description or
+# from a context-length error), and the window each run was last fitted to.
+_ENDPOINT_FACTS = """
+CREATE TABLE endpoint_facts (
+    base_url VARCHAR NOT NULL,
+    model VARCHAR NOT NULL,
+    context_window INTEGER NOT NULL,
+    source VARCHAR NOT NULL,           -- models | props | error | flag
+    created_at TIMESTAMP NOT NULL
+);
+ALTER TABLE runs ADD COLUMN context_window INTEGER;
+"""
+
+# The annotation server's logins, leases and extra places, so a restart keeps them.
+# Append-only like the rest: the latest row of a session (or of an annotator's lease on an
+# item) is its state. Cookies and tokens are never stored, only their sha256.
+_ANNOTATION_SESSIONS = """
+CREATE TABLE annotation_sessions (
+    session_hash VARCHAR NOT NULL,     -- sha256 of the session cookie
+    annotator VARCHAR,                 -- NULL for an organiser session
+    role VARCHAR NOT NULL,             -- annotator | organiser
+    token_hash VARCHAR,                -- sha256 of the token used to log in (NULL: none)
+    event VARCHAR NOT NULL,            -- login | logout
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE annotation_leases (
+    annotator VARCHAR NOT NULL,
+    item_id VARCHAR NOT NULL,
+    expires_at DOUBLE NOT NULL,        -- the server clock, seconds since the epoch; 0: released
+    seq BIGINT NOT NULL,               -- order within one server process (a commit's rows
+                                       -- share created_at)
+    created_at TIMESTAMP NOT NULL
+);
+
+-- one row per extra annotator an organiser asked for on an item (to settle a tie)
+CREATE TABLE annotation_extra_places (
+    item_id VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL
+);
+"""
+
 # Topic analysis: which eval run (model, strategy) the failures of an analysis came from.
 _TOPIC_SOURCE = """
 ALTER TABLE topic_results ADD COLUMN eval_run VARCHAR;
@@ -679,5 +731,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0004_evaluation_preselection_annotation", _EVALUATION),
     ("0005_annotation_agreement", _AGREEMENT),
     ("0006_money_views", _MONEY),
-    ("0007_topic_results_eval_source", _TOPIC_SOURCE),
+    ("0007_endpoint_facts", _ENDPOINT_FACTS),
+    ("0008_annotation_sessions", _ANNOTATION_SESSIONS),
+    ("0009_topic_results_eval_source", _TOPIC_SOURCE),
 )

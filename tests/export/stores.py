@@ -50,7 +50,9 @@ def add_run(
     seeds: tuple[str, ...] = ("/home/someone/data/hotpot.json",),
 ) -> None:
     store.conn.execute(
-        "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL, 'done', NULL, '0.1.0', ?, ?)",
+        "INSERT INTO runs (run_id, kind, config_hash, config_json, tasks, model, base_url, "
+        "status, halugen_version, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, 'done', '0.1.0', ?, ?)",
         [
             run_id,
             kind,
