@@ -28,7 +28,11 @@ log = logging.getLogger("halugen.tokens")
 # o200k and cl100k count English within a few % of each other; o200k usually lower, so
 # cl100k is the safer stand-in when only it is available.
 _RELATIVES = {"o200k_base": ("cl100k_base",), "o200k_harmony": ("o200k_base", "cl100k_base")}
-_BYTES_PER_TOKEN = 3.0  # English is ~4.2 bytes/token in BPE vocabularies: this over-counts
+# Without any tokenizer a text counts as one token per UTF-8 byte: the only figure that is
+# never below the real count (a byte-level BPE token holds at least one byte), whatever the
+# text (random letters run ~1.5 bytes a token, hex ~1.8). Reservations are then generous
+# (English runs ~4 bytes a token), never short: the budget guarantee comes first.
+_BYTES_PER_TOKEN = 1.0
 # Longer texts are bounded, not encoded: exact counting of 1M characters takes ~0.05 s for
 # prose and ~0.25 s for one run of letters without spaces (tiktoken 0.14, one core).
 EXACT_LIMIT = 1 << 20

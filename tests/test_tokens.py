@@ -109,3 +109,13 @@ def test_the_count_cache_is_bounded_by_the_text_it_holds(
     for i in range(100):
         counter.count(f"{i} " + "word " * 400)
     assert 0 < sum(len(t) for t in counter._recent) <= 10_000
+
+
+@pytest.mark.parametrize("index", range(8))
+def test_without_any_tokenizer_the_estimate_is_never_below_the_real_count(
+    encoding: Any, index: int
+) -> None:
+    text = texts()[index]
+    estimate = TokenCounter("cl100k_base~bytes", None, exact=False)
+    assert estimate.count(text) >= len(encoding.encode_ordinary(text))
+    assert len(encoding.encode_ordinary(estimate.truncate(text, 100))) <= 100

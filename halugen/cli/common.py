@@ -81,8 +81,9 @@ class LazyConsole:
         self.real.__exit__(*exc)
 
 
-out: Any = LazyConsole(highlight=False, soft_wrap=True)
-err: Any = LazyConsole(stderr=True, highlight=False, soft_wrap=True)
+# Text from data or a provider is printed as is: never read as Rich markup or emoji codes.
+out: Any = LazyConsole(highlight=False, soft_wrap=True, markup=False, emoji=False)
+err: Any = LazyConsole(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
 def llm_flags(p: argparse.ArgumentParser) -> None:

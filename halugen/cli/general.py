@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..tables import TableData, render_tables
 from .common import db_path, err, llm_flags, out, run_config
+from .data import add_format_flag
 
 
 def add_parsers(sub: Any) -> None:
@@ -82,7 +84,8 @@ def add_parsers(sub: Any) -> None:
     a_exp = asub.add_parser("export", help="export annotations")
     a_exp.add_argument("--format", choices=("labelstudio", "jsonl", "halueval"), required=True)
     a_exp.add_argument("-o", "--out", required=True)
-    asub.add_parser("resolve", help="majority labels, spans and agreement (Fleiss' kappa)")
+    a_res = asub.add_parser("resolve", help="majority labels, spans and agreement (Fleiss' kappa)")
+    add_format_flag(a_res)
     for a in (a_serve, a_add, a_imp, a_exp, asub.choices["resolve"]):
         a.add_argument("--db", default=None)
         a.add_argument("--config", help=argparse.SUPPRESS)
@@ -214,11 +217,31 @@ def cmd_annotate(args: argparse.Namespace) -> int:
             }[args.format]
             out.print(f"wrote {export(store, args.out)} record(s) to {args.out}")
         elif action == "resolve":
-            out.print(resolve.format_report(resolve.resolve_all(store)))
+            render_tables([_resolve_table(resolve.resolve_all(store))], args.format)
     for skip in skipped:
         # a record kept with a warning (e.g. under a derived id) is not a skipped one
         err.print(f"{'warning' if getattr(skip, 'kept', False) else 'skipped'} {skip}")
     return 0
+
+
+def _resolve_table(report: Any) -> TableData:
+    """The resolution report as (measure, value) rows, numbers as numbers."""
+    rows: list[list[Any]] = [
+        ["items with labels", report.items],
+        ["resolved by majority", report.resolved],
+        ["ties (resolved yes)", report.ties],
+        ["single label", report.single],
+        *([f"items with {n} labels", c] for n, c in sorted(report.raters_per_item.items())),
+        *([f"resolved {label}", c] for label, c in sorted(report.label_counts.items())),
+        ["Fleiss' kappa", report.fleiss_kappa],
+        ["kappa over items", report.kappa_items],
+        ["kappa raters per item", report.kappa_raters],
+        ["percent agreement", report.percent_agreement],
+        ["Krippendorff's alpha", report.krippendorff_alpha],
+        ["span agreement (character F1)", report.span_agreement],
+        ["resolutions written", report.written],
+    ]
+    return TableData("Annotation agreement", ["measure", "value"], rows, name="agreement")
 
 
 COMMANDS = {"preselect": cmd_preselect, "annotate": cmd_annotate}

@@ -219,6 +219,9 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "share_samples",
         "share_failures",
         "coherence",
+        "eval_run",
+        "eval_model",
+        "eval_strategy",
         "created_at",
     ),
     "sample_rows": (
@@ -758,6 +761,13 @@ CREATE TABLE preselect_unscored (
 );
 """
 
+# Topic analysis: which eval run (model, strategy) the failures of an analysis came from.
+_TOPIC_SOURCE = """
+ALTER TABLE topic_results ADD COLUMN eval_run VARCHAR;
+ALTER TABLE topic_results ADD COLUMN eval_model VARCHAR;
+ALTER TABLE topic_results ADD COLUMN eval_strategy VARCHAR;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
@@ -768,4 +778,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0007_endpoint_facts", _ENDPOINT_FACTS),
     ("0008_annotation_sessions", _ANNOTATION_SESSIONS),
     ("0009_preselect_unscored", _PRESELECT_UNSCORED),
+    ("0010_topic_results_eval_source", _TOPIC_SOURCE),
 )

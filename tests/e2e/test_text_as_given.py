@@ -103,11 +103,6 @@ def test_seed_fields_round_trip_unchanged(simulator, tmp_path: Path, task: str) 
         assert ratio == pytest.approx(len(fake.strip()) / len(right.strip()))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="export --format halueval writes \\u escapes until the results helper's UTF-8 "
-    "export is merged; remove this marker then",
-)
 def test_exported_lines_are_the_given_lines_apart_from_the_hallucination(
     simulator, tmp_path: Path
 ) -> None:
