@@ -203,7 +203,7 @@ def test_kill_9_then_resume_through_another_fleet_pays_at_most_what_was_in_fligh
         }
         bodies = dict(
             conn.execute(
-                "SELECT key, any_value(request_json) FROM call_log WHERE request_json IS NOT NULL "
+                "SELECT key, any_value(request_json) FROM calls WHERE request_json IS NOT NULL "
                 "GROUP BY key"
             ).fetchall()
         )
@@ -219,9 +219,17 @@ def test_kill_9_then_resume_through_another_fleet_pays_at_most_what_was_in_fligh
     in_flight_at_kill = {
         hashlib.sha256(canonical_json(orjson.loads(bodies[k]))).hexdigest()
         for k in lost_keys
-        if k in bodies
+        if bodies.get(k)
     }
-    assert twice <= in_flight_at_kill, "a request that was not in flight was billed twice"
+    # (a kill can drop the last half second of request bodies, kept apart from the answers:
+    # a request whose body is gone cannot be matched, only counted)
+    known = {
+        hashlib.sha256(canonical_json(orjson.loads(body))).hexdigest()
+        for body in bodies.values()
+        if body
+    }
+    assert twice & known <= in_flight_at_kill, "a request not in flight was billed twice"
+    assert len(twice) <= len(lost_keys)
     billed = sum(sim.stats()["billed_usd"] for sim in (a, b, c))
     assert c.stats()["ok"] > 0
     assert billed <= 1.0
