@@ -22,7 +22,8 @@ FINAL_STATUSES = frozenset(
         "content_filter",
         "truncated",
         "too_long",
-        "context_length",
+        # not "context_length": a seed comes back only when the window changed, and then
+        # its candidates are asked for again
     }
 )
 
