@@ -39,7 +39,7 @@ def add_parsers(sub: Any) -> None:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from ..store.db import open_store
-    from ..store.queries import run_overview, stage_costs
+    from ..store.queries import rejection_reasons, run_overview, stage_costs
 
     with open_store(db_path(args), read_only=True) as store:
         runs = run_overview(store)
@@ -50,6 +50,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         costs = stage_costs(store)
         if costs:
             print_table("Spend per stage", list(costs[0]), [list(r.values()) for r in costs])
+        rejected = rejection_reasons(store)
+        if rejected:
+            print_table("Rejections", list(rejected[0]), [list(r.values()) for r in rejected])
     return 0
 
 
