@@ -149,6 +149,7 @@ async def generate(
             flags=session.flags,
             context_window=session.price.context_window,
             long_documents=cfg.long_documents,
+            prompts_dir=cfg.prompts_dir,
         )
         sources = []
         for task in cfg.tasks:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..llm import structured
 from ..prompts import Template, load_template
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "judge_values",
     "max_tokens_for",
     "request_params",
+    "response_format",
     "shown_texts",
     "strategies_for",
     "template_name",
@@ -180,6 +182,19 @@ def max_tokens_for(strategy: str) -> int:
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
     return _COT_TOKENS if strategy == "cot" else _SHORT_TOKENS
+
+
+def response_format(strategy: str) -> dict[str, Any]:
+    """The JSON schema a judge of ``strategy`` is asked for when the endpoint supports it:
+    ``{"verdict"}``, ``{"reasoning", "verdict"}`` for cot, ``{"hallucinated"}`` for
+    contrast (``llm.structured``)."""
+    if strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
+    if strategy == "cot":
+        return structured.reasoned_verdict_format()
+    if strategy == "contrast":
+        return structured.contrast_format()
+    return structured.verdict_format()
 
 
 def request_params(strategy: str, *, logprobs: bool = False) -> dict[str, Any]:

@@ -193,6 +193,29 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "coherence",
         "created_at",
     ),
+    "endpoint_capabilities": (
+        "endpoint",
+        "model",
+        "capability",
+        "supported",
+        "detail",
+        "run_id",
+        "created_at",
+    ),
+    "audit_results": (
+        "audit_id",
+        "source",
+        "task",
+        "pattern",
+        "measure",
+        "n",
+        "value",
+        "ci_low",
+        "ci_high",
+        "chance",
+        "detail_json",
+        "created_at",
+    ),
     "sample_rows": (
         "run_id",
         "task",
@@ -584,10 +607,44 @@ CREATE TABLE annotation_agreement (
 );
 """
 
+# What an endpoint can do (structured outputs), learned by a run; the latest row per
+# (endpoint, model, capability) is what later runs assume, and each run's row says how it asked.
+_CAPABILITIES = """
+CREATE TABLE endpoint_capabilities (
+    endpoint VARCHAR NOT NULL,         -- the chat-completions URL
+    model VARCHAR NOT NULL,
+    capability VARCHAR NOT NULL,       -- json_schema
+    supported BOOLEAN NOT NULL,
+    detail VARCHAR,                    -- mode and how it was learned
+    run_id VARCHAR,
+    created_at TIMESTAMP NOT NULL
+);
+"""
+
+# `halugen audit`: how far a benchmark can be solved without its knowledge, per measure.
+_AUDIT = """
+CREATE TABLE audit_results (
+    audit_id VARCHAR NOT NULL,
+    source VARCHAR NOT NULL,           -- a file, or run:<id> / store
+    task VARCHAR NOT NULL,
+    pattern VARCHAR NOT NULL,          -- "all" or one pattern
+    measure VARCHAR NOT NULL,          -- length_only | answer_only | overlap | position_bias ...
+    n INTEGER NOT NULL,
+    value DOUBLE,
+    ci_low DOUBLE,
+    ci_high DOUBLE,
+    chance DOUBLE,
+    detail_json VARCHAR,
+    created_at TIMESTAMP NOT NULL
+);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
     ("0003_long_documents", _TRUNCATION),
     ("0004_evaluation_preselection_annotation", _EVALUATION),
     ("0005_annotation_agreement", _AGREEMENT),
+    ("0006_validity_endpoint_capabilities", _CAPABILITIES),
+    ("0007_validity_audit_results", _AUDIT),
 )
