@@ -85,8 +85,9 @@ class RunConfig:
             "tasks": list(self.tasks),
             "seeds": list(self.seeds),
             "seed_format": self.seed_format,
+            # the endpoint is not part of it: the same model behind another URL (a fleet, a
+            # gateway, a moved server) continues the same run, as request keys do
             "model": self.model,
-            "base_url": self.base_url.rstrip("/"),
             "sampling": [self.sampling.temperature, self.sampling.max_tokens, self.sampling.top_p],
             "judge": [self.judge.temperature, self.judge.max_tokens, self.judge.top_p],
             "run_seed": self.run_seed,

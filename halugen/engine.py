@@ -209,9 +209,11 @@ def _finish(
     )
     if status == "done" and pending:
         status, code = "incomplete", EXIT_FAILED
+        cause = st.main_failure()
         message = (
-            f"run {run_id}: {pending} seed(s) failed on call errors ({summary}); run the "
-            f"same command again to retry them"
+            f"run {run_id}: {pending} seed(s) failed on call errors ({summary}); "
+            + (f"most common cause: {cause}; " if cause else "")
+            + "run the same command again to retry them"
         )
     elif status == "done":
         code = EXIT_OK

@@ -9,7 +9,9 @@
     ├── EndpointUnreachable         no call has ever got through to the endpoint (exit 1)
     └── LLMError                    a call to the model endpoint failed
         ├── RetryableError          429, 408, 409, 5xx, timeouts, connection errors, bad bodies
-        │   └── RateLimited         429; carries the server's retry-after hint
+        │   ├── RateLimited         429; carries the server's retry-after hint
+        │   ├── CallTimeout         no (complete) answer within --timeout: the server is slow
+        │   └── ConnectFailed       no connection could be made: nothing was sent
         └── FatalCallError          400/403/404/422, context length: not retried, per call
             └── AuthError           401: stops the whole run
 
@@ -22,7 +24,9 @@ from __future__ import annotations
 __all__ = [
     "AuthError",
     "BudgetExhausted",
+    "CallTimeout",
     "ConfigError",
+    "ConnectFailed",
     "EndpointUnreachable",
     "FatalCallError",
     "HalugenError",
@@ -97,6 +101,14 @@ class RetryableError(LLMError):
 
 class RateLimited(RetryableError):
     pass
+
+
+class CallTimeout(RetryableError):
+    """The request was sent but no complete answer came in time (a slow or queueing server)."""
+
+
+class ConnectFailed(RetryableError):
+    """No connection could be made (refused, no route, DNS): the request never left."""
 
 
 class FatalCallError(LLMError):

@@ -97,8 +97,7 @@ def export_samples(
     try:
         (count,) = store.conn.execute(f"SELECT count(*) FROM ({query})", params).fetchone()
         option = "FORMAT PARQUET" if fmt == "parquet" else "FORMAT JSON"
-        path = str(target).replace("'", "''")
-        store.conn.execute(f"COPY ({query}) TO '{path}' ({option})", params)
+        store.copy_to(query, params, str(target), option)
     except duckdb.Error as exc:
         raise _sql_error(exc) from None
     return ExportResult(((target, int(count)),))

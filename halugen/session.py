@@ -35,6 +35,7 @@ from .tokens import TokenCounter, get_counter
 
 __all__ = ["CallSession", "StopFlags", "call_session", "closing", "drive", "resolve_price"]
 
+STOP_WAIT_S = 30.0  # after the first Ctrl-C, how long calls in flight may take to finish
 EXIT_CODES = {"done": 0, "budget_exhausted": 3, "interrupted": 130, "input_error": 2}
 
 
@@ -244,28 +245,48 @@ async def drive(
     from .progress import ProgressView
 
     flags = session.flags
-    view = (
-        ProgressView(
-            stats=session.stats,
-            ledger=session.ledger,
-            limiter_snapshot=session.limiter.snapshot,
-            console=console,
-        )
-        if progress
-        else None
+    # --no-progress means plain lines every few seconds instead of the live view, not silence
+    view = ProgressView(
+        stats=session.stats,
+        ledger=session.ledger,
+        limiter_snapshot=session.limiter.snapshot,
+        console=console,
+        live=None if progress else False,
     )
+    say = view.console
     error: BaseException | None = None
     with _quiet_gc():
         async with anyio.create_task_group() as outer:
             cancel_scope = outer.cancel_scope
             presses = 0
 
+            def give_up(reason: str) -> None:
+                if cancel_scope.cancel_called:
+                    return
+                left = session.stats.totals().in_flight
+                say.print(
+                    f"{reason}: {left} call(s) abandoned; they count as spent "
+                    f"(the provider may bill them)",
+                    markup=False,
+                    highlight=False,
+                )
+                cancel_scope.cancel()
+
             def on_sigint() -> None:
                 nonlocal presses
                 presses += 1
                 flags.interrupted = True
                 if presses > 1:
-                    cancel_scope.cancel()
+                    give_up("stopping now")
+                    return
+                in_flight = session.stats.totals().in_flight
+                say.print(
+                    f"stopping: {in_flight} call(s) in flight will finish (waiting at most "
+                    f"{STOP_WAIT_S:g} s); Ctrl-C again abandons them and counts them as spent",
+                    markup=False,
+                    highlight=False,
+                )
+                loop.call_later(STOP_WAIT_S, give_up, f"stopped waiting after {STOP_WAIT_S:g} s")
 
             loop = asyncio.get_running_loop()
             handled = False
@@ -276,12 +297,10 @@ async def drive(
             async def tick() -> None:
                 while True:
                     await anyio.sleep(0.25)  # the view renders on this thread, 4 times a second
-                    if view is not None:
-                        view.tick()
+                    view.tick()
 
-            if view is not None:
-                view.start()
-                outer.start_soon(tick)
+            view.start()
+            outer.start_soon(tick)
             try:
                 await pipeline()
             except BaseException as exc:  # sorted out below: systemic errors become a status
@@ -291,8 +310,7 @@ async def drive(
             finally:
                 if handled:
                     loop.remove_signal_handler(signal.SIGINT)
-                if view is not None:
-                    view.stop()
+                view.stop()
                 cancel_scope.cancel()
     if isinstance(error, HalugenError):
         return "failed", str(error)

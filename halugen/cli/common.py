@@ -128,7 +128,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         price_card=_pick(args, settings, "price_card"),
         rate=RateLimit(rpm=rpm, tpm=tpm, concurrency=int(concurrency)),
         retry=RetryPolicy(max_attempts=int(max_attempts)),
-        timeouts=Timeouts(total=float(timeout), read=min(120.0, float(timeout))),
+        timeouts=Timeouts(total=float(timeout), read=float(timeout)),
         sampling=Sampling(temperature=float(temperature), max_tokens=int(max_tokens)),
         limit=limit,
         run_seed=int(_pick(args, settings, "seed", default=0)),

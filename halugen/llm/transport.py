@@ -15,7 +15,7 @@ from typing import Protocol
 import aiohttp
 
 from ..config import Timeouts
-from ..errors import RetryableError
+from ..errors import CallTimeout, ConnectFailed, RetryableError
 
 __all__ = ["AiohttpTransport", "HandlerTransport", "HttpResponse", "Transport"]
 
@@ -38,6 +38,13 @@ class Transport(Protocol):
 Handler = Callable[[str, Mapping[str, str], bytes], Awaitable[HttpResponse]]
 
 
+def _timeout_message(seconds: float) -> str:
+    return (
+        f"timeout: no answer within {seconds:g} s (the server is slow or queues requests; "
+        f"raise --timeout or lower --concurrency)"
+    )
+
+
 class HandlerTransport:
     """Calls ``handler(path, headers, body)`` directly; for tests and in-process demos."""
 
@@ -52,9 +59,7 @@ class HandlerTransport:
             async with asyncio.timeout(timeouts.total):
                 return await self._handler(path, {k.lower(): v for k, v in headers.items()}, body)
         except TimeoutError:
-            raise RetryableError(
-                f"no answer within {timeouts.total:g} s", billed_maybe=True
-            ) from None
+            raise CallTimeout(_timeout_message(timeouts.total), billed_maybe=True) from None
         except ConnectionError as exc:  # the handler dropped the connection
             raise RetryableError(
                 f"connection dropped: {type(exc).__name__}", billed_maybe=True
@@ -102,10 +107,12 @@ class AiohttpTransport:
                 # aiohttp's header mapping answers lower-case lookups already
                 return HttpResponse(status=resp.status, headers=resp.headers, body=data)
         except TimeoutError:
-            raise RetryableError("timed out waiting for the server", billed_maybe=True) from None
+            raise CallTimeout(_timeout_message(timeouts.total), billed_maybe=True) from None
         except aiohttp.ClientConnectorError as exc:
             # the connection was never made: nothing was sent, nothing can be billed
-            raise RetryableError(f"cannot connect: {exc.os_error}", billed_maybe=False) from None
+            raise ConnectFailed(
+                f"cannot connect to {url}: {exc.os_error}", billed_maybe=False
+            ) from None
         except (aiohttp.ClientError, OSError) as exc:
             raise RetryableError(
                 f"connection failed: {type(exc).__name__}: {exc}", billed_maybe=True

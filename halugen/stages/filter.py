@@ -50,6 +50,12 @@ async def run_filter_stage(
 
 
 async def decide(ctx: GenContext, seed: Seed, candidates: list[Candidate]) -> Sample | Rejected:
+    # A call that failed after its retries says nothing about the seed: deciding from the
+    # other candidate alone would make the dataset depend on provider faults. The seed stays
+    # 'failed' (its good candidates are stored) and the next run samples the missing one.
+    broken = [c for c in candidates if c.status == "call_failed"]
+    if broken:
+        return Rejected(seed, "sample", "call_failed", broken[0].detail, tuple(candidates))
     valid: list[Candidate] = []
     seen: set[str] = set()
     for cand in candidates:
@@ -58,8 +64,7 @@ async def decide(ctx: GenContext, seed: Seed, candidates: list[Candidate]) -> Sa
             valid.append(cand)
     if not valid:
         statuses = ", ".join(f"{c.index}:{c.status}" for c in candidates)
-        # a call error leaves the seed 'failed' so a resume tries it again
-        failed = [c for c in candidates if c.status in ("call_failed", "context_length")]
+        failed = [c for c in candidates if c.status == "context_length"]
         if failed:
             return Rejected(seed, "sample", failed[0].status, failed[0].detail, tuple(candidates))
         return Rejected(seed, "sample", "no_valid_candidate", statuses, tuple(candidates))

@@ -7,6 +7,7 @@ through the ``StoreWriter`` thread (see writer.py).
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from array import array
 from bisect import bisect_left
@@ -19,6 +20,7 @@ import duckdb
 import orjson
 
 from ..errors import StoreError
+from .live import LiveConnection, LiveReadServer, connect_live
 from .migrations import MIGRATIONS
 from .writer import StoreWriter
 
@@ -66,20 +68,39 @@ class RunRow(dict[str, Any]):
 
 
 class Store:
-    def __init__(self, path: Path, conn: duckdb.DuckDBPyConnection) -> None:
+    def __init__(self, path: Path, conn: duckdb.DuckDBPyConnection | LiveConnection) -> None:
         self.path = path
-        self.conn = conn
+        self.conn: Any = conn
         self._writer: StoreWriter | None = None
+        self._live_server: LiveReadServer | None = None
+
+    @property
+    def is_live(self) -> bool:
+        """True when another halugen process holds the file and answers our (read) queries."""
+        return isinstance(self.conn, LiveConnection)
 
     # -- lifecycle ---------------------------------------------------------------------
     @property
     def writer(self) -> StoreWriter:
+        if self.is_live:
+            raise StoreError(f"store {self.path} is held by a running halugen process: read only")
         if self._writer is None:
-            self._writer = StoreWriter(self.conn.cursor(), self.conn.cursor())
+            self._writer = StoreWriter(self.conn.cursor(), self.conn.cursor(), path=self.path)
         return self._writer
+
+    def serve_reads(self) -> bool:
+        """Answer other processes' read-only queries while this one holds the file."""
+        if self._live_server is None and not self.is_live:
+            server = LiveReadServer(self.conn, self.path)
+            if server.start():
+                self._live_server = server
+        return self._live_server is not None
 
     def close(self) -> None:
         try:
+            if self._live_server is not None:
+                self._live_server.close()
+                self._live_server = None
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
@@ -195,6 +216,20 @@ class Store:
             [run_id, task, seed_key],
         ).fetchall()
 
+    def copy_to(self, query: str, params: list[Any], path: str, options: str) -> None:
+        """``COPY (query) TO path (options)``, also on a store another process holds."""
+        target = path.replace("'", "''")
+        if not self.is_live:
+            self.conn.execute(f"COPY ({query}) TO '{target}' ({options})", params)
+            return
+        local = duckdb.connect(config={"threads": 1})
+        try:
+            with self.conn.open_reader(query, params) as reader:
+                local.register("halugen_live_result", reader)
+                local.execute(f"COPY (SELECT * FROM halugen_live_result) TO '{target}' ({options})")
+        finally:
+            local.close()
+
     def iter_rows(
         self, sql: str, params: list[Any] | None = None, batch: int = 1000
     ) -> Iterator[tuple[Any, ...]]:
@@ -248,25 +283,39 @@ class Store:
         self.conn.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", [*values.values(), run_id])
 
 
-def open_store(path: str | os.PathLike[str], *, read_only: bool = False) -> Store:
-    """Open (or create) the store at ``path`` and bring its schema up to date."""
+def open_store(
+    path: str | os.PathLike[str], *, read_only: bool = False, serve_reads: bool = True
+) -> Store:
+    """Open (or create) the store at ``path`` and bring its schema up to date.
+
+    Read-only opens of a file another halugen process holds go through that process
+    (``live.py``). A read-write open answers such queries for others while it is open.
+    """
     p = Path(path)
     if read_only and not p.exists():
         raise StoreError(f"store {p} does not exist (run 'halugen run' or 'halugen demo' first)")
-    if p.exists() and p.is_dir():
-        raise StoreError(f"store {p} is a directory; give a file path with --db")
+    _check_is_store(p)
     try:
         conn = duckdb.connect(str(p), read_only=read_only, config={"threads": 1})
     except duckdb.IOException as exc:
         msg = str(exc).splitlines()[0]
         if "lock" in msg.lower():
+            live = connect_live(p) if read_only else None
+            if live is not None:
+                return Store(p, live)
+            holder = f" ({m.group(0)})" if (m := re.search(r"PID \d+", msg)) else ""
             raise StoreError(
-                f"store {p} is in use by another halugen process; wait for it to finish or "
-                f"use another --db"
+                f"store {p} is in use by another process{holder}"
+                + (
+                    " that does not answer queries; wait for it to finish"
+                    if read_only
+                    else "; wait for it to finish or use another --db"
+                )
             ) from None
         raise StoreError(
-            f"store {p} cannot be opened as a DuckDB file ({msg}); move it aside or use "
-            f"another --db"
+            f"store {p} cannot be opened as a DuckDB file ({msg}); it may be damaged (a disk "
+            f"that filled up, a copy cut short): restore it from a copy, or move it aside and "
+            f"use another --db"
         ) from None
     except duckdb.Error as exc:
         raise StoreError(
@@ -275,7 +324,38 @@ def open_store(path: str | os.PathLike[str], *, read_only: bool = False) -> Stor
         ) from None
     if not read_only:
         _migrate(conn, p)
-    return Store(p, conn)
+    store = Store(p, conn)
+    if not read_only and serve_reads:
+        store.serve_reads()
+    return store
+
+
+def _check_is_store(p: Path) -> None:
+    """Refuse a path that is not a DuckDB file before DuckDB sees it.
+
+    DuckDB 2 opens a file it does not recognise (a CSV, a Parquet file) as an empty
+    in-memory database: a run would then "succeed" and store nothing.
+    """
+    if not p.exists():
+        return
+    if p.is_dir():
+        raise StoreError(f"store {p} is a directory; give a file path with --db")
+    if not p.is_file():
+        raise StoreError(f"store {p} is not a regular file (a pipe or a device?); give a file path")
+    try:
+        with p.open("rb") as f:
+            head = f.read(12)
+    except OSError as exc:
+        raise StoreError(f"store {p} cannot be read: {exc.strerror}") from None
+    if not head:
+        raise StoreError(
+            f"store {p} is an empty file, not a DuckDB store; delete it or give another --db"
+        )
+    if len(head) < 12 or head[8:12] != b"DUCK":
+        raise StoreError(
+            f"{p} is not a DuckDB store (it holds other data); give --db a new file name or an "
+            f"existing halugen store"
+        )
 
 
 def _migrate(conn: duckdb.DuckDBPyConnection, path: Path) -> None:

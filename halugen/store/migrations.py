@@ -607,6 +607,84 @@ CREATE TABLE annotation_agreement (
 );
 """
 
+# Money figures agree everywhere: a call's cost is what the ledger counts for it, every call
+# has a terminal status, and a reservation nobody settled (in flight now, or left open by a
+# crash) counts as spent at its reserved amount until it is settled — never less than the
+# provider may have billed.
+_MONEY = """
+CREATE OR REPLACE VIEW call_money AS
+WITH attempts AS (
+    SELECT call_id, res_no,
+           any_value(run_id) AS run_id,
+           any_value(key) FILTER (WHERE event = 'reserve') AS key,
+           any_value(stage) FILTER (WHERE event = 'reserve') AS stage,
+           any_value(task) FILTER (WHERE event = 'reserve') AS task,
+           any_value(model) FILTER (WHERE event = 'reserve') AS model,
+           any_value(seed_key) FILTER (WHERE event = 'reserve') AS seed_key,
+           min(created_at) FILTER (WHERE event = 'reserve') AS reserved_at,
+           COALESCE(sum(pusd) FILTER (WHERE event = 'reserve'), 0) AS reserved,
+           COALESCE(sum(pusd) FILTER (WHERE event IN ('settle', 'consume', 'lost')), 0)
+               AS charged,
+           count(*) FILTER (WHERE event = 'reserve') AS reserves,
+           count(*) FILTER (WHERE event <> 'reserve') AS closes,
+           bool_or(event = 'lost') AS lost,
+           bool_or(event = 'consume') AS consumed
+    FROM ledger
+    GROUP BY call_id, res_no
+)
+SELECT call_id, any_value(run_id) AS run_id, any_value(key) AS key,
+       any_value(stage) AS stage, any_value(task) AS task, any_value(model) AS model,
+       any_value(seed_key) AS seed_key, min(reserved_at) AS created_at,
+       sum(reserved) AS reserved_pusd,
+       sum(CASE WHEN closes > 0 THEN charged ELSE reserved END) AS cost_pusd,
+       sum(CASE WHEN closes > 0 THEN 0 ELSE reserved END) AS open_pusd,
+       bool_or(lost) AS lost, bool_or(consumed) AS consumed,
+       count(*) AS attempts
+FROM attempts
+WHERE reserves > 0
+GROUP BY call_id;
+
+CREATE OR REPLACE VIEW calls AS
+SELECT l.key, l.run_id, l.stage, l.task, l.model, l.seed_key,
+       CASE WHEN m.lost THEN 'lost' WHEN m.open_pusd > 0 THEN 'unsettled' ELSE l.status END
+           AS status,
+       l.prompt_tokens, l.completion_tokens, l.cached_tokens, l.usage_estimated,
+       COALESCE(m.cost_pusd, 0) / 1e12 AS cost_usd,
+       COALESCE(m.reserved_pusd, 0) / 1e12 AS reserved_usd,
+       l.latency_ms, l.attempts, l.http_status, l.error_class, l.error, l.finish_reason,
+       l.request_json, l.response_json, l.created_at, l.call_id
+FROM call_log l LEFT JOIN call_money m USING (call_id)
+UNION ALL
+SELECT m.key, m.run_id, m.stage, m.task, m.model, m.seed_key,
+       CASE WHEN m.lost THEN 'lost' WHEN m.open_pusd > 0 THEN 'unsettled'
+            WHEN m.consumed THEN 'consumed' ELSE 'released' END AS status,
+       NULL, NULL, NULL, NULL, m.cost_pusd / 1e12, m.reserved_pusd / 1e12, NULL,
+       m.attempts, NULL, NULL, NULL, NULL, NULL, NULL, m.created_at, m.call_id
+FROM call_money m
+WHERE NOT EXISTS (SELECT 1 FROM call_log l WHERE l.call_id = m.call_id);
+
+CREATE OR REPLACE VIEW cost_by_stage AS
+SELECT run_id, task, stage,
+       count(*) AS calls,
+       count(*) FILTER (WHERE status = 'cached') AS cached_calls,
+       count(*) FILTER (WHERE status IN ('failed', 'lost', 'consumed', 'cancelled',
+                                         'budget_exhausted')) AS failed_calls,
+       count(*) FILTER (WHERE status = 'unsettled') AS unsettled_calls,
+       COALESCE(sum(prompt_tokens), 0) AS prompt_tokens,
+       COALESCE(sum(completion_tokens), 0) AS completion_tokens,
+       COALESCE(sum(cost_usd), 0) AS cost_usd
+FROM calls
+GROUP BY run_id, task, stage;
+
+CREATE OR REPLACE VIEW run_spend AS
+SELECT r.run_id, r.status, r.budget_pusd / 1e12 AS budget_usd,
+       COALESCE(sum(m.cost_pusd), 0) / 1e12 AS spent_usd,
+       COALESCE(sum(m.open_pusd), 0) / 1e12 AS unsettled_usd,
+       (r.budget_pusd - COALESCE(sum(m.cost_pusd), 0)) / 1e12 AS remaining_usd
+FROM runs r LEFT JOIN call_money m USING (run_id)
+GROUP BY r.run_id, r.status, r.budget_pusd;
+"""
+
 # What an endpoint can do (structured outputs), learned by a run; the latest row per
 # (endpoint, model, capability) is what later runs assume, and each run's row says how it asked.
 _CAPABILITIES = """
@@ -645,6 +723,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0003_long_documents", _TRUNCATION),
     ("0004_evaluation_preselection_annotation", _EVALUATION),
     ("0005_annotation_agreement", _AGREEMENT),
-    ("0006_validity_endpoint_capabilities", _CAPABILITIES),
-    ("0007_validity_audit_results", _AUDIT),
+    ("0006_money_views", _MONEY),
+    ("0007_validity_endpoint_capabilities", _CAPABILITIES),
+    ("0008_validity_audit_results", _AUDIT),
 )
