@@ -9,10 +9,10 @@ record as labelled lines and ends with the reply-format block:
   dialogue and summarization; the template fields are ``answer_1`` / ``answer_2`` for every
   task) and ``Hallucinated: <1 or 2>``.
 
-Which strategies apply: every one for qa and dialogue; for summarization the document is in
-every prompt already (a summary cannot be judged without it), so ``knowledge`` is the same
-experiment as ``plain`` and uses the very same template, hence the same request keys: a
-knowledge run after a plain run costs nothing. The general task has no knowledge and no
+Which strategies apply: every one for qa and dialogue. For summarization the document is in
+every prompt already (a summary cannot be judged without it), so ``knowledge`` would be
+``plain`` under another name: it is refused, like a strategy a task does not have, so no
+report ever shows a plain run as a knowledge one. The general task has no knowledge and no
 second answer to contrast with, so only ``plain`` and ``cot``.
 """
 
@@ -47,7 +47,8 @@ STRATEGIES = ("plain", "knowledge", "cot", "contrast")
 _APPLICABLE: dict[str, tuple[str, ...]] = {
     "qa": STRATEGIES,
     "dialogue": STRATEGIES,
-    "summarization": STRATEGIES,
+    # the document is in every summarization prompt: "knowledge" would be "plain" again
+    "summarization": ("plain", "cot", "contrast"),
     "general": ("plain", "cot"),
 }
 JUDGE_TASKS = tuple(_APPLICABLE)
@@ -121,8 +122,6 @@ def strategies_for(task: str) -> tuple[str, ...]:
 def template_name(task: str, strategy: str) -> str:
     """Template stem under ``prompts/<task>/``; UsageError when the strategy does not apply."""
     _check(task, strategy)
-    if task == "summarization" and strategy == "knowledge":
-        return "judge_plain"  # the document is already in the plain prompt (module docstring)
     return f"judge_{strategy}"
 
 
@@ -157,7 +156,7 @@ def judge_values(
     """
     _check(task, strategy)
     values = {name: _field(item, name) for name in _CONTEXT[task]}
-    if strategy == "knowledge" and task != "summarization":
+    if strategy == "knowledge":
         values["knowledge"] = _field(item, "knowledge")
     if strategy == "contrast":
         if order is None or len(order) != 2:
