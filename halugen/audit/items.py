@@ -122,7 +122,8 @@ def items_from_file(path: str, task: str | None = None) -> Iterator[Item]:
                 )
             seen = True
             try:
-                yield _item(task, rec, str(rec.get("ID") or f"{base}:{line_no}"), raw=raw)
+                where = f"{base}:{line_no}"  # a cluster per line, whatever its ID says
+                yield _item(task, rec, str(rec.get("ID") or where), raw=raw, cluster=where)
             except ValueError as exc:
                 raise InputError(f"{path}:{line_no}: {exc}") from None
         if not seen:

@@ -131,6 +131,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     finally:
         if store is not None:
             store.close()
+    # per source and task: the classifiers, then position bias, then pattern shares
+    order = {s: i for i, (s, _) in enumerate(groups)}
+    rows.sort(key=lambda r: (order.get(r.source, len(order)), r.task))
     shown = rows + balanced_rows
     if args.format == "markdown":
         sys.stdout.write(render_markdown(shown))
