@@ -172,3 +172,49 @@ def test_without_scikit_learn_the_answer_only_audit_says_how_to_get_it(monkeypat
     with pytest.raises(UsageError, match=r"pip install 'halugen\[topics\]'"):
         answer_only(examples_of(items))
     assert length_only(examples_of(items)).value == 1.0  # the rest still works
+
+
+def test_dialogue_and_summarization_files_are_read_with_their_fields(tmp_path) -> None:
+    dialogue = tmp_path / "dialogue_data.json"
+    dialogue.write_text(
+        json.dumps(
+            {
+                "knowledge": "Tove Marlow wrote The Salt Orchard.",
+                "dialogue_history": "[Human]: Any novel to suggest?",
+                "right_response": "The Salt Orchard by Tove Marlow.",
+                "hallucinated_response": "The Salt Orchard by Ivo Brandt, from 1850.",
+            }
+        )
+        + "\n"
+    )
+    summary = tmp_path / "summarization_data.json"
+    summary.write_text(
+        json.dumps(
+            {"document": "D.", "right_summary": "Right.\n", "hallucinated_summary": "Wrong."}
+        )
+        + "\n"
+    )
+    (d,) = items_from_file(str(dialogue))
+    assert (d.task, d.question, d.knowledge) == (
+        "dialogue",
+        "[Human]: Any novel to suggest?",
+        "Tove Marlow wrote The Salt Orchard.",
+    )
+    (s,) = items_from_file(str(summary))
+    # texts as given: HaluEval's right summaries end in a newline, a length tell to measure
+    assert (s.task, s.right, s.hallucinated, s.knowledge) == (
+        "summarization",
+        "Right.\n",
+        "Wrong.",
+        "D.",
+    )
+    with pytest.raises(InputError, match="missing right_answer"):
+        list(items_from_file(str(summary), "qa"))
+
+
+def test_balance_refuses_unpaired_items() -> None:
+    from halugen.audit import balance
+
+    items = [Item("general", str(k), "r", None, "q", "", label=k % 2 == 0) for k in range(20)]
+    with pytest.raises(UsageError, match="general track has single responses"):
+        balance(items)
