@@ -13,6 +13,7 @@
         │   ├── CallTimeout         no (complete) answer within --timeout: the server is slow
         │   └── ConnectFailed       no connection could be made: nothing was sent
         └── FatalCallError          400/403/404/422, context length: not retried, per call
+            ├── ContextTooLong      the request does not fit the server's context window
             └── AuthError           401: stops the whole run
 
 Per-record failures travel downstream as values (``records.Rejected``); only systemic
@@ -27,6 +28,7 @@ __all__ = [
     "CallTimeout",
     "ConfigError",
     "ConnectFailed",
+    "ContextTooLong",
     "EndpointUnreachable",
     "FatalCallError",
     "HalugenError",
@@ -117,3 +119,15 @@ class FatalCallError(LLMError):
 
 class AuthError(FatalCallError):
     pass
+
+
+class ContextTooLong(FatalCallError):
+    """The server's context window is smaller than the request; carries its figures."""
+
+    def __init__(
+        self, message: str, *, status: int = 400, window: int | None = None,
+        needed: int | None = None,
+    ) -> None:  # fmt: skip
+        super().__init__(message, status=status)
+        self.window = window
+        self.needed = needed

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
+import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ from .config import RunConfig
 from .errors import HalugenError, UsageError
 from .llm.calls import CallRunner
 from .llm.client import ChatClient
+from .llm.endpoint import EndpointInfo, describe_endpoint, pick_model
 from .llm.limiter import RateLimiter
 from .llm.transport import AiohttpTransport, Transport
 from .records import fingerprint
@@ -33,7 +36,16 @@ from .stats import RunStats
 from .store.db import Store, open_store
 from .tokens import TokenCounter, get_counter
 
-__all__ = ["CallSession", "StopFlags", "call_session", "closing", "drive", "resolve_price"]
+__all__ = [
+    "CallSession",
+    "StopFlags",
+    "call_session",
+    "closing",
+    "drive",
+    "prepare_endpoint",
+    "resolve_model",
+    "resolve_price",
+]
 
 STOP_WAIT_S = 30.0  # after the first Ctrl-C, how long calls in flight may take to finish
 EXIT_CODES = {"done": 0, "budget_exhausted": 3, "interrupted": 130, "input_error": 2}
@@ -67,6 +79,31 @@ class CallSession:
     counter: TokenCounter
     flags: StopFlags = field(default_factory=StopFlags)
     notes: list[str] = field(default_factory=list)
+
+
+async def prepare_endpoint(
+    cfg: RunConfig, transport: Transport
+) -> tuple[RunConfig, EndpointInfo, list[str]]:
+    """Ask the server what it serves; settle the model before the run's identity is made."""
+    info = await describe_endpoint(transport, cfg.base_url, cfg.api_key)
+    model, note = pick_model(cfg.model, cfg.base_url, info)
+    notes = [note] if note else []
+    return dataclasses.replace(cfg, model=model), info, notes
+
+
+async def resolve_model(cfg: RunConfig, transport: Transport | None = None) -> RunConfig:
+    """``cfg`` with its model settled (see ``prepare_endpoint``); the note is logged."""
+    if cfg.model:
+        return cfg
+    probe = transport or AiohttpTransport()
+    try:
+        cfg, _, notes = await prepare_endpoint(cfg, probe)
+    finally:
+        if transport is None:
+            await probe.aclose()
+    for note in notes:
+        logging.getLogger("halugen").warning(note)
+    return cfg
 
 
 def resolve_price(cfg: RunConfig) -> tuple[ModelPrice, list[str]]:

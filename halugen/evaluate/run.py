@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
@@ -24,7 +24,7 @@ from ..llm.capabilities import MODES, structured_outputs
 from ..llm.transport import Transport
 from ..prompts import Template, load_template
 from ..records import ChatRequest, fingerprint
-from ..session import CallSession, call_session, closing, drive
+from ..session import CallSession, call_session, closing, drive, resolve_model
 from ..store.db import KeyIndex, key_prefix
 from . import judge
 from .items import check_task, items_from_files, items_from_store
@@ -245,6 +245,7 @@ async def evaluate(
     )
     if cfg.data:  # fail fast on unreadable input, before a run is opened
         next(iter(items_from_files(list(cfg.data), cfg.task)), None)
+    cfg = replace(cfg, run=await resolve_model(cfg.run, transport))  # before its identity
     async with call_session(
         cfg.run,
         kind="eval",

@@ -24,6 +24,7 @@ from ..errors import (
     AuthError,
     BudgetExhausted,
     ConnectFailed,
+    ContextTooLong,
     EndpointUnreachable,
     FatalCallError,
     LLMError,
@@ -33,6 +34,7 @@ from ..prompts import PER_MESSAGE_TOKENS, PER_REQUEST_TOKENS
 from ..records import ChatRequest, ChatResult
 from ..stats import RunStats, StageStats
 from ..store.db import KeyIndex, Store, key_prefix
+from ..store.writer import Row
 from ..tokens import TokenCounter
 from .client import ChatClient
 from .limiter import RateLimiter
@@ -49,7 +51,7 @@ class CallFailure:
 
     @property
     def reason(self) -> str:
-        return "context_length" if "context" in self.message else "call_failed"
+        return "context_length" if self.error_class == "ContextTooLong" else "call_failed"
 
 
 def backoff_delay(
@@ -98,6 +100,8 @@ class CallRunner:
         self._known: KeyIndex = store.response_index()
         self._inflight: dict[str, asyncio.Future[ChatResult | CallFailure]] = {}
         self.auth_failed: AuthError | None = None
+        # told the server's window when a context-length error names it (context_window.py)
+        self.on_context_window: Callable[[int], None] | None = None
         self._reached = False  # has any attempt got an HTTP answer from the endpoint?
 
     def estimate_prompt_tokens(self, request: ChatRequest) -> int:
@@ -220,6 +224,8 @@ class CallRunner:
                 last_error = exc
                 self._reached = True
                 await self._close(call, st, reservation, res_no, False)
+                if isinstance(exc, ContextTooLong) and exc.window and self.on_context_window:
+                    self.on_context_window(exc.window)
                 if isinstance(exc, AuthError):
                     self.auth_failed = exc
                     self._log_end(call, "failed", exc)
@@ -266,7 +272,6 @@ class CallRunner:
         common: tuple[Any, ...],
     ) -> ChatResult:
         self._reached = True
-        request = call.request
         cost = self.price.cost(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
         call.cost += cost
         st.reserved_pusd -= reservation.amount
@@ -281,35 +286,7 @@ class CallRunner:
         await self.writer.put_durable(
             [
                 ("ledger", (call.call_id, res_no, self.run_id, "settle", cost, *common)),
-                (
-                    "call_log",
-                    (
-                        call.call_id,
-                        call.key,
-                        key_prefix(call.key),
-                        self.run_id,
-                        call.stage,
-                        call.task,
-                        request.model,
-                        call.seed_key,
-                        status,
-                        result.prompt_tokens,
-                        result.completion_tokens,
-                        result.cached_tokens,
-                        result.usage_estimated,
-                        call.est,
-                        call.cost,
-                        call.reserved,
-                        result.latency_ms,
-                        call.attempts,
-                        200,
-                        None,
-                        _retry_history(call.errors),
-                        result.finish_reason,
-                        call.body.decode(),
-                        result.raw.decode("utf-8", "replace"),
-                    ),
-                ),
+                self._log_row(call, status, result=result, message=_retry_history(call.errors)),
             ]
         )
         if status == "ok":
@@ -350,38 +327,46 @@ class CallRunner:
         earlier = call.errors[:-1] if error is not None and call.errors else call.errors
         if earlier:
             message = f"{message}; {_retry_history(earlier)}"
-        self.writer.put(
-            [
-                (
-                    "call_log",
-                    (
-                        call.call_id,
-                        call.key,
-                        key_prefix(call.key),
-                        self.run_id,
-                        call.stage,
-                        call.task,
-                        call.request.model,
-                        call.seed_key,
-                        status,
-                        None,
-                        None,
-                        None,
-                        None,
-                        call.est,
-                        call.cost,
-                        call.reserved,
-                        None,
-                        call.attempts,
-                        error.status if error is not None else None,
-                        error.error_class if error is not None else None,
-                        message[:1000],
-                        None,
-                        call.body.decode(),
-                        None,
-                    ),
-                )
-            ]
+        self.writer.put([self._log_row(call, status, error=error, message=message[:1000])])
+
+    def _log_row(
+        self,
+        call: _Call,
+        status: str,
+        *,
+        result: ChatResult | None = None,
+        error: LLMError | None = None,
+        message: str | None = None,
+    ) -> Row:
+        """A call's ``call_log`` row: with the answer, or with why it has none."""
+        return (
+            "call_log",
+            (
+                call.call_id,
+                call.key,
+                key_prefix(call.key),
+                self.run_id,
+                call.stage,
+                call.task,
+                call.request.model,
+                call.seed_key,
+                status,
+                result.prompt_tokens if result else None,
+                result.completion_tokens if result else None,
+                result.cached_tokens if result else None,
+                result.usage_estimated if result else None,
+                call.est,
+                call.cost,
+                call.reserved,
+                result.latency_ms if result else None,
+                call.attempts,
+                200 if result else (error.status if error is not None else None),
+                error.error_class if error is not None else None,
+                message,
+                result.finish_reason if result else None,
+                call.body.decode(),
+                result.raw.decode("utf-8", "replace") if result else None,
+            ),
         )
 
     def _from_cache(

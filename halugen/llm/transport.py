@@ -8,6 +8,7 @@ translate their failures into halugen's error tree here, at the boundary.
 from __future__ import annotations
 
 import asyncio
+import errno
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -32,10 +33,25 @@ class Transport(Protocol):
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
     ) -> HttpResponse: ...
 
+    async def get(self, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> HttpResponse:
+        """GET ``url`` (a server's description of itself: models, context size)."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
 Handler = Callable[[str, Mapping[str, str], bytes], Awaitable[HttpResponse]]
+
+
+def _why(error: OSError) -> str:
+    """An OS error as a person says it (aiohttp's text is "Connect call failed (...)")."""
+    names = {
+        errno.ECONNREFUSED: "connection refused (nothing listens there)",
+        errno.EHOSTUNREACH: "no route to the host",
+        errno.ENETUNREACH: "the network is unreachable",
+        errno.ETIMEDOUT: "the connection timed out",
+    }
+    return names.get(error.errno or 0) or str(error) or type(error).__name__
 
 
 def _timeout_message(seconds: float) -> str:
@@ -46,10 +62,28 @@ def _timeout_message(seconds: float) -> str:
 
 
 class HandlerTransport:
-    """Calls ``handler(path, headers, body)`` directly; for tests and in-process demos."""
+    """Calls ``handler(path, headers, body)`` directly; for tests and in-process demos.
 
-    def __init__(self, handler: Handler) -> None:
+    GET requests go to ``get_handler(path, headers)`` when given, else answer 404.
+    """
+
+    def __init__(
+        self,
+        handler: Handler,
+        get_handler: Callable[[str, Mapping[str, str]], Awaitable[HttpResponse]] | None = None,
+    ) -> None:
         self._handler = handler
+        self._get_handler = get_handler
+
+    async def get(self, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> HttpResponse:
+        if self._get_handler is None:
+            return HttpResponse(404, {}, b'{"error": {"message": "not found"}}')
+        path = "/" + url.split("://", 1)[-1].split("/", 1)[-1] if "://" in url else url
+        try:
+            async with asyncio.timeout(timeouts.total):
+                return await self._get_handler(path, {k.lower(): v for k, v in headers.items()})
+        except TimeoutError:
+            raise CallTimeout(_timeout_message(timeouts.total), billed_maybe=False) from None
 
     async def post(
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
@@ -111,12 +145,27 @@ class AiohttpTransport:
         except aiohttp.ClientConnectorError as exc:
             # the connection was never made: nothing was sent, nothing can be billed
             raise ConnectFailed(
-                f"cannot connect to {url}: {exc.os_error}", billed_maybe=False
+                f"cannot connect to {url}: {_why(exc.os_error)}", billed_maybe=False
             ) from None
         except (aiohttp.ClientError, OSError) as exc:
             raise RetryableError(
                 f"connection failed: {type(exc).__name__}: {exc}", billed_maybe=True
             ) from None
+
+    async def get(self, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> HttpResponse:
+        session = self._get_session()
+        timeout = aiohttp.ClientTimeout(total=timeouts.total, sock_connect=timeouts.connect)
+        try:
+            async with session.get(url, headers=headers, timeout=timeout) as resp:
+                return HttpResponse(
+                    status=resp.status, headers=resp.headers, body=await resp.read()
+                )
+        except TimeoutError:
+            raise CallTimeout(_timeout_message(timeouts.total), billed_maybe=False) from None
+        except aiohttp.ClientConnectorError as exc:
+            raise ConnectFailed(f"cannot connect to {url}: {_why(exc.os_error)}") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise RetryableError(f"connection failed: {type(exc).__name__}: {exc}") from None
 
     async def aclose(self) -> None:
         if self._session is not None:

@@ -122,9 +122,10 @@ def _add_detail(right: str, context: str, key: int) -> str:
     year = 1850 + mix(key, 7) % 170
     right_norm = normalise(right)
     others = [n for n, norm in names_normalised(context) if norm not in right_norm]
-    if len(right.split()) <= 4:
+    if len(right.split()) <= 4 and right.rstrip()[-1:] not in ".!?":
         # a short span is made vaguer rather than longer: "<right> and <other>" would still
-        # state the right answer (the engine rejects that as contains_right_answer)
+        # state the right answer (the engine rejects that as contains_right_answer); a short
+        # sentence gets a false detail below
         if others:
             return pick(_VAGUE, key, 14).format(other=pick(others, key, 9))
         return f"some time before {year}"

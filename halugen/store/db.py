@@ -194,15 +194,20 @@ class Store:
         return KeyIndex(key_prefix(r[0]) for r in rows)
 
     def pending_seeds(self, run_id: str, task: str) -> list[tuple[Any, ...]]:
-        """Admitted seeds without a final outcome, oldest first: resume finishes them first."""
+        """Admitted seeds whose latest outcome is not final, oldest first: resume finishes
+        them first (a seed re-queued after a final outcome counts as pending again)."""
         return self.conn.execute(
             """
             SELECT s.seed_key, s.seed_id, s.dataset, s.source_file, s.source_line, s.fields_json,
                    s.truncated_tokens
             FROM seeds s
             WHERE s.run_id = ? AND s.task = ? AND NOT EXISTS (
-                SELECT 1 FROM seed_outcomes o WHERE o.run_id = s.run_id AND o.task = s.task
-                AND o.seed_key = s.seed_key AND o.outcome IN ('sampled', 'rejected'))
+                SELECT 1 FROM (
+                    SELECT seed_key, outcome FROM seed_outcomes
+                    WHERE run_id = s.run_id AND task = s.task
+                    QUALIFY row_number() OVER (PARTITION BY seed_key ORDER BY created_at DESC) = 1
+                ) o
+                WHERE o.seed_key = s.seed_key AND o.outcome IN ('sampled', 'rejected'))
             QUALIFY row_number() OVER (PARTITION BY s.seed_key ORDER BY s.created_at) = 1
             ORDER BY s.created_at, s.source_line
             """,
@@ -259,7 +264,9 @@ class Store:
         run_id = run_id or f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
         t = now()
         self.conn.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', NULL, ?, ?, ?)",
+            "INSERT INTO runs (run_id, kind, config_hash, config_json, tasks, model, base_url,"
+            " price_json, budget_pusd, status, status_detail, halugen_version, created_at,"
+            " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', NULL, ?, ?, ?)",
             [
                 run_id,
                 kind,

@@ -144,6 +144,24 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "scorer",
         "created_at",
     ),
+    "preselect_dropped": (
+        "run_id",
+        "query_key",
+        "idx",
+        "reason",
+        "response",
+        "call_key",
+        "created_at",
+    ),
+    "preselect_unscored": (
+        "run_id",
+        "query_key",
+        "n_responses",
+        "cause",
+        "reason",
+        "scorer",
+        "created_at",
+    ),
     "annotation_items": (
         "item_id",
         "source",
@@ -182,6 +200,16 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "report_json",
         "created_at",
     ),
+    "annotation_sessions": (
+        "session_hash",
+        "annotator",
+        "role",
+        "token_hash",
+        "event",
+        "created_at",
+    ),
+    "annotation_leases": ("annotator", "item_id", "expires_at", "seq", "created_at"),
+    "annotation_extra_places": ("item_id", "created_at"),
     "topic_results": (
         "analysis_id",
         "task",
@@ -191,6 +219,9 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "share_samples",
         "share_failures",
         "coherence",
+        "eval_run",
+        "eval_model",
+        "eval_strategy",
         "created_at",
     ),
     "endpoint_capabilities": (
@@ -685,6 +716,81 @@ FROM runs r LEFT JOIN call_money m USING (run_id)
 GROUP BY r.run_id, r.status, r.budget_pusd;
 """
 
+# What a server has told us about a model (its context window, from its own description or
+# from a context-length error), and the window each run was last fitted to.
+_ENDPOINT_FACTS = """
+CREATE TABLE endpoint_facts (
+    base_url VARCHAR NOT NULL,
+    model VARCHAR NOT NULL,
+    context_window INTEGER NOT NULL,
+    source VARCHAR NOT NULL,           -- models | props | error | flag
+    created_at TIMESTAMP NOT NULL
+);
+ALTER TABLE runs ADD COLUMN context_window INTEGER;
+"""
+
+# The annotation server's logins, leases and extra places, so a restart keeps them.
+# Append-only like the rest: the latest row of a session (or of an annotator's lease on an
+# item) is its state. Cookies and tokens are never stored, only their sha256.
+_ANNOTATION_SESSIONS = """
+CREATE TABLE annotation_sessions (
+    session_hash VARCHAR NOT NULL,     -- sha256 of the session cookie
+    annotator VARCHAR,                 -- NULL for an organiser session
+    role VARCHAR NOT NULL,             -- annotator | organiser
+    token_hash VARCHAR,                -- sha256 of the token used to log in (NULL: none)
+    event VARCHAR NOT NULL,            -- login | logout
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE annotation_leases (
+    annotator VARCHAR NOT NULL,
+    item_id VARCHAR NOT NULL,
+    expires_at DOUBLE NOT NULL,        -- the server clock, seconds since the epoch; 0: released
+    seq BIGINT NOT NULL,               -- order within one server process (a commit's rows
+                                       -- share created_at)
+    created_at TIMESTAMP NOT NULL
+);
+
+-- one row per extra annotator an organiser asked for on an item (to settle a tie)
+CREATE TABLE annotation_extra_places (
+    item_id VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL
+);
+"""
+
+# Pre-selection: a response that cannot be scored (empty, content-filtered) is kept here,
+# never in preselect_responses, so it never reaches the scorer or the annotators; a query
+# left with fewer than two usable responses, or whose scoring failed, is recorded unscored
+# with the reason (cause 'responses' stays so; cause 'scorer' is tried again on resume).
+_PRESELECT_UNSCORED = """
+CREATE TABLE preselect_dropped (
+    run_id VARCHAR NOT NULL,
+    query_key VARCHAR NOT NULL,
+    idx INTEGER NOT NULL,
+    reason VARCHAR NOT NULL,           -- empty | content_filter
+    response VARCHAR NOT NULL,         -- what came back (often "")
+    call_key VARCHAR,
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE preselect_unscored (
+    run_id VARCHAR NOT NULL,
+    query_key VARCHAR NOT NULL,
+    n_responses INTEGER NOT NULL,      -- usable responses it had
+    cause VARCHAR NOT NULL,            -- responses | scorer
+    reason VARCHAR NOT NULL,
+    scorer VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL
+);
+"""
+
+# Topic analysis: which eval run (model, strategy) the failures of an analysis came from.
+_TOPIC_SOURCE = """
+ALTER TABLE topic_results ADD COLUMN eval_run VARCHAR;
+ALTER TABLE topic_results ADD COLUMN eval_model VARCHAR;
+ALTER TABLE topic_results ADD COLUMN eval_strategy VARCHAR;
+"""
+
 # What an endpoint can do (structured outputs), learned by a run; the latest row per
 # (endpoint, model, capability) is what later runs assume, and each run's row says how it asked.
 _CAPABILITIES = """
@@ -703,10 +809,10 @@ CREATE TABLE endpoint_capabilities (
 _AUDIT = """
 CREATE TABLE audit_results (
     audit_id VARCHAR NOT NULL,
-    source VARCHAR NOT NULL,           -- a file, or run:<id> / store
+    source VARCHAR NOT NULL,           -- a file, or "runs <ids>" / "store"
     task VARCHAR NOT NULL,
     pattern VARCHAR NOT NULL,          -- "all" or one pattern
-    measure VARCHAR NOT NULL,          -- length_only | answer_only | overlap | position_bias ...
+    measure VARCHAR NOT NULL,          -- length_only | answer_only | overlap | picks_* | ...
     n INTEGER NOT NULL,
     value DOUBLE,
     ci_low DOUBLE,
@@ -724,6 +830,10 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0004_evaluation_preselection_annotation", _EVALUATION),
     ("0005_annotation_agreement", _AGREEMENT),
     ("0006_money_views", _MONEY),
-    ("0007_validity_endpoint_capabilities", _CAPABILITIES),
-    ("0008_validity_audit_results", _AUDIT),
+    ("0007_endpoint_facts", _ENDPOINT_FACTS),
+    ("0008_annotation_sessions", _ANNOTATION_SESSIONS),
+    ("0009_preselect_unscored", _PRESELECT_UNSCORED),
+    ("0010_topic_results_eval_source", _TOPIC_SOURCE),
+    ("0011_validity_endpoint_capabilities", _CAPABILITIES),
+    ("0012_validity_audit_results", _AUDIT),
 )
