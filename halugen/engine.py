@@ -188,6 +188,7 @@ async def _generate(
             context_window=window,
             fit_safety=0.95 if is_openai(cfg.base_url) else 0.85,
             long_documents=cfg.long_documents,
+            prompts_dir=cfg.prompts_dir,
         )
 
         def lower_window(server_window: int) -> None:

@@ -29,6 +29,11 @@ def add_parsers(sub: Any) -> None:
     sim.add_argument("--api-key", help="require this key (401 otherwise)")
     sim.add_argument("--garbage-rate", type=float, default=0.0)
     sim.add_argument("--no-n", action="store_true", help="ignore n>1 like some servers")
+    sim.add_argument(
+        "--no-structured-outputs",
+        action="store_true",
+        help="answer a JSON response_format with 400, like servers without structured outputs",
+    )
     sim.add_argument("--no-usage", action="store_true", help="omit usage from responses")
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument(
@@ -85,6 +90,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         price_out=args.price_out,
         api_key=args.api_key,
         honour_n=not args.no_n,
+        structured_outputs=not args.no_structured_outputs,
         report_usage=not args.no_usage,
         seed=args.seed,
         garbage_rate=args.garbage_rate,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..config import Sampling
 from ..llm.calls import CallRunner
@@ -43,6 +44,7 @@ class GenContext:
     # counts with its own tokenizer, which can differ from ours by 10% or more
     fit_safety: float = 0.95
     long_documents: str = "truncate"  # truncate | skip
+    prompts_dir: Path | None = None  # the user's templates (e.g. filter_again) win
 
     def rng(self, seed_key: str, purpose: str) -> random.Random:
         """An RNG seeded by (run seed, record key, purpose): never global state."""
