@@ -19,7 +19,7 @@ from .budget import Ledger, format_usd
 from .config import RunConfig
 from .context_window import effective_window, requeue_context_rejections, window_learner
 from .errors import InputError, UsageError
-from .llm.endpoint import EndpointInfo
+from .llm.endpoint import EndpointInfo, is_openai
 from .llm.transport import AiohttpTransport, Transport
 from .pipeline import run_pipeline
 from .prompts import load_template
@@ -186,7 +186,9 @@ async def _generate(
             judge=cfg.judge,
             flags=session.flags,
             context_window=window,
+            fit_safety=0.95 if is_openai(cfg.base_url) else 0.85,
             long_documents=cfg.long_documents,
+            prompts_dir=cfg.prompts_dir,
         )
 
         def lower_window(server_window: int) -> None:

@@ -81,6 +81,8 @@ class ChatRequest:
     top_p: float | None = None
     logprobs: bool = False
     top_logprobs: int | None = None
+    # OpenAI's structured outputs, e.g. {"type": "json_schema", "json_schema": {...}}
+    response_format: Mapping[str, Any] | None = None
     index: int = 0  # tells apart identical requests that must be paid separately
     _key: str = field(default="", init=False, repr=False, compare=False)
 
@@ -102,6 +104,8 @@ class ChatRequest:
             params["logprobs"] = True
             if self.top_logprobs is not None:
                 params["top_logprobs"] = self.top_logprobs
+        if self.response_format is not None:
+            params["response_format"] = dict(self.response_format)
         return params
 
     def payload(self) -> dict[str, Any]:

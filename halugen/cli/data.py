@@ -80,7 +80,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def status_tables(store: Any) -> list[TableData]:
-    from ..store.queries import run_overview, stage_costs
+    from ..store.queries import rejection_reasons, run_overview, stage_costs
 
     runs = run_overview(store)
     if not runs:
@@ -96,6 +96,10 @@ def status_tables(store: Any) -> list[TableData]:
             name="spend_per_stage",
         )
     )
+    rejected = rejection_reasons(store)
+    if rejected:
+        rows = [list(r.values()) for r in rejected]
+        tables.append(TableData("Rejections", list(rejected[0]), rows, name="rejections"))
     return tables
 
 

@@ -31,6 +31,13 @@ def add_parsers(sub: Any) -> None:
         default="parse",
         help="read the Yes/No verdict (default) or score P(Yes) from logprobs",
     )
+    ev.add_argument(
+        "--structured",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help='ask for a JSON verdict ({"verdict": "Yes"}): auto = when the endpoint supports '
+        "structured outputs (found out once), on, off (default: auto)",
+    )
     ev.add_argument("--fresh", action="store_true", help="start a new eval run")
     ev.add_argument("--run-id", help="resume this eval run")
     llm_flags(ev)
@@ -85,6 +92,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         gen_run=args.gen_run,
         scoring=args.scoring,
         limit=cfg.limit,
+        structured=args.structured,
     )
 
     def on_run(run_id: str, resumed: bool) -> None:

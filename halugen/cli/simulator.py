@@ -49,6 +49,11 @@ def add_parsers(sub: Any) -> None:
     )
     sim.add_argument("--garbage-rate", type=float, default=0.0)
     sim.add_argument("--no-n", action="store_true", help="ignore n>1 like some servers")
+    sim.add_argument(
+        "--no-structured-outputs",
+        action="store_true",
+        help="answer a JSON response_format with 400, like servers without structured outputs",
+    )
     sim.add_argument("--no-usage", action="store_true", help="omit usage from responses")
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument(
@@ -108,6 +113,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         api_key=args.api_key,
         auth=args.auth,
         honour_n=not args.no_n,
+        structured_outputs=not args.no_structured_outputs,
         report_usage=not args.no_usage,
         seed=args.seed,
         garbage_rate=args.garbage_rate,

@@ -9,10 +9,10 @@ record as labelled lines and ends with the reply-format block:
   dialogue and summarization; the template fields are ``answer_1`` / ``answer_2`` for every
   task) and ``Hallucinated: <1 or 2>``.
 
-Which strategies apply: every one for qa and dialogue; for summarization the document is in
-every prompt already (a summary cannot be judged without it), so ``knowledge`` is the same
-experiment as ``plain`` and uses the very same template, hence the same request keys: a
-knowledge run after a plain run costs nothing. The general task has no knowledge and no
+Which strategies apply: every one for qa and dialogue. For summarization the document is in
+every prompt already (a summary cannot be judged without it), so ``knowledge`` would be
+``plain`` under another name: it is refused, like a strategy a task does not have, so no
+report ever shows a plain run as a knowledge one. The general task has no knowledge and no
 second answer to contrast with, so only ``plain`` and ``cot``.
 """
 
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..llm import structured
 from ..prompts import Template, load_template
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "judge_values",
     "max_tokens_for",
     "request_params",
+    "response_format",
     "shown_texts",
     "strategies_for",
     "template_name",
@@ -45,7 +47,8 @@ STRATEGIES = ("plain", "knowledge", "cot", "contrast")
 _APPLICABLE: dict[str, tuple[str, ...]] = {
     "qa": STRATEGIES,
     "dialogue": STRATEGIES,
-    "summarization": STRATEGIES,
+    # the document is in every summarization prompt: "knowledge" would be "plain" again
+    "summarization": ("plain", "cot", "contrast"),
     "general": ("plain", "cot"),
 }
 JUDGE_TASKS = tuple(_APPLICABLE)
@@ -119,8 +122,6 @@ def strategies_for(task: str) -> tuple[str, ...]:
 def template_name(task: str, strategy: str) -> str:
     """Template stem under ``prompts/<task>/``; UsageError when the strategy does not apply."""
     _check(task, strategy)
-    if task == "summarization" and strategy == "knowledge":
-        return "judge_plain"  # the document is already in the plain prompt (module docstring)
     return f"judge_{strategy}"
 
 
@@ -155,7 +156,7 @@ def judge_values(
     """
     _check(task, strategy)
     values = {name: _field(item, name) for name in _CONTEXT[task]}
-    if strategy == "knowledge" and task != "summarization":
+    if strategy == "knowledge":
         values["knowledge"] = _field(item, "knowledge")
     if strategy == "contrast":
         if order is None or len(order) != 2:
@@ -180,6 +181,19 @@ def max_tokens_for(strategy: str) -> int:
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
     return _COT_TOKENS if strategy == "cot" else _SHORT_TOKENS
+
+
+def response_format(strategy: str) -> dict[str, Any]:
+    """The JSON schema a judge of ``strategy`` is asked for when the endpoint supports it:
+    ``{"verdict"}``, ``{"reasoning", "verdict"}`` for cot, ``{"hallucinated"}`` for
+    contrast (``llm.structured``)."""
+    if strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
+    if strategy == "cot":
+        return structured.reasoned_verdict_format()
+    if strategy == "contrast":
+        return structured.contrast_format()
+    return structured.verdict_format()
 
 
 def request_params(strategy: str, *, logprobs: bool = False) -> dict[str, Any]:

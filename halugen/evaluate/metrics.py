@@ -9,10 +9,11 @@ the paper's accuracy counts them wrong, ``accuracy_valid`` leaves them out, and
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Judged", "Metrics", "baselines", "compute", "wilson"]
+__all__ = ["Judged", "Metrics", "baselines", "cluster_bootstrap", "compute", "wilson"]
 
 VERDICTS = ("yes", "no", "invalid")
 
@@ -24,6 +25,9 @@ class Judged:
     truth: bool
     verdict: str  # "yes" | "no" | "invalid"
     shown_length: int | None = None
+    # judgements of one cluster (the replies of one OpenDialKG dialogue) are not independent;
+    # "" when the item stands alone
+    cluster: str = ""
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,10 @@ class Metrics:
     fn: int
     invalid: int
     positives: int  # items whose truth is True (hallucinated shown)
+    # how ``accuracy_ci`` was found: "wilson", or "cluster bootstrap" when judgements share
+    # clusters (then ``clusters`` says how many)
+    interval: str = "wilson"
+    clusters: int = 0
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -68,6 +76,33 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     centre = (p + z2 / (2 * n)) / den
     half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n)) / den
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+BOOTSTRAP_ROUNDS = 2000
+
+
+def cluster_bootstrap(
+    clusters: Sequence[tuple[int, int]], *, rounds: int = BOOTSTRAP_ROUNDS, seed: int = 0
+) -> tuple[float, float]:
+    """95% percentile interval of sum(successes) / sum(trials), resampling whole clusters.
+
+    ``clusters`` holds (successes, trials) per cluster. Items of one dialogue rise and fall
+    together; resampling them one by one would make the interval too narrow. Seeded, so a
+    report is the same every time it is printed.
+    """
+    k = len(clusters)
+    if k == 0:
+        return 0.0, 1.0
+    rng = random.Random(seed)
+    ys = [c[0] for c in clusters]
+    ms = [c[1] for c in clusters]
+    stats = []
+    for _ in range(rounds):
+        picks = rng.choices(range(k), k=k)
+        trials = sum(ms[i] for i in picks)
+        stats.append(sum(ys[i] for i in picks) / trials if trials else 0.0)
+    stats.sort()
+    return stats[int(0.025 * (rounds - 1))], stats[math.ceil(0.975 * (rounds - 1))]
 
 
 def compute(judged: Sequence[Judged]) -> Metrics:
@@ -111,10 +146,19 @@ def compute(judged: Sequence[Judged]) -> Metrics:
     balanced = None
     if recall is not None and specificity is not None:
         balanced = (recall + specificity) / 2
+    interval, ci, n_clusters = "wilson", wilson(correct, n) if n else None, 0
+    by_cluster: dict[str, list[int]] = {}
+    for i, j in enumerate(judged):
+        counts = by_cluster.setdefault(j.cluster or f"\0{i}", [0, 0])  # "": a cluster alone
+        counts[0] += j.verdict != "invalid" and (j.verdict == "yes") == j.truth
+        counts[1] += 1
+    if n and len(by_cluster) < n:  # some judgements share a cluster
+        interval, n_clusters = "cluster bootstrap", len(by_cluster)
+        ci = cluster_bootstrap([(y, m) for y, m in by_cluster.values()])
     return Metrics(
         n=n,
         accuracy=_ratio(correct, n),
-        accuracy_ci=wilson(correct, n) if n else None,
+        accuracy_ci=ci,
         accuracy_valid=_ratio(correct, valid),
         invalid_rate=_ratio(invalid, n),
         precision=precision,
@@ -128,6 +172,8 @@ def compute(judged: Sequence[Judged]) -> Metrics:
         fn=fn,
         invalid=invalid,
         positives=positives,
+        interval=interval,
+        clusters=n_clusters,
     )
 
 

@@ -1,9 +1,12 @@
 """Recognition results as the paper's tables: terminal (Rich), Markdown and CSV.
 
-``results_from_store`` groups the ``judgements`` table by (task, model, strategy) and computes
-each group's metrics and baselines; the renderers lay them out as one accuracy table (rows:
-strategy and model, columns: the four tasks, with HaluEval's ChatGPT numbers as a labelled
-reference row under each strategy) followed by one table of all metrics per task.
+``results_from_store`` groups the ``judgements`` table by (task, data source, model, strategy,
+scoring) -- what was judged (a file, a generation run, the store's samples), by whom, how, and
+whether the verdict was read from text or scored from logprobs -- so a row never pools
+different data or different scoring, and says which it is. The renderers lay the rows out as
+one accuracy table (rows: strategy and model, columns: the four tasks, with HaluEval's ChatGPT
+numbers as a labelled reference row under each strategy) followed by one table of all metrics
+per task.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from rich.table import Table
 
 from .judge import STRATEGIES
@@ -63,7 +67,7 @@ _NO_BASELINES: dict[str, float | None] = {
 
 @dataclass(frozen=True)
 class ResultRow:
-    """Metrics of one (task, model, strategy) group over the selected runs."""
+    """Metrics of one (task, data source, model, strategy, scoring) group."""
 
     task: str
     model: str
@@ -72,6 +76,10 @@ class ResultRow:
     # always_no / always_yes / length_only accuracies; all None for contrast (not Yes/No)
     baselines: Mapping[str, float | None]
     runs: tuple[str, ...] = field(default=())
+    # what was judged: "file: a.json", "run: <generation run>", "store: eval run <id>"
+    source: str = ""
+    scoring: str = "parse"  # parse (the verdict read from text) | logprobs (P(Yes))
+    items: int = 0  # distinct items among the judgements (one item may be shown both ways)
 
 
 def _order(value: str, known: Sequence[str]) -> tuple[int, str]:
@@ -79,38 +87,97 @@ def _order(value: str, known: Sequence[str]) -> tuple[int, str]:
 
 
 def _row_key(row: ResultRow) -> tuple[Any, ...]:
-    return (_order(row.task, tuple(TASK_TITLES)), _order(row.strategy, STRATEGIES), row.model)
+    return (
+        _order(row.task, tuple(TASK_TITLES)),
+        _order(row.strategy, STRATEGIES),
+        row.model,
+        row.scoring,
+        row.source,
+    )
+
+
+def run_source(config_json: str | None, run_id: str) -> tuple[str, str]:
+    """(data source, scoring) of an eval run, from its stored settings.
+
+    Files are named as given; a generation run by its id; the store's samples without
+    ``--gen-run`` by the eval run itself, since what the store held may differ from one eval
+    to the next: two such runs are never pooled.
+    """
+    try:
+        config = orjson.loads(config_json) if config_json else {}
+    except orjson.JSONDecodeError:
+        config = {}
+    if not isinstance(config, dict):
+        config = {}
+    scoring = str(config.get("scoring") or "parse")
+    if config.get("data"):
+        return "file: " + ", ".join(str(p) for p in config["data"]), scoring
+    if config.get("gen_run"):
+        return f"run: {config['gen_run']}", scoring
+    return f"store: eval run {run_id}", scoring
+
+
+def _dialogue_clusters(cur: Any) -> dict[tuple[str, str], str]:
+    """(task, seed id) -> its OpenDialKG dialogue (file and row) for the store's samples."""
+    cur.execute(
+        "SELECT DISTINCT task, seed_id, source_file, source_line FROM samples "
+        "WHERE dataset = 'opendialkg' AND seed_id IS NOT NULL"
+    )
+    return {(t, sid): f"{f}:{line}" for t, sid, f, line in cur.fetchall()}
 
 
 def results_from_store(conn: Any, run_ids: Sequence[str] | None = None) -> list[ResultRow]:
-    """Rows for every (task, model, strategy) in the ``judgements`` table.
+    """Rows for every (task, data source, model, strategy, scoring) in ``judgements``.
 
     ``conn`` is a ``Store`` or a DuckDB connection; ``run_ids`` limits the runs read (None:
-    all). Judgements of several runs with the same model and strategy are pooled; the same
-    item judged twice within one run (a resumed run writing again) counts once, the latest.
+    all). Runs pool into one row only when all five agree; within a row, the same item shown
+    the same way is counted once (the latest), so ``n`` counts distinct prompts. Judgements
+    of samples from one OpenDialKG dialogue share a cluster, and the accuracy interval then
+    resamples dialogues (``metrics.cluster_bootstrap``).
     """
     conn = getattr(conn, "conn", conn)
     where, params = "", []
     if run_ids is not None:
         if not run_ids:
             return []
-        where = f"WHERE run_id IN ({', '.join('?' for _ in run_ids)})"
+        where = f"WHERE j.run_id IN ({', '.join('?' for _ in run_ids)})"
         params = list(run_ids)
-    sql = (
-        "SELECT task, model, strategy, run_id, truth, verdict, shown_length FROM judgements "
-        f"{where} QUALIFY row_number() OVER (PARTITION BY run_id, task, model, strategy, "
-        "item_key, shown ORDER BY created_at DESC) = 1 "
-        # item order fixes the length baseline's folds: keys are hashes, unrelated to truth
-        "ORDER BY task, model, strategy, item_key, run_id, shown"
-    )
     cur = conn.cursor() if hasattr(conn, "cursor") else conn
+    cur.execute(
+        f"SELECT DISTINCT j.run_id, r.config_json, bool_or(j.p_yes IS NOT NULL) OVER "
+        f"(PARTITION BY j.run_id) FROM judgements j LEFT JOIN runs r USING (run_id) {where}",
+        params,
+    )
+    sources: dict[str, tuple[str, str]] = {}
+    for run_id, config_json, has_p in cur.fetchall():
+        source, scoring = run_source(config_json, run_id)
+        if config_json is None:  # a run the store does not describe
+            source, scoring = f"unknown: run {run_id}", "logprobs" if has_p else "parse"
+        sources[run_id] = (source, scoring)
+    clusters = _dialogue_clusters(cur)
+    sql = (
+        "SELECT task, model, strategy, run_id, item_key, item_id, shown, truth, verdict, "
+        f"shown_length, created_at FROM judgements j {where} "
+        # item order fixes the length baseline's folds: keys are hashes, unrelated to truth
+        "ORDER BY task, model, strategy, item_key, shown, created_at"
+    )
     cur.execute(sql, params)
-    groups: dict[tuple[str, str, str], tuple[list[Judged], set[str]]] = {}
+    latest: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     while batch := cur.fetchmany(10_000):
-        for task, model, strategy, run_id, truth, verdict, length in batch:
-            judged, runs = groups.setdefault((task, model, strategy), ([], set()))
-            judged.append(Judged(bool(truth), verdict, length))
-            runs.add(run_id)
+        for task, model, strategy, run_id, key, item_id, shown, truth, verdict, length, at in batch:
+            source, scoring = sources[run_id]
+            group = (task, source, model, strategy, scoring)
+            # rows arrive oldest first: the last one written wins
+            latest[(*group, key, shown)] = (run_id, key, item_id, truth, verdict, length, at)
+    groups: dict[tuple[str, ...], tuple[list[Judged], set[str], set[str]]] = {}
+    for (task, source, model, strategy, scoring, _, _), value in latest.items():
+        run_id, key, item_id, truth, verdict, length, _ = value
+        judged, runs, keys = groups.setdefault((task, source, model, strategy, scoring),
+                                               ([], set(), set()))  # fmt: skip
+        cluster = clusters.get((task, item_id), "") if source.startswith(("run:", "store:")) else ""
+        judged.append(Judged(bool(truth), verdict, length, cluster))
+        runs.add(run_id)
+        keys.add(key)
     rows = [
         ResultRow(
             task=task,
@@ -119,8 +186,11 @@ def results_from_store(conn: Any, run_ids: Sequence[str] | None = None) -> list[
             metrics=compute(judged),
             baselines=dict(_NO_BASELINES) if strategy == "contrast" else baselines(judged),
             runs=tuple(sorted(runs)),
+            source=source,
+            scoring=scoring,
+            items=len(keys),
         )
-        for (task, model, strategy), (judged, runs) in groups.items()
+        for (task, source, model, strategy, scoring), (judged, runs, keys) in groups.items()
     ]
     return sorted(rows, key=_row_key)
 
@@ -145,17 +215,41 @@ def _tasks(rows: Sequence[ResultRow]) -> list[str]:
     return [*TASK_TITLES, *extra]
 
 
+def _label(model: str, scoring: str, source: str = "") -> str:
+    label = model if scoring == "parse" else f"{model} ({scoring})"
+    return f"{label} [{source}]" if source else label
+
+
 def _summary(rows: Sequence[ResultRow]) -> list[tuple[str, str, dict[str, str]]]:
     """(model label, strategy, task -> cell) per line of the accuracy table, paper rows
-    included: the measured models of a strategy, then the paper's row for it."""
-    by_line: dict[tuple[str, str], dict[str, str]] = {}
+    included: the measured models of a strategy, then the paper's row for it.
+
+    A line is one (strategy, model, scoring); its cells may come from one source per task
+    (a qa file and a dialogue file). When one task has several sources for the line, the
+    line splits into one per source, named in its label: cells never pool sources.
+    """
+    by_line: dict[tuple[str, str, str], list[ResultRow]] = {}
     for r in sorted(rows, key=_row_key):
-        by_line.setdefault((r.strategy, r.model), {})[r.task] = _acc_cell(r.metrics)
-    strategies = sorted({s for s, _ in by_line}, key=lambda s: _order(s, STRATEGIES))
+        by_line.setdefault((r.strategy, r.model, r.scoring), []).append(r)
+    strategies = sorted({s for s, _, _ in by_line}, key=lambda s: _order(s, STRATEGIES))
     lines: list[tuple[str, str, dict[str, str]]] = []
     for strategy in strategies:
-        models = sorted(m for s, m in by_line if s == strategy)
-        lines.extend((m, strategy, by_line[(strategy, m)]) for m in models)
+        for (s, model, scoring), group in sorted(by_line.items()):
+            if s != strategy:
+                continue
+            tasks = [r.task for r in group]
+            if len(tasks) == len(set(tasks)):
+                lines.append(
+                    (
+                        _label(model, scoring),
+                        strategy,
+                        {r.task: _acc_cell(r.metrics) for r in group},
+                    )
+                )
+                continue
+            for source in dict.fromkeys(r.source for r in group):
+                cells = {r.task: _acc_cell(r.metrics) for r in group if r.source == source}
+                lines.append((_label(model, scoring, source), strategy, cells))
         paper = PAPER_CHATGPT.get(strategy)
         if paper:
             lines.append((PAPER_LABEL, strategy, {t: f"{v:.2f}" for t, v in paper.items()}))
@@ -165,7 +259,10 @@ def _summary(rows: Sequence[ResultRow]) -> list[tuple[str, str, dict[str, str]]]
 _DETAIL_HEADERS = (
     "Model",
     "Strategy",
+    "Scoring",
+    "Source",
     "n",
+    "Items",
     "Accuracy [95% CI]",
     "Acc. valid",
     "Invalid",
@@ -178,6 +275,12 @@ _DETAIL_HEADERS = (
     "Always Yes",
     "Length only",
 )
+_FIRST_NUMBER = 4  # columns before it are text
+_ACCURACY_COLUMN = 6
+
+
+def _interval_note(m: Metrics) -> str:
+    return f" (cluster bootstrap, {m.clusters} dialogues)" if m.interval != "wilson" else ""
 
 
 def _detail(row: ResultRow) -> list[str]:
@@ -185,6 +288,7 @@ def _detail(row: ResultRow) -> list[str]:
     acc = _DASH
     if m.accuracy is not None and m.accuracy_ci is not None:
         acc = f"{_pct(m.accuracy)} [{_pct(m.accuracy_ci[0])}, {_pct(m.accuracy_ci[1])}]"
+        acc += "*" if m.interval != "wilson" else ""
     yes_no = row.strategy != "contrast"
 
     def only(value: float | None) -> str:
@@ -193,7 +297,10 @@ def _detail(row: ResultRow) -> list[str]:
     return [
         row.model,
         row.strategy,
+        row.scoring,
+        row.source,
         str(m.n),
+        str(row.items),
         acc,
         _pct(m.accuracy_valid),
         _pct(m.invalid_rate),
@@ -206,6 +313,20 @@ def _detail(row: ResultRow) -> list[str]:
         _pct(b.get("always_yes")),
         _pct(b.get("length_only")),
     ]
+
+
+def _detail_notes(group: Sequence[ResultRow]) -> list[str]:
+    notes = []
+    if any(r.strategy == "contrast" for r in group):
+        notes.append(_CONTRAST_NOTE)
+    clustered = [r for r in group if r.metrics.interval != "wilson"]
+    if clustered:
+        counts = ", ".join(str(r.metrics.clusters) for r in clustered)
+        notes.append(
+            f"*: items from one dialogue are not independent; the interval resamples whole "
+            f"dialogues (cluster bootstrap over {counts} dialogues)."
+        )
+    return notes
 
 
 def _by_task(rows: Sequence[ResultRow]) -> list[tuple[str, list[ResultRow]]]:
@@ -237,12 +358,16 @@ def render_rich(rows: Sequence[ResultRow]) -> list[Table]:
         main.add_row(model, strategy, *(cells.get(t, _DASH) for t in tasks), style=style)
     tables: list[Table] = [main]
     for task, group in _by_task(rows):
-        caption = _CONTRAST_NOTE if any(r.strategy == "contrast" for r in group) else None
+        caption = " ".join(_detail_notes(group)) or None
         detail = Table(
             title=f"{TASK_TITLES.get(task, task)}: details", caption=caption, title_justify="left"
         )
         for i, header in enumerate(_DETAIL_HEADERS):
-            detail.add_column(header, justify="left" if i < 2 else "right", no_wrap=i == 3)
+            detail.add_column(
+                header,
+                justify="left" if i < _FIRST_NUMBER else "right",
+                no_wrap=i == _ACCURACY_COLUMN,
+            )
         for r in group:
             detail.add_row(*_detail(r))
         tables.append(detail)
@@ -278,10 +403,10 @@ def render_markdown(rows: Sequence[ResultRow]) -> str:
             "",
             f"### {TASK_TITLES.get(task, task)}: details",
             "",
-            _md_table(_DETAIL_HEADERS, (_detail(r) for r in group), right_from=2),
+            _md_table(_DETAIL_HEADERS, (_detail(r) for r in group), right_from=_FIRST_NUMBER),
         ]
-        if any(r.strategy == "contrast" for r in group):
-            parts += ["", _CONTRAST_NOTE]
+        for note in _detail_notes(group):
+            parts += ["", note]
     return "\n".join(parts) + "\n"
 
 
@@ -290,10 +415,14 @@ _CSV_FIELDS = (
     "task",
     "model",
     "strategy",
+    "scoring",
+    "data_source",
     "n",
+    "items",
     "accuracy",
     "accuracy_ci_low",
     "accuracy_ci_high",
+    "accuracy_ci_method",
     "accuracy_valid",
     "invalid_rate",
     "precision",
@@ -318,8 +447,10 @@ def _num(value: float | None) -> str:
 
 
 def render_csv(rows: Sequence[ResultRow]) -> str:
-    """One line per (task, model, strategy), ratios as fractions (not %), then the paper's
-    reference numbers as lines with ``source`` = "paper" and only the accuracy filled."""
+    """One line per (task, data source, model, strategy, scoring), ratios as fractions (not
+    %), then the paper's reference numbers as lines with ``source`` = "paper" and only the
+    accuracy filled (``source`` tells measured from published; ``data_source`` is what was
+    judged)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(_CSV_FIELDS)
@@ -337,10 +468,14 @@ def render_csv(rows: Sequence[ResultRow]) -> str:
                 r.task,
                 r.model,
                 r.strategy,
+                r.scoring,
+                r.source,
                 m.n,
+                r.items,
                 _num(m.accuracy),
                 _num(lo),
                 _num(hi),
+                m.interval + (f" ({m.clusters} clusters)" if m.clusters else ""),
                 _num(m.accuracy_valid),
                 _num(m.invalid_rate),
                 only(m.precision),
@@ -390,15 +525,14 @@ def report_tables(rows: Sequence[ResultRow]) -> list[Any]:
         )
     ]
     for task, group in _by_task(rows):
-        contrast = any(r.strategy == "contrast" for r in group)
         tables.append(
             TableData(
                 f"{TASK_TITLES.get(task, task)}: details",
                 list(_DETAIL_HEADERS),
                 [_detail(r) for r in group],
                 name=f"details_{task}",
-                caption=_CONTRAST_NOTE if contrast else None,
-                align=["l", "l", *("r" for _ in _DETAIL_HEADERS[2:])],
+                caption=" ".join(_detail_notes(group)) or None,
+                align=["l" if i < _FIRST_NUMBER else "r" for i in range(len(_DETAIL_HEADERS))],
             )
         )
     return tables

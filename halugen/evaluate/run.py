@@ -20,6 +20,7 @@ from ..budget import format_usd
 from ..config import RunConfig
 from ..errors import BudgetExhausted, UsageError
 from ..llm.calls import CallFailure
+from ..llm.capabilities import MODES, structured_outputs
 from ..llm.transport import Transport
 from ..prompts import Template, load_template
 from ..records import ChatRequest, fingerprint
@@ -41,6 +42,7 @@ class EvalConfig:
     gen_run: str | None = None  # only samples of this generation run
     scoring: str = "parse"  # parse | logprobs
     limit: int | None = None
+    structured: str = "auto"  # ask for a JSON verdict: auto (when supported) | on | off
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ def _identity(cfg: EvalConfig, template: Template) -> dict[str, object]:
         "base_url": r.base_url.rstrip("/"),
         "seed": r.run_seed,
         "template": template.hash,
+        # only when forced, so runs made before the option existed resume as they were
+        **({"structured": cfg.structured} if cfg.structured != "auto" else {}),
     }
 
 
@@ -127,8 +131,14 @@ async def _judge_one(
         top_logprobs=5 if logprobs else None,
     )
     est = template.estimate_tokens(values, session.counter)
-    result = await session.runner.call(
-        request, stage="judge", task=cfg.task, seed_key=item.key, est_prompt_tokens=est
+    structured = structured_outputs(session.runner, cfg.run.model, cfg.structured)
+    result, _ = await structured.call(
+        request,
+        judge.response_format(cfg.strategy),
+        stage="judge",
+        task=cfg.task,
+        seed_key=item.key,
+        est_prompt_tokens=est,
     )
     if isinstance(result, CallFailure):
         return None  # logged in calls; the item stays unjudged and a resume retries it
@@ -228,6 +238,8 @@ async def evaluate(
     check_task(cfg.task)
     if cfg.scoring not in ("parse", "logprobs"):
         raise UsageError(f"--scoring must be parse or logprobs, not {cfg.scoring!r}")
+    if cfg.structured not in MODES:
+        raise UsageError(f"--structured must be one of {', '.join(MODES)}, not {cfg.structured!r}")
     template = load_template(
         cfg.task, judge.template_name(cfg.task, cfg.strategy), cfg.run.prompts_dir
     )
@@ -266,6 +278,9 @@ async def evaluate(
             )
         except UsageError:
             raise
+        note = structured_outputs(session.runner, cfg.run.model, cfg.structured).note
+        if note:
+            session.notes.append(note)
         session.store.writer.flush_blocking()
         judged = session.store.query(
             "SELECT count(*) FROM judgements WHERE run_id = ?", [session.run_id]

@@ -2,8 +2,22 @@
 
 HaluEval looked for the substrings "Yes" and "No" anywhere in the reply, so "Not", "None",
 "Note" and "I don't know" counted as No, and a reply with both words went to whichever the
-code tested first. Here a verdict must be stated as one: the last ``Verdict:`` line (chain
-of thought ends with one), else a Yes/No word opening the reply. Anything ambiguous is
+code tested first. Here a reply is read the way a careful person reads it:
+
+1. what no reader weighs goes first (``llm.replies.visible_text``): a BOM, zero-width
+   characters, a reasoning model's ``<think>…</think>``;
+2. a structured reply (``{"verdict": "Yes"}``, also when asked for text) is read by its key;
+3. a labelled line decides: the last of ``Verdict:``, ``Judgement:``, HaluEval's own
+   ``#Your Judgement#:``, ``Final answer:``, ``Conclusion:`` ...; or ``Hallucination:`` /
+   ``Hallucinated:`` ("Hallucinated: No" is No), or ``Correct:`` with the meaning turned
+   round; ``Answer:`` counts only when none of those is there (the record's own
+   ``Answer:`` line may be echoed);
+4. else a verdict stated in a sentence ("My final verdict is No") or opening the reply
+   ("**Yes**", "'No'", "Nope.", "I'd say yes"), or a description of the judged text ("The
+   answer is hallucinated", "Not hallucinated.", "The response is correct");
+
+(``statements.polarity`` reads one value). A reply that commits to both sides ("No, wait —
+Yes."), declines ("No idea", "No comment", "I cannot determine this") or says neither is
 "invalid", which the metrics count and report instead of guessing.
 """
 
@@ -14,40 +28,91 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..llm.replies import json_object, visible_text
+from .statements import opens_with_word, polarity
+
 __all__ = ["parse_contrast", "parse_verdict", "verdict_from_logprobs"]
 
-# Markdown and punctuation a model may put before or around its first word.
-_LEAD = r"\s>*_#`'\"“‘(\[{\-"
-# A label line: "Verdict: ...", "**Final verdict:** ...", "# Verdict - ..." not (colon needed).
-_VERDICT_LINE = re.compile(
-    rf"^[{_LEAD}]*(?:final\s+)?verdict[\s*_#`]*:(.*)$", re.IGNORECASE | re.MULTILINE
+# label -> how its value is read: "verdict" (Yes = hallucinated), "hallucination" (the same,
+# and "None"/"present"/"true" make sense), "inverse" (Yes = correct = not hallucinated),
+# "answer" (the weakest: the record has an "Answer:" line too).
+_LABELS: dict[str, str] = {
+    "verdict": "verdict",
+    "final verdict": "verdict",
+    "your verdict": "verdict",
+    "judgement": "verdict",
+    "judgment": "verdict",
+    "your judgement": "verdict",
+    "your judgment": "verdict",
+    "final judgement": "verdict",
+    "final judgment": "verdict",
+    "final answer": "verdict",
+    "short answer": "verdict",
+    "conclusion": "verdict",
+    "decision": "verdict",
+    "assessment": "verdict",
+    "result": "verdict",
+    "label": "verdict",
+    "output": "verdict",
+    "hallucination": "hallucination",
+    "hallucinations": "hallucination",
+    "hallucinated": "hallucination",
+    "is hallucinated": "hallucination",
+    "contains hallucination": "hallucination",
+    "hallucination detected": "hallucination",
+    "hallucination present": "hallucination",
+    "correct": "inverse",
+    "is correct": "inverse",
+    "factual": "inverse",
+    "faithful": "inverse",
+    "accurate": "inverse",
+    "answer": "answer",
+    "my answer": "answer",
+    "response": "answer",
+    "reply": "answer",
+}
+_LABEL_ALT = "|".join(
+    re.escape(k).replace(r"\ ", r"\s+") for k in sorted(_LABELS, key=len, reverse=True)
 )
-_CONTRAST_LINE = re.compile(
-    rf"^[{_LEAD}]*(?:final\s+)?hallucinated[\s*_#`]*:(.*)$", re.IGNORECASE | re.MULTILINE
+_DECOR = r"[ \t>*_#`\-•]*"
+# "Verdict: Yes", "**Verdict:** Yes", "#Your Judgement#: Yes", "Verdict (Yes/No): No",
+# "Verdict - Yes", "Verdict = No".
+_LABEL_LINE = re.compile(
+    rf"^{_DECOR}#?\s*(?P<label>{_LABEL_ALT})\s*#?[ \t*_`]*(?:\([^)\n]{{0,20}}\))?[ \t*_`]*"
+    r"(?:[:=]|[-–—](?=\s))(?P<value>.*)$",
+    re.IGNORECASE | re.MULTILINE,
 )
-# Yes/No as a whole word: "Note", "None", "Not", "know", "nope", "No-one", "yes'" are not.
-_WORD = r"(?<![\w'’-])(yes|no)(?![\w'’-])"
-_LEADING = re.compile(rf"^[{_LEAD}\s]*{_WORD}", re.IGNORECASE)
-# A later Yes/No counts as a second verdict when it ends a clause ("No, wait — Yes.",
-# "Actually, no."), not when it is a determiner inside one ("there is no support").
-_STANDALONE = re.compile(rf"{_WORD}(?=[\s*_`'\"”’)\]]*(?:[.,;:!?—–]|$))", re.IGNORECASE)
+# A heading line holding only the label ("## Verdict", "**Final answer**"): the value is on
+# the next non-empty line.
+_LABEL_HEADING = re.compile(
+    rf"^{_DECOR}#?\s*(?P<label>{_LABEL_ALT})\s*#?[ \t*_`]*$", re.IGNORECASE | re.MULTILINE
+)
+# A verdict stated inside a sentence: "..., so my final verdict is: No".
+_INLINE = re.compile(
+    r"\b(?:verdict|judge?ment|final\s+answer|conclusion|answer)\s*(?:is|would\s+be)?\s*[:\-]?\s*"
+    r"[*_`'\"“‘\s]*(?P<word>yes|no)(?![\w'’-])",
+    re.IGNORECASE,
+)
+# A reasoning that ends on its verdict: "... the year is wrong, so yes."
+_CLOSING = re.compile(
+    r"\b(?:so|thus|therefore|hence)\s*,?\s*(?P<word>yes|no)[\s*_`'\".!]*$", re.IGNORECASE
+)
+_ECHO = re.compile(
+    r"^[ \t*_#>-]*(?:question|answer|knowledge|response|dialogue\s+history|document|summary"
+    r"|user\s+query)[ \t*_#]*:.*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_TRUE_FALSE = {"true": "yes", "false": "no"}
+_PRESENCE = re.compile(
+    r"^[\s*_`'\"]*(?:(?P<yes>present|detected|found)|(?P<no>none|absent|not\s+(?:present"
+    r"|detected|found)|n/?a))\b",
+    re.IGNORECASE,
+)
 
 
-def _classify(value: str) -> str:
-    """The verdict a value states: its leading Yes/No, unless it also states the other."""
-    m = _LEADING.match(value)
-    if not m:
-        return "invalid"
-    word = m.group(1).lower()
-    rest = value[m.end() :]
-    if any(w.lower() != word for w in _STANDALONE.findall(rest)):
-        return "invalid"
-    return word
-
-
-def _line_value(text: str, m: re.Match[str]) -> str:
-    """A label's value; when the label line is bare ("Verdict:"), the next non-empty line."""
-    value = m.group(1).strip()
+def _value_of(text: str, m: re.Match[str], heading: bool) -> str:
+    """A label's value; for a bare label line, the next non-empty line."""
+    value = "" if heading else m.group("value").strip()
     if value.strip("*_` "):
         return value
     for line in text[m.end() :].splitlines():
@@ -56,53 +121,181 @@ def _line_value(text: str, m: re.Match[str]) -> str:
     return ""
 
 
-def parse_verdict(text: str) -> str:
-    """ "yes" | "no" | "invalid" for a judge reply.
+def _word_of(value: str) -> str | None:
+    m = re.match(r"^[\s*_`'\"“‘(\[]*(\w+)", value)
+    return m.group(1).lower() if m else None
 
-    Rules, in order: the last ``Verdict:`` line decides when there is one; else the reply
-    must open with Yes or No (markdown and punctuation before it are fine). Either way the
-    verdict is invalid when the other word also stands as an answer ("No, wait — Yes."),
-    and a reply without either word ("Not hallucinated", "None", "Note: yes") is invalid.
-    """
-    if not text or not text.strip():
+
+def _read_value(value: str, kind: str) -> str | None:
+    """The verdict a label's value gives under the label's ``kind``; None: none."""
+    word = _word_of(value)
+    if kind in ("hallucination", "inverse") and word in _TRUE_FALSE:
+        said = _TRUE_FALSE[word]
+    elif kind == "hallucination" and _PRESENCE.match(value):
+        said = "yes" if _PRESENCE.match(value).group("yes") else "no"  # type: ignore[union-attr]
+    elif kind == "inverse":
+        said = polarity(value) if word in ("yes", "no") else None
+        if said in ("yes", "no"):
+            said = "no" if said == "yes" else "yes"
+        return said
+    else:
+        said = polarity(value)
+    return said
+
+
+def _labelled(text: str) -> str | None:
+    """The verdict of the reply's labelled lines, or None when it has none that count."""
+    found: list[tuple[int, str, str]] = []  # (position, kind, value)
+    for pattern, heading in ((_LABEL_LINE, False), (_LABEL_HEADING, True)):
+        for m in pattern.finditer(text):
+            label = " ".join(m.group("label").lower().split())
+            found.append((m.start(), _LABELS[label], _value_of(text, m, heading)))
+    if not found:
+        return None
+    found.sort()
+    strong = [f for f in found if f[1] != "answer"]
+    for group in (strong, found):
+        if not group:
+            continue
+        said = _read_value(group[-1][2], group[-1][1])
+        if said is not None:
+            return said
+        if group is strong:
+            return "invalid"  # "Verdict: maybe": the verdict line says nothing usable
+    return None
+
+
+def _from_json(obj: Mapping[str, Any]) -> str | None:
+    said: set[str] = set()
+    for key, value in obj.items():
+        kind = _LABELS.get(" ".join(str(key).lower().replace("_", " ").split()))
+        if kind is None:
+            continue
+        if isinstance(value, bool):
+            verdict = "yes" if value != (kind == "inverse") else "no"
+        elif isinstance(value, str):
+            verdict = _read_value(value, kind) or "invalid"
+        else:
+            verdict = "invalid"
+        said.add(verdict)
+    if not said:
+        return None
+    return said.pop() if len(said) == 1 else "invalid"
+
+
+def parse_verdict(text: str | None) -> str:
+    """ "yes" | "no" | "invalid" for a judge reply (the module docstring gives the rules)."""
+    text = visible_text(text)
+    if not text:
         return "invalid"
-    lines = list(_VERDICT_LINE.finditer(text))
-    if lines:
-        return _classify(_line_value(text, lines[-1]))
-    return _classify(text.strip())
+    obj = json_object(text)
+    if obj is not None:
+        return _from_json(obj) or "invalid"
+    said = _labelled(text)
+    if said is not None:
+        return said
+    text = _ECHO.sub("", text).strip()  # the record's lines, echoed before the verdict
+    opening = polarity(text)
+    if opening is not None and opens_with_word(text):
+        return opening
+    inline = list(_INLINE.finditer(text))
+    if inline:
+        return inline[-1].group("word").lower()
+    closing = _CLOSING.search(text)
+    if closing:  # "..., so yes." after reasoning that says nothing by itself
+        return closing.group("word").lower()
+    return opening or "invalid"
 
 
+# -- contrast: which of two is hallucinated ----------------------------------------------------
+
+_PICK_LABELS = (
+    r"(?:final\s+)?hallucinated(?:\s+(?:answer|response|summary|one|text))?|hallucination"
+    r"|final\s+answer|verdict|choice|your\s+choice|answer|pick"
+)
+_CONTRAST_LINE = re.compile(
+    rf"^{_DECOR}#?\s*(?:{_PICK_LABELS})\s*#?[ \t*_`]*(?:[:=]|[-–—](?=\s))(?P<value>.*)$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_CONTRAST_STRONG = re.compile(r"hallucinat", re.IGNORECASE)
 _NUMBER = re.compile(
-    r"(?<![\w.])(?:(?:answer|response|summary|candidate|option)\s*)?#?\s*([12])(?!\w)(?!\.\d)",
+    r"(?<![\w.])(?:(?:answer|response|summary|candidate|option|text)\s*)?#?\s*([12])(?!\w)(?!\.\d)",
     re.IGNORECASE,
 )
 _BARE_PICK = re.compile(
-    r"^[\s>*_#`'\"(\[]*(?:(?:answer|response|summary|candidate|option)\s*)?#?\s*([12])"
+    r"^[\s>*_#`'\"(\[]*(?:(?:answer|response|summary|candidate|option|text)\s*)?#?\s*([12])"
     r"[\s*_`'\")\].:!]*$",
+    re.IGNORECASE,
+)
+_NAMED = r"(?:answer|response|summary|candidate|option|text)\s*#?\s*([12])(?!\w)"
+# "Answer 2 is hallucinated", "Response 1 contains a hallucination", "Summary 2 is wrong".
+_NAMED_BAD = re.compile(
+    rf"{_NAMED}[\s*_`'\"]*(?:is|was|'s|contains?|has)\s+(?:the\s+)?(?:an?\s+)?"
+    r"(?:hallucinat\w*|one\s+(?:that|which)\s+(?:is\s+)?hallucinat\w*|incorrect|wrong|false"
+    r"|fabricated|inaccurate)",
+    re.IGNORECASE,
+)
+# "Answer 1 is correct", "Response 2 is fine".
+_NAMED_GOOD = re.compile(
+    rf"{_NAMED}[\s*_`'\"]*(?:is|was|'s)\s+(?:the\s+)?(?:correct|right|accurate|fine|faithful"
+    r"|true|factual)(?:\s+one)?\b",
     re.IGNORECASE,
 )
 
 
-def parse_contrast(text: str) -> int | None:
+def _picks(value: str) -> set[int]:
+    return {int(n) for n in _NUMBER.findall(value)}
+
+
+def parse_contrast(text: str | None) -> int | None:
     """1 | 2 | None: which of two shown texts a contrast judge says is hallucinated.
 
-    The last ``Hallucinated:`` line decides and must name exactly one of 1 and 2 ("2",
-    "Answer 2", "**Response 1**", "2 — the date is wrong"); without that line, the reply
-    must be just the pick ("2", "Summary 1."). "1 or 2", "both", "neither" are None.
+    After the cleaning every reply gets (``visible_text``): a JSON reply's
+    ``hallucinated`` (or ``choice``/``answer``) key; else the last labelled line
+    (``Hallucinated:``, ``Hallucinated answer:``, ``Final answer:``, ``Choice:``...; a
+    ``Hallucinated:`` line wins over the others) must name exactly one of 1 and 2 ("2",
+    "Answer 2", "**Response 1**", "2 — the date is wrong"); else a bare pick ("2",
+    "Summary 1.") or sentences that name the hallucinated one ("Answer 2 is hallucinated",
+    "Response 1 is correct" = 2), which must all point the same way. "1 or 2", "both",
+    "neither" are None.
     """
-    if not text or not text.strip():
+    text = visible_text(text)
+    if not text:
         return None
+    obj = json_object(text)
+    if obj is not None:
+        picks = set()
+        for key, value in obj.items():
+            if re.fullmatch(r"hallucinated(_\w+)?|choice|answer|pick", str(key).lower()):
+                if isinstance(value, int) and not isinstance(value, bool):
+                    picks.add(value)
+                elif isinstance(value, str):
+                    picks |= _picks(value)
+        picks &= {1, 2}
+        return picks.pop() if len(picks) == 1 else None
     lines = list(_CONTRAST_LINE.finditer(text))
     if lines:
-        picks = {int(n) for n in _NUMBER.findall(_line_value(text, lines[-1]))}
-        return picks.pop() if len(picks) == 1 else None
-    m = _BARE_PICK.match(text.strip())
-    return int(m.group(1)) if m else None
+        strong = [m for m in lines if _CONTRAST_STRONG.search(m.group(0).split(":")[0])]
+        m = (strong or lines)[-1]
+        value = _value_of(text, m, heading=False)
+        picks = _picks(value)
+        if len(picks) == 1 and picks <= {1, 2}:
+            return picks.pop()
+        if strong:
+            return None
+    m = _BARE_PICK.match(text)
+    if m:
+        return int(m.group(1))
+    named = {int(n) for n in _NAMED_BAD.findall(text)}
+    named |= {3 - int(n) for n in _NAMED_GOOD.findall(text)}
+    return named.pop() if len(named) == 1 else None
 
 
 # -- scoring by token probabilities ---------------------------------------------------------
 
-_AFTER_VERDICT = re.compile(r"verdict[\s*_#`]*:[\s*_`]*$", re.IGNORECASE)
+# "Verdict:", "#Your Judgement#:", and JSON's '"verdict": "' just before the verdict token.
+_AFTER_VERDICT = re.compile(r"(?:verdict|judge?ment)[\s*_#`'\"]*:[\s*_`'\"]*$", re.IGNORECASE)
+_THINK_END = re.compile(r"</think>|</thinking>|</reasoning>", re.IGNORECASE)
 _DECORATION = " \t\r\n*_#`'\".:"
 
 
@@ -139,7 +332,13 @@ def _verdict_entry(entries: Sequence[Any]) -> Any | None:
         text += token
     if after is not None:
         return entries[after]
-    for entry in entries:
+    # without a label: the first Yes/No after the reasoning block, if there is one
+    start, text = 0, ""
+    for i, entry in enumerate(entries):
+        text += str(_get(entry, "token") or "")
+        if _THINK_END.search(text[-24:]):
+            start, text = i + 1, ""
+    for entry in entries[start:]:
         if _word(_get(entry, "token")) in ("yes", "no"):
             return entry
     return None

@@ -45,6 +45,9 @@ FORMATS: dict[str, SeedFormat] = {
         halueval.SUMMARIZATION_TASK, halueval.read_halueval_summarization
     ),
     opendialkg.FORMAT: SeedFormat(opendialkg.TASK, opendialkg.read_opendialkg),
+    opendialkg.PER_DIALOGUE_FORMAT: SeedFormat(
+        opendialkg.TASK, opendialkg.read_opendialkg_per_dialogue
+    ),
     cnndm.FORMAT: SeedFormat(cnndm.TASK, cnndm.read_cnndm),
     cnndm.STORY_FORMAT: SeedFormat(cnndm.TASK, cnndm.read_cnndm_story),
 }

@@ -44,6 +44,8 @@ SIGNATURES: tuple[tuple[str, frozenset[str], str], ...] = (
         halueval.SUMMARIZATION_DESCRIPTION,
     ),
     (opendialkg.FORMAT, opendialkg.KEYS, opendialkg.DESCRIPTION),
+    # the same files, one seed per dialogue: never detected (opendialkg matches first)
+    (opendialkg.PER_DIALOGUE_FORMAT, opendialkg.KEYS, opendialkg.PER_DIALOGUE_DESCRIPTION),
     (cnndm.FORMAT, cnndm.KEYS, cnndm.DESCRIPTION),
     (cnndm.STORY_FORMAT, cnndm.STORY_KEYS, cnndm.STORY_DESCRIPTION),
 )
@@ -55,6 +57,7 @@ LAYOUTS: dict[str, frozenset[str]] = {
     halueval.DIALOGUE_FORMAT: halueval.LAYOUTS,
     halueval.SUMMARIZATION_FORMAT: halueval.LAYOUTS,
     opendialkg.FORMAT: opendialkg.LAYOUTS,
+    opendialkg.PER_DIALOGUE_FORMAT: opendialkg.LAYOUTS,
     cnndm.FORMAT: cnndm.LAYOUTS,
     cnndm.STORY_FORMAT: cnndm.STORY_LAYOUTS,
 }

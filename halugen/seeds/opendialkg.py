@@ -10,7 +10,8 @@ draws on. ``meta_thread/send_meta_message`` actions ("are you there?") are chatt
 dialogue and are left out.
 
 One seed per assistant reply that has knowledge before it, so a dialogue with several paths
-gives several seeds:
+gives several seeds (format ``opendialkg-dialogue``: only the first, HaluEval's unit of one
+seed per dialogue):
 
 - knowledge: the verbalised texts of the paths chosen since the previous assistant reply (by
   either side: a path the user picks grounds the question the reply answers), in order;
@@ -41,17 +42,22 @@ __all__ = [
     "FORMAT",
     "KEYS",
     "LAYOUTS",
+    "PER_DIALOGUE_DESCRIPTION",
+    "PER_DIALOGUE_FORMAT",
     "TASK",
     "dialogue_seeds",
     "join_sentences",
     "read_opendialkg",
+    "read_opendialkg_per_dialogue",
 ]
 
 FORMAT = "opendialkg"
+PER_DIALOGUE_FORMAT = "opendialkg-dialogue"  # given with --seed-format, never detected
 TASK = "dialogue"
 KEYS = frozenset({"messages", "user rating"})  # CSV header columns, normalised
 LAYOUTS = frozenset({"csv"})
 DESCRIPTION = "OpenDialKG CSV files: columns Messages, User Rating, Assistant Rating"
+PER_DIALOGUE_DESCRIPTION = "the same, one seed per dialogue as HaluEval (name it to use it)"
 
 _SPEAKERS = {"user": "[Human]", "assistant": "[Assistant]"}
 _ASSISTANT = _SPEAKERS["assistant"]
@@ -61,8 +67,18 @@ NO_REPLY = "no assistant turn after a knowledge-graph path"
 NO_HISTORY = "no dialogue turn before the assistant reply that follows a knowledge-graph path"
 
 
-def read_opendialkg(path: str) -> Iterator[Seed | BadRecord]:
-    """Dialogue seeds of an OpenDialKG CSV file, lazily; unusable rows as ``BadRecord``."""
+def read_opendialkg_per_dialogue(path: str) -> Iterator[Seed | BadRecord]:
+    """HaluEval's unit: one seed per dialogue, its first grounded reply (format
+    ``opendialkg-dialogue``). The seeds of one dialogue are not independent; with one per
+    dialogue, every benchmark item is."""
+    return read_opendialkg(path, per_dialogue=True)
+
+
+def read_opendialkg(path: str, *, per_dialogue: bool = False) -> Iterator[Seed | BadRecord]:
+    """Dialogue seeds of an OpenDialKG CSV file, lazily; unusable rows as ``BadRecord``.
+
+    One seed per grounded reply, or with ``per_dialogue`` only the first of each dialogue.
+    """
     base = os.path.basename(path)
     for line, row in iter_csv(path, required=("messages",)):
         if isinstance(row, BadRecord):
@@ -77,7 +93,7 @@ def read_opendialkg(path: str) -> Iterator[Seed | BadRecord]:
         if isinstance(seeds, str):
             yield BadRecord(path, line, seeds)
             continue
-        for turn, fields in seeds:
+        for turn, fields in seeds[:1] if per_dialogue else seeds:
             yield Seed(
                 task=TASK,
                 fields=fields,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .keys import mix, pick, unit
@@ -257,6 +257,8 @@ class Reply:
     text: str
     verdict: str = ""  # "Yes" | "No" for recognition prompts
     confidence: float = 0.0  # probability of the verdict token
+    # lower-case reply-format label -> value, what a structured (JSON) reply holds
+    values: Mapping[str, str] = field(default_factory=dict)
 
 
 def _context(fields: Mapping[str, str]) -> str:
@@ -286,28 +288,32 @@ def reply(
     """The text of choice number ``choice`` for a parsed prompt."""
     if info.kind == "plain":
         return Reply(plain_answer(info.text, prompt_key, variant_key))
+    word, confidence = "", 0.0
     if info.kind == "choose":
         k = choose(info.candidates, _context(info.fields), variant_key)
-        return Reply(_render(info, {"choice": str(k)}, variant_key))
-    if info.kind == "verdict":
+        decided = {"choice": str(k)}
+    elif info.kind == "verdict":
         word, confidence = verdict(
             _shown_answer(info.fields),
             mix(prompt_key, 100 + choice),  # the prompt decides (each choice draws anew)
             oracle=oracle,
             judge_accuracy=judge_accuracy,
         )
-        return Reply(_render(info, {"verdict": word}, variant_key), word, confidence)
-    if info.kind == "contrast":
+        decided = {"verdict": word}
+    elif info.kind == "contrast":
         k = contrast(
             info.candidates,
             mix(prompt_key, 200 + choice),  # like a verdict: the prompt decides
             oracle=oracle,
             judge_accuracy=judge_accuracy,
         )
-        return Reply(_render(info, {"hallucinated": str(k)}, variant_key))
-    if info.kind == "hallucinate":
-        return Reply(_render(info, _hallucination(info, variant_key), variant_key))
-    return Reply(_render(info, {}, variant_key))
+        decided = {"hallucinated": str(k)}
+    elif info.kind == "hallucinate":
+        decided = _hallucination(info, variant_key)
+    else:
+        decided = {}
+    values = _values(info, decided, variant_key)
+    return Reply(_render(info, values), word, confidence, values)
 
 
 def _hallucination(info: PromptInfo, key: int) -> dict[str, str]:
@@ -329,17 +335,22 @@ def _hallucination(info: PromptInfo, key: int) -> dict[str, str]:
     return out
 
 
-def _render(info: PromptInfo, values: Mapping[str, str], key: int) -> str:
-    """One ``Label: value`` line per reply-format label, in the format's order."""
-    lines = []
+def _values(info: PromptInfo, decided: Mapping[str, str], key: int) -> dict[str, str]:
+    """A value for every reply-format label: the decided ones, options or fillers."""
+    out = {}
     for i, label in enumerate(info.labels):
         low = label.lower()
-        value = values.get(low)
+        value = decided.get(low)
         if value is None:
             opts = info.options.get(low)
             value = pick(opts, key, 60 + i) if opts else _filler(low, info, key)
-        lines.append(f"{label}: {value}")
-    return "\n".join(lines)
+        out[low] = value
+    return out
+
+
+def _render(info: PromptInfo, values: Mapping[str, str]) -> str:
+    """One ``Label: value`` line per reply-format label, in the format's order."""
+    return "\n".join(f"{label}: {values[label.lower()]}" for label in info.labels)
 
 
 def _filler(label: str, info: PromptInfo, key: int) -> str:

@@ -32,6 +32,7 @@ _FALLBACK_NAMES = (
     "the Tarn Valley Trust",
 )
 _DETAILS = (" in {year}", " since {year}", ", according to {name}")
+_VAGUE = ("near {other}", "around {other}", "beyond {other}")
 
 
 def _swap_name(right: str, context: str, key: int, *, prefer: str = "") -> str | None:
@@ -121,9 +122,13 @@ def _add_detail(right: str, context: str, key: int) -> str:
     year = 1850 + mix(key, 7) % 170
     right_norm = normalise(right)
     others = [n for n, norm in names_normalised(context) if norm not in right_norm]
-    if len(right.split()) <= 4:
-        # a short span gets an extra wrong item rather than a clause, to keep its form
-        return f"{right} and {pick(others, key, 9)}" if others else f"{right} in {year}"
+    if len(right.split()) <= 4 and right.rstrip()[-1:] not in ".!?":
+        # a short span is made vaguer rather than longer: "<right> and <other>" would still
+        # state the right answer (the engine rejects that as contains_right_answer); a short
+        # sentence gets a false detail below
+        if others:
+            return pick(_VAGUE, key, 14).format(other=pick(others, key, 9))
+        return f"some time before {year}"
     detail = pick(_DETAILS, key, 8).format(
         year=year, name=pick(others or list(_FALLBACK_NAMES), key, 9)
     )

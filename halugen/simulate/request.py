@@ -2,9 +2,9 @@
 
 Checks follow OpenAI's: a JSON object with ``model`` and a non-empty ``messages`` array;
 ``n``, ``max_tokens``/``max_completion_tokens``, ``temperature``, ``stop``, ``logprobs`` and
-``top_logprobs`` within their ranges. Message content may be a string or an array of
-content parts (their text parts are joined). A failed check raises ``BadRequest``, which
-the simulator answers with a 400.
+``top_logprobs`` within their ranges; ``response_format`` of a known type. Message content
+may be a string or an array of content parts (their text parts are joined). A failed check
+raises ``BadRequest``, which the simulator answers with a 400.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from ..llm.transport import HttpResponse
+from .structured import check_response_format
 from .tokens import count_prompt
 
 __all__ = ["MAX_N", "BadRequest", "ChatBody", "error_response", "parse_body"]
@@ -38,6 +39,7 @@ class ChatBody:
     logprobs: bool
     top_logprobs: int
     prompt_tokens: int
+    response_format: dict[str, Any] | None = None  # a JSON format asked for; None: text
 
 
 class BadRequest(Exception):
@@ -132,6 +134,10 @@ def parse_body(data: bytes) -> ChatBody:
     if not isinstance(logprobs, bool):
         raise BadRequest("'logprobs' must be a boolean.", "logprobs")
     top = _int_param(body, "top_logprobs", 0, 20) or 0
+    try:
+        response_format = check_response_format(body.get("response_format"))
+    except ValueError as exc:
+        raise BadRequest(str(exc), "response_format") from None
     return ChatBody(
         body=body,
         model=model,
@@ -143,4 +149,5 @@ def parse_body(data: bytes) -> ChatBody:
         logprobs=logprobs,
         top_logprobs=top,
         prompt_tokens=count_prompt(contents),
+        response_format=response_format,
     )

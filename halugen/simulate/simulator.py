@@ -32,7 +32,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -44,6 +44,7 @@ from . import answers
 from .keys import key64, mix, unit
 from .limits import Admission, RateLimits
 from .request import BadRequest, ChatBody, error_response, parse_body
+from .structured import UNSUPPORTED_FORMAT, structured_text
 from .tokens import count_text, truncate_to_tokens
 from .words import normalise
 
@@ -72,6 +73,7 @@ class SimConfig:
     api_key: str | None = field(default=None, repr=False)
     auth: str = "bearer"  # how the key must come: "bearer" (Authorization) or "api-key" (Azure)
     honour_n: bool = True  # False: ignore n > 1 and return one choice
+    structured_outputs: bool = True  # False: a JSON response_format is a 400, as on old servers
     report_usage: bool = True  # False: omit "usage" from responses
     seed: int = 0  # mixes into every deterministic choice
     judge_accuracy: float | None = None  # recognition: P(right verdict) for oracle answers
@@ -259,6 +261,8 @@ class Simulator:
             return self._count(self.unauthorised())
         try:
             req = parse_body(body)
+            if req.response_format is not None and not cfg.structured_outputs:
+                raise BadRequest(UNSUPPORTED_FORMAT, "response_format", "unsupported_parameter")
             if req.prompt_tokens + (req.max_tokens or 0) > cfg.context_window:
                 raise BadRequest(
                     f"This model's maximum context length is {cfg.context_window} tokens. "
@@ -455,6 +459,7 @@ class Simulator:
             if (
                 cfg.garbage_rate > 0
                 and info.kind != "plain"
+                and req.response_format is None  # a schema constrains the reply's form
                 and unit(variant_key, 71) < cfg.garbage_rate
             ):
                 reply = answers.Reply(answers.garbage_reply(variant_key))
@@ -466,6 +471,13 @@ class Simulator:
                     choice=i,
                     oracle=self._oracle,
                     judge_accuracy=cfg.judge_accuracy,
+                )
+            if req.response_format is not None:
+                reply = replace(
+                    reply,
+                    text=structured_text(
+                        req.response_format, reply.values, info.labels, variant_key
+                    ),
                 )
             text, finish = _finish(reply.text, req.stop, req.max_tokens)
             completion_tokens += count_text(text)

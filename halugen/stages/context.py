@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..config import Sampling
 from ..llm.calls import CallRunner
@@ -39,7 +40,11 @@ class GenContext:
     # candidates stored by an earlier session of this run, for seeds still pending
     resumed_candidates: dict[str, list[tuple]] = field(default_factory=dict)
     context_window: int = 128_000
+    # share of the window a record may fill by our count: a server that is not OpenAI's
+    # counts with its own tokenizer, which can differ from ours by 10% or more
+    fit_safety: float = 0.95
     long_documents: str = "truncate"  # truncate | skip
+    prompts_dir: Path | None = None  # the user's templates (e.g. filter_again) win
 
     def rng(self, seed_key: str, purpose: str) -> random.Random:
         """An RNG seeded by (run seed, record key, purpose): never global state."""

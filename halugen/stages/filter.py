@@ -2,21 +2,36 @@
 
 The judge sees the candidates in an order drawn from an RNG seeded by (run seed, seed key)
 and never the right answer, so it picks the candidate closest to the truth. Identical or
-single valid candidates need no call. Unparseable verdicts are recorded, never data.
+single valid candidates need no call. The judge is asked for ``{"choice": n}`` when the
+endpoint has structured outputs (``llm.capabilities``), else for text; a reply that names
+no candidate is followed once by a stricter instruction in the same conversation
+(``prompts/<task>/filter_again.txt``) before the seed is rejected. Unparseable picks are
+recorded, never data.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import orjson
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from ..errors import BudgetExhausted
 from ..llm.calls import CallFailure
+from ..llm.capabilities import structured_outputs
+from ..llm.structured import choice_format
+from ..prompts import Template, load_template
 from ..records import Candidate, ChatRequest, Judgement, Rejected, Sample, Seed
 from ..tasks.base import normalise
 from .context import GenContext
 
-__all__ = ["decide", "run_filter_stage"]
+__all__ = ["AGAIN_TEMPLATE", "MIN_FILTER_TOKENS", "decide", "run_filter_stage"]
+
+# Room for a short reply ("Choice: 2", '{"choice": 2}', "Choice: Answer 2 (Vladivostok)")
+# whatever the judge's max_tokens says: a pick cut off mid-word is a pick lost.
+MIN_FILTER_TOKENS = 32
+# prompts/<task>/filter_again.txt: the one stricter follow-up after an unreadable pick
+AGAIN_TEMPLATE = "filter_again"
 
 
 async def run_filter_stage(
@@ -35,7 +50,6 @@ async def run_filter_stage(
 
 
 async def decide(ctx: GenContext, seed: Seed, candidates: list[Candidate]) -> Sample | Rejected:
-    task = ctx.tasks[seed.task]
     # A call that failed after its retries says nothing about the seed: deciding from the
     # other candidate alone would make the dataset depend on provider faults. The seed stays
     # 'failed' (its good candidates are stored) and the next run samples the missing one.
@@ -63,58 +77,107 @@ async def decide(ctx: GenContext, seed: Seed, candidates: list[Candidate]) -> Sa
 
     order = list(range(len(valid)))
     ctx.rng(seed.key, "filter-order").shuffle(order)
-    shown = [valid[i] for i in order]
+    return await _judge(ctx, seed, candidates, [valid[i] for i in order])
+
+
+async def _judge(
+    ctx: GenContext, seed: Seed, candidates: list[Candidate], shown: list[Candidate]
+) -> Sample | Rejected:
+    """Ask the judge (as JSON when the endpoint can; once more, stricter, when its reply
+    names no candidate) and turn its pick into a sample."""
+    task = ctx.tasks[seed.task]
     template = task.filter_template
-    values = task.spec.filter_values(seed.fields, [c.text for c in shown])
+    texts = [c.text for c in shown]
+    values = task.spec.filter_values(seed.fields, texts)
     request = ChatRequest(
         model=ctx.model,
         messages=template.render(values),
         temperature=ctx.judge.temperature,
-        max_tokens=ctx.judge.max_tokens,
+        max_tokens=max(ctx.judge.max_tokens, MIN_FILTER_TOKENS),
         top_p=ctx.judge.top_p,
     )
     est = template.estimate_tokens(values, ctx.runner.counter)
-    ctx.stats.bump(ctx.stats.filter_calls, seed.task)
-    result = await ctx.runner.call(
-        request, stage="filter", task=seed.task, seed_key=seed.key, est_prompt_tokens=est
-    )
+    structured = structured_outputs(ctx.runner, ctx.model)
+    fmt = choice_format(len(shown))
+    where = dict(stage="filter", task=seed.task, seed_key=seed.key)
     shown_idx = tuple(c.index for c in shown)
-    if isinstance(result, CallFailure):
-        judgement = Judgement(
-            seed.key,
-            shown_idx,
-            None,
-            "call_failed",
-            request.key,
-            template.hash,
-            "",
-            result.message[:300],
+    ctx.stats.bump(ctx.stats.filter_calls, seed.task)
+    result, _ = await structured.call(request, fmt, est_prompt_tokens=est, **where)
+    first_reply = ""
+    for attempt in (1, 2):
+        if isinstance(result, CallFailure):
+            judgement = Judgement(
+                seed.key,
+                shown_idx,
+                None,
+                "call_failed",
+                request.key,
+                template.hash,
+                "",
+                result.message[:300],
+            )
+            _record(ctx, seed, judgement)
+            return Rejected(
+                seed, "filter", result.reason, result.message[:300], tuple(candidates), judgement
+            )
+        if result.finish_reason == "content_filter":  # an outcome, not a parsing problem
+            judgement = Judgement(
+                seed.key, shown_idx, None, "content_filter", request.key, template.hash
+            )
+            _record(ctx, seed, judgement)
+            return Rejected(
+                seed, "filter", "judge_content_filter", "", tuple(candidates), judgement
+            )
+        position = task.spec.parse_choice(result.text, texts)
+        if position is not None:
+            chosen = shown[position - 1]
+            method = "judge" if attempt == 1 else "judge_again"
+            judgement = Judgement(
+                seed.key,
+                shown_idx,
+                chosen.index,
+                method,
+                request.key,
+                template.hash,
+                result.text[:2000],
+                first_reply[:300],
+            )
+            _record(ctx, seed, judgement)
+            return _sample(ctx, seed, chosen, judgement)
+        if attempt == 2:
+            break
+        # the reply names no candidate: ask once more, stricter, in the same conversation
+        first_reply = result.text
+        again = _again_template(ctx, seed.task)
+        request = dataclasses.replace(
+            request,
+            messages=(
+                *request.messages,
+                {"role": "assistant", "content": result.text},
+                *again.render({"count": str(len(shown))}),
+            ),
         )
-        _record(ctx, seed, judgement)
-        return Rejected(
-            seed, "filter", result.reason, result.message[:300], tuple(candidates), judgement
+        ctx.stats.bump(ctx.stats.filter_calls, seed.task)
+        result, _ = await structured.call(
+            request, fmt, est_prompt_tokens=est + 2 * MIN_FILTER_TOKENS, **where
         )
-    if result.finish_reason == "content_filter":  # an outcome, not a parsing problem
-        judgement = Judgement(
-            seed.key, shown_idx, None, "content_filter", request.key, template.hash
-        )
-        _record(ctx, seed, judgement)
-        return Rejected(seed, "filter", "judge_content_filter", "", tuple(candidates), judgement)
-    position = task.spec.parse_choice(result.text, [c.text for c in shown])
-    if position is None:
-        judgement = Judgement(
-            seed.key, shown_idx, None, "unparseable", request.key, template.hash, result.text[:2000]
-        )
-        _record(ctx, seed, judgement)
-        return Rejected(
-            seed, "filter", "judge_unparseable", result.text[:300], tuple(candidates), judgement
-        )
-    chosen = shown[position - 1]
     judgement = Judgement(
-        seed.key, shown_idx, chosen.index, "judge", request.key, template.hash, result.text[:2000]
+        seed.key,
+        shown_idx,
+        None,
+        "unparseable",
+        request.key,
+        template.hash,
+        result.text[:2000],
+        first_reply[:300],
     )
     _record(ctx, seed, judgement)
-    return _sample(ctx, seed, chosen, judgement)
+    detail = f"{first_reply[:150]} | again: {result.text[:150]}"
+    return Rejected(seed, "filter", "judge_unparseable", detail, tuple(candidates), judgement)
+
+
+def _again_template(ctx: GenContext, task: str) -> Template:
+    return load_template(task, AGAIN_TEMPLATE, getattr(ctx, "prompts_dir", None))
 
 
 def _sample(ctx: GenContext, seed: Seed, chosen: Candidate, judgement: Judgement) -> Sample:

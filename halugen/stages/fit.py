@@ -48,8 +48,9 @@ def fit_to_context(
     context_window: int,
     max_tokens: int,
     policy: str,
+    safety: float = _SAFETY,
 ) -> FitResult:
-    limit = int(context_window * _SAFETY) - max_tokens
+    limit = int(context_window * safety) - max_tokens
     fields = dict(seed.fields)
     needed = _largest_prompt(task, fields, counter, 0)
     if needed <= limit:

@@ -2,29 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from ..errors import BudgetExhausted
 from ..llm.calls import CallFailure
 from ..records import Candidate, ChatRequest, Seed
-from ..tasks.base import TaskSpec, normalise
+from ..tasks.base import TaskSpec
 from .context import GenContext, LoadedTask
 
 __all__ = ["run_sample_stage", "sample_seed"]
 
-# candidate statuses that a resumed run keeps (anything else is sampled again)
-FINAL_STATUSES = frozenset(
-    {
-        "ok",
-        "unparseable",
-        "refusal",
-        "equals_right_answer",
-        "content_filter",
-        "truncated",
-        "too_long",
-        "context_length",
-    }
-)
+# A stored candidate is kept on resume unless its call failed (then it is sampled again,
+# which a later session may get through) or it did not fit the context window (its seed
+# comes back only when the window changed); stored usable ones are checked again with the
+# current guards, which cost no call.
+RETRY_STATUSES = frozenset({"call_failed", "context_length"})
 
 
 async def run_sample_stage(
@@ -46,12 +40,17 @@ async def run_sample_stage(
 async def sample_seed(ctx: GenContext, seed: Seed) -> list[Candidate]:
     task = ctx.tasks[seed.task]
     stored = {
-        row[0]: row for row in ctx.resumed_candidates.pop(seed.key, []) if row[6] in FINAL_STATUSES
+        row[0]: row
+        for row in ctx.resumed_candidates.pop(seed.key, [])
+        if row[6] not in RETRY_STATUSES
     }
     results: list[Candidate | None] = [None] * len(task.sample_templates)
     for idx, row in stored.items():
         if idx < len(results):
-            results[idx] = _candidate_from_row(seed, row)
+            cand = _recheck(task.spec, seed, _candidate_from_row(seed, row))
+            if cand.status != row[6]:
+                _store(ctx, seed, cand)  # the new verdict is what status counts
+            results[idx] = cand
 
     # One candidate after the other: a seed's calls need no parallelism of their own, the
     # worker pool keeps the endpoint busy (and a task group per seed costs CPU).
@@ -90,6 +89,11 @@ async def _sample_one(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int) -
         )
     else:
         cand = _candidate_from_reply(spec, seed, base, result.text, result.finish_reason)
+    _store(ctx, seed, cand)
+    return cand
+
+
+def _store(ctx: GenContext, seed: Seed, cand: Candidate) -> None:
     ctx.writer.put(
         [
             (
@@ -98,7 +102,7 @@ async def _sample_one(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int) -
                     ctx.run_id,
                     seed.task,
                     seed.key,
-                    idx,
+                    cand.index,
                     cand.template,
                     cand.template_hash,
                     cand.call_key,
@@ -111,7 +115,6 @@ async def _sample_one(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int) -
             )
         ]
     )
-    return cand
 
 
 def _candidate_from_reply(
@@ -135,16 +138,18 @@ def _candidate_from_reply(
             detail="the reply hit max_tokens",
             raw=text,
         )
-    right = seed.fields.get(spec.right_field, "")
-    if normalise(answer) == normalise(right):
-        return Candidate(
-            **base, text=answer, pattern=parsed.pattern, status="equals_right_answer", raw=text
-        )
-    if spec.check_candidate is not None:
-        problem = spec.check_candidate(seed.fields, answer)
-        if problem:
-            return Candidate(**base, text=answer, pattern=parsed.pattern, status=problem, raw=text)
-    return Candidate(**base, text=answer, pattern=parsed.pattern, raw=text)
+    # equality with the right text, containment, form and length: the task's guards
+    problem = spec.check_candidate(seed.fields, answer)
+    return Candidate(**base, text=answer, pattern=parsed.pattern, status=problem or "ok", raw=text)
+
+
+def _recheck(spec: TaskSpec, seed: Seed, cand: Candidate) -> Candidate:
+    """A stored usable candidate under today's guards (a resumed run made before a guard
+    existed must not turn its candidates into data unchecked)."""
+    if not cand.ok:
+        return cand
+    problem = spec.check_candidate(seed.fields, cand.text)
+    return replace(cand, status=problem) if problem else cand
 
 
 def _candidate_from_row(seed: Seed, row: tuple) -> Candidate:

@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..records import BadRecord, Seed
 from ..store.db import KeyIndex
 from .context import GenContext
-from .fit import fit_to_context
+from .fit import FitResult, fit_to_context
 
 __all__ = ["SeedSource", "run_seed_stage"]
 
@@ -67,21 +67,28 @@ async def _admit(ctx: GenContext, sources: list[SeedSource], send: ObjectSendStr
             await send.send(refitted)
     # then new seeds, one task after the other in turn, so that several tasks in one run
     # progress together and share the budget
-    streams = [(_new_seeds(ctx, source), deque[Seed | None]()) for source in sources]
+    streams = [(_new_seeds(ctx, source), deque[tuple[Seed | None, int]]()) for source in sources]
     while streams:
         for entry in list(streams):
             stream, ready = entry
             if not ready:
-                ready.extend(await anyio.to_thread.run_sync(_take, stream))
+                window = ctx.context_window
+                ready.extend(
+                    (item, window) for item in await anyio.to_thread.run_sync(_take, stream)
+                )
                 if not ready:
                     streams.remove(entry)
                     continue
-            item = ready.popleft()  # one seed per task in turn
+            item, fitted_to = ready.popleft()  # one seed per task in turn
             if item is None:
                 await anyio.sleep(0)  # a long stretch of skipped records: stay responsive
             elif ctx.flags.stop_admitting:
                 return
             else:
+                if fitted_to != ctx.context_window:  # a server's reply taught another window
+                    item = _refit(ctx, item.task, item)
+                    if item is None:
+                        continue
                 await send.send(item)
 
 
@@ -95,16 +102,22 @@ def _take(stream: Iterator[Seed | None]) -> list[Seed | None]:
     return out
 
 
-def _refit(ctx: GenContext, task: str, seed: Seed) -> Seed | None:
-    """A pending seed fitted again: the context window may have changed since it was read."""
-    fit = fit_to_context(
+def fit_seed(ctx: GenContext, task: str, seed: Seed) -> FitResult:
+    """``seed`` fitted to the run's context window as it is now."""
+    return fit_to_context(
         seed,
         ctx.tasks[task],
         ctx.runner.counter,
         context_window=ctx.context_window,
         max_tokens=max(ctx.sampling.max_tokens, ctx.judge.max_tokens),
         policy=ctx.long_documents,
+        safety=ctx.fit_safety,
     )
+
+
+def _refit(ctx: GenContext, task: str, seed: Seed) -> Seed | None:
+    """A pending seed fitted again: the context window may have changed since it was read."""
+    fit = fit_seed(ctx, task, seed)
     if fit.seed is not None:
         return fit.seed
     reason = fit.bad.reason if fit.bad is not None else "does not fit the context window"
@@ -142,14 +155,7 @@ def _new_seeds(ctx: GenContext, source: SeedSource) -> Iterator[Seed | None]:
                 yield None
             continue
         source.admitted.add(item.key)  # a duplicate record later in the file is skipped
-        fit = fit_to_context(
-            item,
-            ctx.tasks[task],
-            ctx.runner.counter,
-            context_window=ctx.context_window,
-            max_tokens=max(ctx.sampling.max_tokens, ctx.judge.max_tokens),
-            policy=ctx.long_documents,
-        )
+        fit = fit_seed(ctx, task, item)
         if fit.seed is None:
             assert fit.bad is not None
             _record_bad(ctx, task, fit.bad, source.bad_seen)

@@ -225,6 +225,29 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "eval_strategy",
         "created_at",
     ),
+    "endpoint_capabilities": (
+        "endpoint",
+        "model",
+        "capability",
+        "supported",
+        "detail",
+        "run_id",
+        "created_at",
+    ),
+    "audit_results": (
+        "audit_id",
+        "source",
+        "task",
+        "pattern",
+        "measure",
+        "n",
+        "value",
+        "ci_low",
+        "ci_high",
+        "chance",
+        "detail_json",
+        "created_at",
+    ),
     "sample_rows": (
         "run_id",
         "task",
@@ -802,6 +825,38 @@ FROM call_money m
 WHERE NOT EXISTS (SELECT 1 FROM call_log l WHERE l.call_id = m.call_id);
 """
 
+# What an endpoint can do (structured outputs), learned by a run; the latest row per
+# (endpoint, model, capability) is what later runs assume, and each run's row says how it asked.
+_CAPABILITIES = """
+CREATE TABLE endpoint_capabilities (
+    endpoint VARCHAR NOT NULL,         -- the chat-completions URL
+    model VARCHAR NOT NULL,
+    capability VARCHAR NOT NULL,       -- json_schema
+    supported BOOLEAN NOT NULL,
+    detail VARCHAR,                    -- mode and how it was learned
+    run_id VARCHAR,
+    created_at TIMESTAMP NOT NULL
+);
+"""
+
+# `halugen audit`: how far a benchmark can be solved without its knowledge, per measure.
+_AUDIT = """
+CREATE TABLE audit_results (
+    audit_id VARCHAR NOT NULL,
+    source VARCHAR NOT NULL,           -- a file, or "runs <ids>" / "store"
+    task VARCHAR NOT NULL,
+    pattern VARCHAR NOT NULL,          -- "all" or one pattern
+    measure VARCHAR NOT NULL,          -- length_only | answer_only | overlap | picks_* | ...
+    n INTEGER NOT NULL,
+    value DOUBLE,
+    ci_low DOUBLE,
+    ci_high DOUBLE,
+    chance DOUBLE,
+    detail_json VARCHAR,
+    created_at TIMESTAMP NOT NULL
+);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
@@ -814,4 +869,6 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0009_preselect_unscored", _PRESELECT_UNSCORED),
     ("0010_topic_results_eval_source", _TOPIC_SOURCE),
     ("0011_call_requests", _CALL_REQUESTS),
+    ("0012_endpoint_capabilities", _CAPABILITIES),
+    ("0013_audit_results", _AUDIT),
 )

@@ -6,7 +6,7 @@ from typing import Any
 
 from .db import Store
 
-__all__ = ["run_overview", "stage_costs"]
+__all__ = ["rejection_reasons", "run_overview", "stage_costs"]
 
 
 def _dicts(store: Store, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
@@ -48,4 +48,31 @@ def stage_costs(store: Store, run_id: str | None = None) -> list[dict[str, Any]]
         ORDER BY run_id, task, stage DESC
     """,
         [run_id] if run_id else [],
+    )
+
+
+def rejection_reasons(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
+    """Why candidates and seeds were turned away, counted per run and task.
+
+    ``level`` "candidate": a sampled candidate's status (its latest, as a resumed run may
+    have re-checked it), e.g. contains_right_answer, length_class, unparseable; "seed": why
+    a seed ended without a sample (no_valid_candidate, judge_unparseable, ...).
+    """
+    where = "AND run_id = ?" if run_id else ""
+    return _dicts(
+        store,
+        f"""
+        SELECT run_id, task, level, reason, count(*) AS n FROM (
+            SELECT run_id, task, 'candidate' AS level, status AS reason FROM candidates
+            WHERE status <> 'ok' {where}
+            QUALIFY row_number() OVER (
+                PARTITION BY run_id, task, seed_key, idx ORDER BY created_at DESC) = 1
+            UNION ALL
+            SELECT run_id, task, 'seed' AS level, reason FROM seed_progress
+            WHERE outcome IN ('rejected', 'failed') {where}
+        )
+        GROUP BY ALL
+        ORDER BY run_id, task, level, n DESC, reason
+    """,
+        [run_id, run_id] if run_id else [],
     )

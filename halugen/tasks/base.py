@@ -1,7 +1,9 @@
-"""What a task is: its fields, patterns, templates, and how its model replies are parsed.
+"""What a task is: a declaration of its fields, patterns, reply labels, layout and checks.
 
-A task module (``qa``, ``dialogue``, ...) builds one ``TaskSpec``; the pipeline's stages only
-talk to that object, so adding a task never touches the engine.
+A task module (``qa``, ``dialogue``, ...) declares one ``TaskSpec``; the steps every task
+shares (reading a sampling reply, laying out the filter's candidates, reading the judge's
+choice, checking a candidate) are in ``steps`` and take their settings from the spec, so
+a new task is a declaration plus its prompts, and the engine never changes for one.
 """
 
 from __future__ import annotations
@@ -10,7 +12,11 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .checks import Check
 
 __all__ = [
     "ParsedCandidate",
@@ -30,25 +36,121 @@ class ParsedCandidate:
     problem: str = ""  # why the reply is unusable ("" when usable)
 
 
+# A shape turns the labelled value of a reply into the candidate's text, and returns the
+# trailing "(pattern: x)" remark it cut off (or ""); it gets the task's remark pattern.
+Shape = Callable[[str, "re.Pattern[str]"], tuple[str, str]]
+
+# Labels that end a labelled value in every task: the model explaining itself.
+COMMENTARY_LABELS = (
+    "Explanation",
+    "Reason",
+    "Reasoning",
+    "Rationale",
+    "Note",
+    "Notes",
+    "Justification",
+)
+PATTERN_LABELS = ("Pattern", "Hallucination pattern", "Pattern used")
+
+
 @dataclass(frozen=True)
 class TaskSpec:
+    """One task, declared. The methods are the shared steps (``steps``) with its settings."""
+
     name: str  # "qa"
     seed_fields: tuple[str, ...]  # fields every seed must have, HaluEval's names
     right_field: str  # e.g. "right_answer"
     hallucinated_field: str  # e.g. "hallucinated_answer"
     patterns: tuple[str, ...]
-    sample_templates: tuple[str, ...]  # template stems, one per candidate index
-    filter_template: str
-    # reply of a sampling template -> parsed candidate
-    parse_candidate: Callable[[str], ParsedCandidate]
-    # values for the filter template given the seed fields and the answers in shown order
-    filter_values: Callable[[Mapping[str, str], Sequence[str]], dict[str, str]]
-    # judge reply -> 1-based position of the chosen answer in the shown order, or None
-    parse_choice: Callable[[str, Sequence[str]], int | None]
-    # extra checks a candidate must pass (e.g. summary length ratio); returns a problem or ""
-    check_candidate: Callable[[Mapping[str, str], str], str] | None = None
+    # how a reply names a pattern: (regex of the words, pattern), tried as one regex; the
+    # leftmost match names the pattern ("factual" -> "factualness")
+    pattern_words: tuple[tuple[str, str], ...]
+    # labels of the generated text in a sampling reply, the one the prompts ask for first
+    reply_labels: tuple[str, ...]
+    # further labels that end the text's value when they follow it (the record's own
+    # labels, echoed); the value labels, pattern labels and commentary labels always do
+    stop_labels: tuple[str, ...]
+    shape: Shape  # labelled value -> (text, trailing remark); see ``shapes``
+    # the filter's layout: "Answer 1: ..." lines beside these seed fields
+    candidate_label: str
+    filter_context: tuple[str, ...]
+    # guards a candidate must pass after equality with the right text, in order
+    checks: tuple[Check, ...] = ()
+    # words a judge may use for a candidate besides the label ("reply" for "Response")
+    candidate_words: tuple[str, ...] = ()
+    sample_templates: tuple[str, ...] = ("sample_onepass", "sample_conversation")
+    filter_template: str = "filter"
     # the field cut down when a record does not fit the model's context window
     long_field: str | None = None
+
+    # -- the shared steps, with this task's settings --------------------------------------
+
+    def parse_candidate(self, text: str) -> ParsedCandidate:
+        """A sampling reply -> (text, pattern, problem); see ``steps.read_reply``."""
+        from .steps import read_reply
+
+        return read_reply(self, text)
+
+    def filter_values(self, fields: Mapping[str, str], answers: Sequence[str]) -> dict[str, str]:
+        """Values of the filter template; the right text is never among them."""
+        from .steps import lay_out_candidates
+
+        return lay_out_candidates(self, fields, answers)
+
+    def parse_choice(self, text: str, answers: Sequence[str]) -> int | None:
+        """The judge's pick (1-based) among ``answers`` in shown order, or None."""
+        from .steps import read_choice
+
+        return read_choice(self, text, answers)
+
+    def check_candidate(self, fields: Mapping[str, str], text: str) -> str:
+        """ "" for a candidate that may become data, else the reason it may not."""
+        from .steps import check
+
+        return check(self, fields, text)
+
+    # -- compiled once per spec ------------------------------------------------------------
+
+    @cached_property
+    def pattern_regex(self) -> re.Pattern[str]:
+        alternatives = "|".join(f"(?P<p{i}>{rx})" for i, (rx, _) in enumerate(self.pattern_words))
+        return re.compile(rf"\b(?:{alternatives})\b", re.IGNORECASE)
+
+    @cached_property
+    def trailing_remark(self) -> re.Pattern[str]:
+        """A trailing "(pattern: x)", "[Pattern - x]" or "(<pattern name>)"."""
+        names = "|".join(
+            r"[\s_–—-]*".join(re.escape(part) for part in re.split(r"[\s_-]+", p))
+            for p in self.patterns
+        )
+        return re.compile(
+            r"\s*[\(\[]\s*(?:(?:hallucination\s+)?pattern\b[^)\]]*"
+            rf"|(?:{names})(?:\s+pattern)?)\s*[\)\]]\s*$",
+            re.IGNORECASE,
+        )
+
+    @cached_property
+    def all_stop_labels(self) -> tuple[str, ...]:
+        labels = (*self.reply_labels, *PATTERN_LABELS, *COMMENTARY_LABELS, *self.stop_labels)
+        return tuple(dict.fromkeys(labels))
+
+    @cached_property
+    def candidate_word_regex(self) -> re.Pattern[str] | None:
+        words = {self.candidate_label.lower(), *(w.lower() for w in self.candidate_words)}
+        words.discard("answer")
+        if not words:
+            return None
+        return re.compile(r"\b(?:" + "|".join(re.escape(w) for w in sorted(words)) + r")\b", re.I)
+
+    def pattern_of(self, text: str | None) -> str:
+        """The first of the task's patterns named in ``text``; "unstated" when none is."""
+        if not text:
+            return "unstated"
+        m = self.pattern_regex.search(text)
+        if not m:
+            return "unstated"
+        index = int(next(k for k, v in m.groupdict().items() if v is not None)[1:])
+        return self.pattern_words[index][1]
 
 
 def normalise(text: str) -> str:
@@ -98,7 +200,9 @@ def parse_choice(text: str, answers: Sequence[str]) -> int | None:
     """Which of ``answers`` (1-based) a judge reply picked; None when it cannot be told.
 
     Accepted, in order: a ``Choice: <n>`` line; a reply that is just a number; a reply whose
-    text equals exactly one of the answers (normalised). Anything ambiguous is None.
+    text equals exactly one of the answers (normalised). Anything ambiguous is None. The
+    task-aware reader (several ``Choice:`` lines, number words, JSON, reasoning blocks) is
+    ``steps.read_choice``; this is its innermost step.
     """
     n = len(answers)
     m = _CHOICE_LINE.search(text)

@@ -330,9 +330,12 @@ def test_unreachable_endpoint_stops_the_run_with_a_clear_message(hotpot_file, tm
 def test_content_filter_and_unparseable_judges_are_recorded_never_data(
     simulator, hotpot_file, tmp_path
 ):
-    sim = simulator(fail_rate=0.3, faults=("content_filter",), garbage_rate=0.3)
+    # without structured outputs, so that judges may answer off the format
+    sim = simulator(
+        fail_rate=0.3, faults=("content_filter",), garbage_rate=0.3, structured_outputs=False
+    )
     db = tmp_path / "h.duckdb"
-    outcome = run(config(sim.base_url, hotpot_file(60), db))
+    outcome = run(config(sim.base_url, hotpot_file(150), db))
     assert outcome.exit_code == 0, outcome.message
     reasons = dict(
         query(

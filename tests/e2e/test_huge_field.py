@@ -56,7 +56,7 @@ def test_a_50_mb_field_is_cut_and_the_others_are_served(
     assert outcome.exit_code == 0, outcome.message
     assert longest[0] <= EXACT_LIMIT  # the 50 MB field was never encoded whole
     sampled = query(db, "SELECT source_line FROM samples")
-    assert sorted(r[0] for r in sampled) == [1, 2, 4, 5, 6]  # every other seed was served
+    assert {1, 2, 4, 5, 6} <= {r[0] for r in sampled}  # every other seed was served
     [(status, truncated, length)] = query(
         db,
         "SELECT p.outcome, s.truncated_tokens, length(s.fields_json) FROM seed_progress p "

@@ -112,9 +112,13 @@ def test_which_strategies_and_templates_apply() -> None:
     assert strategies_for("general") == ("plain", "cot")
     assert template_name("qa", "plain") == "judge_plain"
     assert template_name("dialogue", "contrast") == "judge_contrast"
-    # summarization's document is in every prompt: knowledge reuses the plain template
-    assert template_name("summarization", "knowledge") == "judge_plain"
+    # summarization's document is in every prompt: "knowledge" would run plain under its
+    # name, so it is refused with the strategies the task has
+    with pytest.raises(UsageError, match="plain, cot, contrast"):
+        template_name("summarization", "knowledge")
+    assert strategies_for("summarization") == ("plain", "cot", "contrast")
     for task, strategy in (
+        ("summarization", "knowledge"),
         ("general", "knowledge"),
         ("general", "contrast"),
         ("qa", "vibes"),
@@ -144,7 +148,7 @@ def test_template_renders_fully_and_ends_with_its_reply_format(task: str, strate
     assert last.count("Reply format:") == 1
     # the record's labelled lines, each once, right before the format block
     labels = list(CONTEXT_LABELS[task])
-    if strategy == "knowledge" and task != "summarization":
+    if strategy == "knowledge":
         labels.insert(0, "Knowledge")
     shown = SHOWN_LABEL[task]
     labels += [f"{shown} 1", f"{shown} 2"] if strategy == "contrast" else [shown]
@@ -171,7 +175,8 @@ def test_values_fill_the_shown_text_stripped_and_knowledge_only_when_asked() -> 
     assert right == "Orby opened a school for 120 pupils on Monday."  # no trailing newline
     values = judge_values("summarization", "plain", item, item.fields["right_summary"])
     assert values == {"document": item.fields["document"], "summary": right}
-    assert judge_values("summarization", "knowledge", item, right) == values
+    with pytest.raises(UsageError, match="does not apply"):
+        judge_values("summarization", "knowledge", item, right)
     qa_item = ITEMS["qa"]
     plain = judge_values("qa", "plain", qa_item, "1894")
     assert plain == {"question": qa_item.fields["question"], "answer": "1894"}

@@ -124,3 +124,26 @@ def test_length_only_without_signal_or_lengths() -> None:
     missing = [Judged(True, "yes", 10), Judged(False, "no", None)]
     assert baselines(missing)["length_only"] is None
     assert baselines([Judged(True, "yes", 10)])["length_only"] is None
+
+
+def test_judgements_sharing_dialogues_get_a_cluster_bootstrap_interval() -> None:
+    from halugen.evaluate.metrics import cluster_bootstrap
+
+    # 10 dialogues of 10 replies each, a dialogue judged all right or all wrong
+    clustered = [
+        Judged(True, "yes" if d < 6 else "no", cluster=f"d{d}")
+        for d in range(10)
+        for _ in range(10)
+    ]
+    alone = [Judged(True, "yes" if i < 60 else "no") for i in range(100)]
+    m_clustered, m_alone = compute(clustered), compute(alone)
+    assert m_clustered.accuracy == m_alone.accuracy == 0.6
+    assert (m_alone.interval, m_alone.clusters) == ("wilson", 0)
+    assert (m_clustered.interval, m_clustered.clusters) == ("cluster bootstrap", 10)
+    width = lambda m: m.accuracy_ci[1] - m.accuracy_ci[0]  # noqa: E731
+    assert width(m_clustered) > 2 * width(m_alone)
+    # seeded: the same report every time
+    assert cluster_bootstrap([(1, 2), (2, 2), (0, 3)]) == cluster_bootstrap(
+        [(1, 2), (2, 2), (0, 3)]
+    )
+    assert cluster_bootstrap([]) == (0.0, 1.0)

@@ -142,12 +142,15 @@ def test_markdown_has_the_paper_table_with_reference_rows(store) -> None:
         assert title in md
     assert "### General: details" not in md
     # the details: accuracy with its interval, invalid rate, baselines
-    detail = next(x for x in lines if x.startswith("| model-a | plain | 10 |"))
+    detail = next(x for x in lines if x.startswith("| model-a | plain | parse |"))
     cells = [c.strip() for c in detail.strip("|").split("|")]
-    assert cells[3] == "60.0 [31.3, 83.2]"
-    assert cells[4:6] == ["66.7", "10.0"]
+    # each row says how it was scored and what was judged (a run the store has no record
+    # of is named as unknown)
+    assert cells[2:6] == ["parse", "unknown: run r1", "10", "10"]
+    assert cells[6] == "60.0 [31.3, 83.2]"
+    assert cells[7:9] == ["66.7", "10.0"]
     assert cells[-3:] == ["50.0", "50.0", "100.0"]
-    contrast = next(x for x in lines if x.startswith("| model-b | contrast | 4 |"))
+    contrast = next(x for x in lines if x.startswith("| model-b | contrast | parse |"))
     assert contrast.count("—") == 8  # Yes/No metrics and baselines do not apply
 
 

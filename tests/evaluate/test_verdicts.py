@@ -1,4 +1,7 @@
-"""Reading judge replies: Yes/No/invalid, contrast picks, and P(Yes) from logprobs."""
+"""Reading judge replies: Yes/No/invalid, contrast picks, and P(Yes) from logprobs.
+
+The broad check is the adversarial table (test_verdict_table.py); these pin single rules.
+"""
 
 from __future__ import annotations
 
@@ -43,16 +46,19 @@ from halugen.evaluate.verdicts import parse_contrast, parse_verdict, verdict_fro
         ("Yes or No", "invalid"),
         ("Verdict: <Yes or No>", "invalid"),
         ("Verdict: Yes, no.", "invalid"),
-        ("Not hallucinated", "invalid"),
-        ("NOT hallucinated", "invalid"),
+        ("Not hallucinated", "no"),  # a description of the answer, read as one
+        ("NOT hallucinated", "no"),
         ("None", "invalid"),
-        ("None of it is made up.", "invalid"),
+        ("None of it is made up.", "no"),
         ("Note: yes", "invalid"),
         ("I don't know", "invalid"),
         ("know", "invalid"),
-        ("Nope", "invalid"),
+        ("Nope", "no"),
+        ("No idea", "invalid"),  # a non-answer, not No
+        ("No comment", "invalid"),
         ("Yes-man", "invalid"),
-        ("The answer is yes.", "invalid"),  # a verdict must open the reply or have its line
+        ("The answer is yes.", "yes"),
+        ("The answer is Paris.", "invalid"),
         ("Verdict:", "invalid"),
         ("Verdict: maybe", "invalid"),
         ("", "invalid"),
@@ -82,7 +88,8 @@ def test_parse_verdict(text: str, expected: str) -> None:
         ("Hallucinated: 1.5", None),
         ("Answer 12", None),
         ("Both are fine", None),
-        ("Answer 2 is hallucinated while answer 1 is fine", None),
+        ("Answer 2 is hallucinated while answer 1 is fine", 2),
+        ("Answer 2 is hallucinated while answer 1 is wrong", None),
         ("", None),
     ],
 )
@@ -169,3 +176,24 @@ def test_logprobs_exact_tie_is_invalid_and_alternatives_rescue_an_odd_token() ->
     ]
     verdict, p = verdict_from_logprobs({"content": odd})
     assert verdict == "no" and p == pytest.approx(0.05 / 0.40)
+
+
+def test_logprobs_read_a_json_verdict_and_skip_a_reasoning_block() -> None:
+    json_reply = [
+        _entry('{"', 0.99),
+        _entry("verdict", 0.99),
+        _entry('":"', 0.99),
+        _entry("No", 0.7, {"No": 0.7, "Yes": 0.3}),
+        _entry('"}', 0.99),
+    ]
+    assert verdict_from_logprobs({"content": json_reply})[0] == "no"
+    thinking = [
+        _entry("<think>", 0.9),
+        _entry("Yes", 0.9, {"Yes": 0.9, "No": 0.1}),  # inside the reasoning
+        _entry(" maybe", 0.9),
+        _entry("</think>", 0.9),
+        _entry("\n\n", 0.9),
+        _entry("No", 0.8, {"No": 0.8, "Yes": 0.2}),
+    ]
+    verdict, p = verdict_from_logprobs({"content": thinking})
+    assert verdict == "no" and p == pytest.approx(0.2)

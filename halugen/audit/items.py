@@ -1,0 +1,176 @@
+"""What an audit reads: benchmark items as (right, hallucinated) pairs, or labelled responses.
+
+From any HaluEval-format file (JSON lines with HaluEval's field names; the task is told by
+the fields) or from the store's samples (a run, a task). Texts are kept exactly as given:
+a trailing newline or a double space is an artifact a classifier may use, so it must be
+measured, not cleaned away.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import orjson
+
+from ..errors import InputError, UsageError
+from ..store.db import Store
+
+__all__ = ["FIELDS", "Item", "items_from_file", "items_from_store", "task_of"]
+
+# task -> (right field, hallucinated field, context fields: the question side, the knowledge
+# side), HaluEval's names. "general" has one response and a human label instead of a pair.
+FIELDS: dict[str, tuple[str, str, str, str]] = {
+    "qa": ("right_answer", "hallucinated_answer", "question", "knowledge"),
+    "dialogue": ("right_response", "hallucinated_response", "dialogue_history", "knowledge"),
+    "summarization": ("right_summary", "hallucinated_summary", "", "document"),
+    "general": ("chatgpt_response", "", "user_query", ""),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One benchmark item. ``hallucinated`` is None for a general-track response, whose
+    truth is ``label`` (True: the annotators found hallucination)."""
+
+    task: str
+    item_id: str
+    right: str  # the right text (general: the response)
+    hallucinated: str | None
+    question: str  # question / dialogue history / user query; "" when the task has none
+    knowledge: str  # knowledge / document; "" when the task has none
+    pattern: str = ""  # the pattern the generator named ("" for HaluEval's files)
+    cluster: str = ""  # items of one cluster (an OpenDialKG dialogue) are not independent
+    label: bool | None = None
+    raw: bytes = b""  # the record's line as read (files), written as is by a balanced export
+
+
+def task_of(record: dict) -> str | None:
+    """The task whose HaluEval fields ``record`` has, or None."""
+    for task, (right, hallucinated, *_rest) in FIELDS.items():
+        if right in record and (not hallucinated or hallucinated in record):
+            if task == "general" and "hallucination" not in record:
+                continue
+            return task
+    return None
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else "" if value is None else str(value)
+
+
+def _item(task: str, rec: dict, item_id: str, **extra: object) -> Item:
+    right, hallucinated, question, knowledge = FIELDS[task]
+    label = None
+    if task == "general":
+        value = str(rec.get("hallucination", "")).strip().lower()
+        if value not in ("yes", "no"):
+            raise ValueError("hallucination must be yes or no")
+        label = value == "yes"
+    return Item(
+        task=task,
+        item_id=item_id,
+        right=_text(rec.get(right)),
+        hallucinated=_text(rec.get(hallucinated)) if hallucinated else None,
+        question=_text(rec.get(question)) if question else "",
+        knowledge=_text(rec.get(knowledge)) if knowledge else "",
+        label=label,
+        **extra,
+    )
+
+
+def items_from_file(path: str, task: str | None = None) -> Iterator[Item]:
+    """The items of one HaluEval-format file (JSON lines), in order.
+
+    ``task`` None: told by the first record's fields. A line that is not a JSON object of
+    the task's fields is an ``InputError`` naming the file and line.
+    """
+    base = os.path.basename(path)
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below, also on errors
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    with f:
+        seen = False
+        for line_no, line in enumerate(f, 1):
+            raw = line.rstrip(b"\r\n")
+            if not raw.strip():
+                continue
+            try:
+                rec = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                raise InputError(
+                    f"{path}:{line_no}: not a JSON line (the audit reads HaluEval's layout: "
+                    f"one JSON object per line)"
+                ) from None
+            if not isinstance(rec, dict):
+                raise InputError(f"{path}:{line_no}: a JSON line must be an object")
+            found = task_of(rec)
+            if task is None:
+                if found is None:
+                    raise InputError(
+                        f"{path}:{line_no}: no HaluEval fields (expected e.g. right_answer and "
+                        f"hallucinated_answer; found {', '.join(rec) or 'none'}); give --task"
+                    )
+                task = found
+            need = [f for f in FIELDS[task] if f] + (["hallucination"] if task == "general" else [])
+            missing = [f for f in need if f not in rec]
+            if missing:
+                raise InputError(
+                    f"{path}:{line_no}: missing {', '.join(missing)} for the {task} task"
+                )
+            seen = True
+            try:
+                where = f"{base}:{line_no}"  # a cluster per line, whatever its ID says
+                yield _item(task, rec, str(rec.get("ID") or where), raw=raw, cluster=where)
+            except ValueError as exc:
+                raise InputError(f"{path}:{line_no}: {exc}") from None
+        if not seen:
+            raise InputError(f"{path} has no records")
+
+
+def items_from_store(
+    store: Store, *, task: str | None = None, runs: Sequence[str] | None = None
+) -> Iterator[Item]:
+    """Accepted samples (of ``task``, of ``runs``), with their patterns and clusters.
+
+    OpenDialKG seeds of one dialogue share a cluster (its file and row); every other item
+    is a cluster of its own.
+    """
+    if task == "general":
+        raise UsageError(
+            "the general track's items come from annotation, not generation: audit its "
+            "HaluEval file with --data general_data.json"
+        )
+    where, params = [], []
+    if task:
+        where.append("task = ?")
+        params.append(task)
+    if runs:
+        where.append(f"run_id IN ({', '.join('?' for _ in runs)})")
+        params.extend(runs)
+    sql = (
+        "SELECT run_id, task, seed_id, seed_key, pattern, dataset, source_file, source_line, "
+        "knowledge, question, right_answer, hallucinated_answer, dialogue_history, "
+        "right_response, hallucinated_response, document, right_summary, hallucinated_summary "
+        f"FROM samples {'WHERE ' + ' AND '.join(where) if where else ''} "
+        "ORDER BY task, run_id, source_file, source_line, seed_key"
+    )
+    names = (
+        "knowledge",
+        "question",
+        "right_answer",
+        "hallucinated_answer",
+        "dialogue_history",
+        "right_response",
+        "hallucinated_response",
+        "document",
+        "right_summary",
+        "hallucinated_summary",
+    )
+    for row in store.iter_rows(sql, params):
+        run_id, row_task, seed_id, seed_key, pattern, dataset, src, line = row[:8]
+        rec = {n: v for n, v in zip(names, row[8:], strict=True) if v is not None}
+        cluster = f"{src}:{line}" if dataset == "opendialkg" else f"{run_id}:{seed_key}"
+        yield _item(row_task, rec, seed_id or seed_key, pattern=pattern or "", cluster=cluster)

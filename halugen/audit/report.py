@@ -1,0 +1,213 @@
+"""An audit as rows (task, pattern, measure, value with interval, chance), rendered and stored.
+
+``audit_items`` runs the classifiers of ``classifiers`` on a benchmark's items, per task and
+per pattern (a pattern with fewer than ``min_pairs`` items is left out: its figure would be
+noise), and, for a generated run, the filter's position bias and the pattern shares. The
+renderers lay the rows out as Markdown, CSV (like ``report``) or Rich tables; ``save``
+appends them to ``audit_results``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import orjson
+from rich.table import Table
+
+from ..records import fingerprint
+from .classifiers import MEASURES, examples_of
+from .generation import Share
+from .items import Item
+
+__all__ = [
+    "AuditRow",
+    "audit_id",
+    "audit_items",
+    "render_csv",
+    "render_markdown",
+    "render_rich",
+    "rows_from_shares",
+    "save",
+]
+
+MIN_PAIRS = 20
+_DASH = "—"
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    source: str  # a file, or "run:<id>" / "store"
+    task: str
+    pattern: str  # "all" or one pattern
+    measure: str
+    n: int  # items (pairs, or general-track responses)
+    value: float | None
+    low: float | None
+    high: float | None
+    chance: float | None
+    note: str = ""
+
+
+def audit_items(
+    items: Sequence[Item],
+    *,
+    source: str,
+    measures: Sequence[str] = tuple(MEASURES),
+    min_pairs: int = MIN_PAIRS,
+) -> list[AuditRow]:
+    """The classifiers' cross-validated figures, per task and per pattern."""
+    rows: list[AuditRow] = []
+    by_task: dict[str, list[Item]] = {}
+    for item in items:
+        by_task.setdefault(item.task, []).append(item)
+    for task, task_items in sorted(by_task.items()):
+        groups = [("all", task_items)]
+        patterns = sorted({i.pattern for i in task_items if i.pattern})
+        if len(patterns) > 1:
+            for pattern in patterns:
+                subset = [i for i in task_items if i.pattern == pattern]
+                if len(subset) >= min_pairs:
+                    groups.append((pattern, subset))
+        for pattern, subset in groups:
+            examples = examples_of(subset)
+            for measure in measures:
+                what, classify = MEASURES[measure]
+                s = classify(examples)
+                note = what + (" (balanced accuracy)" if s.balanced else "")
+                rows.append(
+                    AuditRow(
+                        source,
+                        task,
+                        pattern,
+                        measure,
+                        len(subset),
+                        s.value,
+                        s.low,
+                        s.high,
+                        0.5,
+                        note,
+                    )
+                )
+    return rows
+
+
+def rows_from_shares(shares: Sequence[Share], source: str) -> list[AuditRow]:
+    return [
+        AuditRow(
+            source, s.task, s.pattern, s.measure, s.n, s.value, s.low, s.high, s.chance, s.note
+        )
+        for s in shares
+    ]
+
+
+def audit_id(source: str) -> str:
+    return f"audit-{datetime.now(UTC):%Y%m%d-%H%M%S}-{fingerprint(source, size=6)}"
+
+
+def save(store, rows: Sequence[AuditRow], identity: str) -> None:  # type: ignore[no-untyped-def]
+    """Append ``rows`` to ``audit_results`` under ``identity`` (one commit)."""
+    store.writer.put(
+        [
+            (
+                "audit_results",
+                (
+                    identity,
+                    r.source,
+                    r.task,
+                    r.pattern,
+                    r.measure,
+                    r.n,
+                    r.value,
+                    r.low,
+                    r.high,
+                    r.chance,
+                    orjson.dumps({"note": r.note}).decode(),
+                ),
+            )
+            for r in rows
+        ]
+    )
+    store.writer.flush_blocking()
+
+
+# -- rendering -------------------------------------------------------------------------------
+
+
+def _pct(value: float | None) -> str:
+    return _DASH if value is None else f"{value * 100:.1f}"
+
+
+def _cells(r: AuditRow) -> list[str]:
+    interval = _DASH if r.low is None else f"[{_pct(r.low)}, {_pct(r.high)}]"
+    above = _DASH
+    if r.value is not None and r.chance is not None:
+        above = f"{(r.value - r.chance) * 100:+.1f}"
+    return [r.task, r.pattern, r.measure, str(r.n), _pct(r.value), interval, _pct(r.chance), above]
+
+
+_HEADERS = ("Task", "Pattern", "Measure", "n", "Value %", "95% CI", "Chance %", "vs chance")
+NOTE = (
+    "Value: cross-validated accuracy of a classifier that never sees the knowledge (general "
+    "track: balanced accuracy), or a share; chance: what a benchmark without artifacts gives. "
+    "Intervals treat the two texts of an item (and the items of one dialogue) as one cluster."
+)
+
+
+def render_markdown(rows: Sequence[AuditRow]) -> str:
+    parts = []
+    for source in dict.fromkeys(r.source for r in rows):
+        parts += [f"## Audit: {source}", ""]
+        parts.append("| " + " | ".join(_HEADERS) + " |")
+        parts.append("| " + " | ".join(["---"] * 3 + ["---:"] * 5) + " |")
+        for r in rows:
+            if r.source == source:
+                parts.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |")
+        parts.append("")
+    parts.append(NOTE)
+    return "\n".join(parts) + "\n"
+
+
+_CSV = ("source", "task", "pattern", "measure", "n", "value", "ci_low", "ci_high", "chance", "note")
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:.6g}"
+
+
+def render_csv(rows: Sequence[AuditRow]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(_CSV)
+    for r in rows:
+        w.writerow(
+            [
+                r.source,
+                r.task,
+                r.pattern,
+                r.measure,
+                r.n,
+                _num(r.value),
+                _num(r.low),
+                _num(r.high),
+                _num(r.chance),
+                r.note,
+            ]
+        )
+    return buf.getvalue()
+
+
+def render_rich(rows: Sequence[AuditRow]) -> list[Table]:
+    tables = []
+    for source in dict.fromkeys(r.source for r in rows):
+        table = Table(title=f"Audit: {source}", caption=NOTE, title_justify="left")
+        for i, h in enumerate(_HEADERS):
+            table.add_column(h, justify="left" if i < 3 else "right")
+        for r in rows:
+            if r.source == source:
+                table.add_row(*_cells(r))
+        tables.append(table)
+    return tables

@@ -1,0 +1,183 @@
+"""The audit command: how much of a benchmark can be solved without its knowledge."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from .common import db_path, err, out
+
+
+def add_parsers(sub: Any) -> None:
+    au = sub.add_parser(
+        "audit",
+        help="accuracy of classifiers that never see the knowledge (length, answer text, "
+        "overlap), beside chance; --balance picks a subset without such artifacts",
+    )
+    au.add_argument(
+        "--data",
+        nargs="+",
+        help="HaluEval-format files (JSON lines) to audit (default: the store's samples)",
+    )
+    au.add_argument("--task", help="only this task (qa, dialogue, summarization, general)")
+    au.add_argument("--run", nargs="+", help="only the samples of these generation runs")
+    au.add_argument(
+        "--measures",
+        default="length_only,answer_only,overlap",
+        help="comma-separated: length_only, answer_only (needs halugen[topics]), overlap",
+    )
+    au.add_argument(
+        "--min-pairs",
+        type=int,
+        default=20,
+        help="a pattern with fewer items gets no row of its own (default: 20)",
+    )
+    au.add_argument("--format", choices=("table", "markdown", "csv"), default="table")
+    au.add_argument(
+        "--balance",
+        action="store_true",
+        help="choose the largest subset whose length-only and answer-only baselines are within "
+        "--tolerance of 50%%, and say what was dropped and why",
+    )
+    au.add_argument("--tolerance", type=float, default=0.05, help="for --balance (default 0.05)")
+    au.add_argument(
+        "--out", help="with --balance: write the kept items (HaluEval layout) and FILE.audit.json"
+    )
+    au.add_argument(
+        "--db",
+        default=None,
+        help="the store: read its samples, and keep the figures in audit_results (with --data "
+        "only when given)",
+    )
+    au.add_argument("--config", help=argparse.SUPPRESS)
+
+
+def _measures(text: str) -> tuple[str, ...]:
+    from ..audit.classifiers import MEASURES
+
+    names = tuple(m.strip() for m in text.split(",") if m.strip())
+    unknown = [m for m in names if m not in MEASURES]
+    if unknown or not names:
+        raise UsageError(
+            f"unknown --measures {', '.join(unknown) or '(none)'}; known: {', '.join(MEASURES)}"
+        )
+    return names
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from ..audit import (
+        audit_items,
+        items_from_file,
+        items_from_store,
+        pattern_shares,
+        position_bias,
+        render_csv,
+        render_markdown,
+        render_rich,
+        save,
+    )
+    from ..audit.report import audit_id, rows_from_shares
+    from ..store.db import open_store
+    from ..tasks import get_task
+
+    measures = _measures(args.measures)
+    if args.out and not args.balance:
+        raise UsageError("--out writes a balanced set: give --balance with it")
+    if not 0 < args.tolerance < 0.5:
+        raise UsageError("--tolerance must be between 0 and 0.5 (e.g. 0.05 for 5 points)")
+    if args.data and args.run:
+        raise UsageError("--run selects the store's samples; it does not apply to --data files")
+    rows = []
+    groups: list[tuple[str, list]] = []  # (source, items)
+    store = None
+    try:
+        if args.data:
+            for path in args.data:
+                items = list(items_from_file(path, args.task))
+                groups.append((path, items))
+            if args.db:
+                store = open_store(Path(args.db))
+        else:
+            store = open_store(db_path(args))
+            source = "runs " + ", ".join(args.run) if args.run else "store"
+            items = list(items_from_store(store, task=args.task, runs=args.run))
+            if not items:
+                raise UsageError(
+                    "no samples to audit in the store"
+                    + (f" for task {args.task}" if args.task else "")
+                    + (f" in run(s) {', '.join(args.run)}" if args.run else "")
+                    + " (or give --data FILE)"
+                )
+            groups.append((source, items))
+        for source, items in groups:
+            rows += audit_items(items, source=source, measures=measures, min_pairs=args.min_pairs)
+            if not args.data and store is not None:
+                patterns = {}
+                for task in {i.task for i in items}:
+                    patterns[task] = get_task(task).patterns
+                shares = position_bias(store, task=args.task, runs=args.run)
+                shares += pattern_shares(items, patterns)
+                rows += rows_from_shares(shares, source)
+        balanced_rows = []
+        if args.balance:
+            balanced_rows = _balance(args, groups, rows, measures)
+        if store is not None:
+            identity = audit_id(" ".join(s for s, _ in groups))
+            save(store, rows + balanced_rows, identity)
+            err.print(f"audit {identity}: {len(rows + balanced_rows)} row(s) in audit_results")
+    finally:
+        if store is not None:
+            store.close()
+    # per source and task: the classifiers, then position bias, then pattern shares
+    order = {s: i for i, (s, _) in enumerate(groups)}
+    rows.sort(key=lambda r: (order.get(r.source, len(order)), r.task))
+    shown = rows + balanced_rows
+    if args.format == "markdown":
+        sys.stdout.write(render_markdown(shown))
+    elif args.format == "csv":
+        sys.stdout.write(render_csv(shown))
+    else:
+        for table in render_rich(shown):
+            out.print(table)
+    return 0
+
+
+def _balance(
+    args: argparse.Namespace, groups: list[tuple[str, list]], before: list, measures: tuple
+) -> list:
+    """Balance the one group; print what was kept and dropped; write --out. The balanced
+    set's audit rows."""
+    from ..audit import audit_items, balance, write_balanced
+
+    if len(groups) != 1 or len({i.task for i in groups[0][1]}) != 1:
+        raise UsageError(
+            "--balance works on one task of one source: give one --data file, or --task"
+        )
+    source, items = groups[0]
+    result = balance(items, tolerance=args.tolerance)
+    label = f"{source} (balanced)"
+    after = audit_items(result.kept, source=label, measures=measures, min_pairs=args.min_pairs)
+    reasons = ", ".join(f"{n} by {why}" for why, n in result.by_reason().items()) or "none"
+    state = "within" if result.balanced else "NOT within"
+    err.print(
+        f"balanced: kept {len(result.kept)} of {len(items)} item(s), dropped "
+        f"{len(result.dropped)} ({reasons}); length-only and answer-only baselines {state} "
+        f"{args.tolerance * 100:g} points of 50%"
+    )
+    if args.out:
+        meta = write_balanced(
+            result,
+            Path(args.out),
+            source=source,
+            before=[r for r in before if r.source == source],
+            after=after,
+            tolerance=args.tolerance,
+        )
+        err.print(f"wrote {len(result.kept)} item(s) to {args.out}; figures and drops in {meta}")
+    return after
+
+
+COMMANDS = {"audit": cmd_audit}

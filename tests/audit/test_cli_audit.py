@@ -1,0 +1,131 @@
+"""``halugen audit`` from the command line: files and the store, Markdown and CSV, stored
+figures, and a balanced export with its figures beside it."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import duckdb
+import orjson
+import pytest
+
+from halugen.cli import main
+from tests.e2e.test_generate import config, run
+
+from . import fixtures
+
+pytest.importorskip("sklearn", reason="the answer-only audit needs the topics extra")
+
+
+def _csv(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_audit_of_a_file_as_csv_and_markdown(tmp_path, capsys) -> None:
+    path = fixtures.write(tmp_path / "qa_data.json", fixtures.long_hallucinations(60))
+    assert main(["audit", "--data", str(path), "--format", "csv"]) == 0
+    rows = {r["measure"]: r for r in _csv(capsys.readouterr().out)}
+    assert set(rows) == {"length_only", "answer_only", "overlap"}
+    assert float(rows["length_only"]["value"]) >= 0.95
+    assert rows["length_only"]["chance"] == "0.5" and rows["length_only"]["n"] == "60"
+    assert float(rows["length_only"]["ci_low"]) <= float(rows["length_only"]["value"])
+    assert (
+        main(["audit", "--data", str(path), "--format", "markdown", "--measures", "length_only"])
+        == 0
+    )
+    md = capsys.readouterr().out
+    assert f"## Audit: {path}" in md and "| qa | all | length_only | 60 |" in md
+    assert "Chance %" in md and "| 100.0 |" in md and "+50.0" in md  # far above chance
+
+
+def test_file_figures_are_stored_when_a_store_is_named(tmp_path, capsys) -> None:
+    path = fixtures.write(tmp_path / "qa_data.json", fixtures.clean_pairs(40))
+    db = tmp_path / "h.duckdb"
+    assert main(["audit", "--data", str(path), "--db", str(db), "--measures", "length_only"]) == 0
+    assert "audit_results" in capsys.readouterr().err
+    with duckdb.connect(str(db), read_only=True) as conn:
+        got = conn.execute("SELECT source, task, measure, n, chance FROM audit_results").fetchall()
+    assert got == [(str(path), "qa", "length_only", 40, 0.5)]
+
+
+def test_balance_drops_the_giveaways_and_writes_the_rest_as_read(tmp_path, capsys) -> None:
+    path = fixtures.write(tmp_path / "qa_data.json", fixtures.mixed(120))
+    out = tmp_path / "balanced" / "qa_data.json"
+    code = main(["audit", "--data", str(path), "--balance", "--out", str(out), "--format", "csv"])
+    assert code == 0
+    captured = capsys.readouterr()
+    rows = _csv(captured.out)
+    after = {r["measure"]: float(r["value"]) for r in rows if r["source"].endswith("(balanced)")}
+    assert abs(after["length_only"] - 0.5) <= 0.05 and abs(after["answer_only"] - 0.5) <= 0.05
+    assert "dropped" in captured.err and "within 5 points" in captured.err
+    # the kept items are the input's lines, byte for byte, in their order
+    original = path.read_bytes().splitlines()
+    kept = out.read_bytes().splitlines()
+    assert kept and set(kept) <= set(original)
+    assert [original.index(k) for k in kept] == sorted(original.index(k) for k in kept)
+    assert len(kept) >= 50  # the clean half survives, mostly
+    meta = orjson.loads((tmp_path / "balanced" / "qa_data.json.audit.json").read_bytes())
+    assert meta["balanced"] is True and meta["kept"] == len(kept)
+    assert meta["kept"] + meta["dropped"] == 120
+    assert sum(meta["dropped_by_reason"].values()) == meta["dropped"]
+    assert {d["reason"] for d in meta["dropped_items"]} <= {"length_only", "answer_only"}
+    before = {r["measure"]: r["value"] for r in meta["audit_before"]}
+    assert before["length_only"] > 0.7  # what the balanced set got rid of
+    assert {r["measure"] for r in meta["audit_after"]} == {"length_only", "answer_only", "overlap"}
+    # the long-sentence hallucinations are what went
+    dropped = {d["item_id"] for d in meta["dropped_items"]}
+    assert sum(int(i.split(":")[1]) <= 60 for i in dropped) > 0.8 * len(dropped)
+
+
+def test_audit_of_a_generated_run_adds_position_bias_and_pattern_shares(
+    simulator, hotpot_file, tmp_path, capsys
+) -> None:
+    sim = simulator()
+    db = tmp_path / "h.duckdb"
+    outcome = run(config(sim.base_url, hotpot_file(60), db))
+    assert outcome.exit_code == 0
+    capsys.readouterr()
+    assert main(["audit", "--db", str(db), "--run", outcome.run_id, "--format", "csv"]) == 0
+    rows = _csv(capsys.readouterr().out)
+    measures = {r["measure"] for r in rows}
+    assert {
+        "length_only",
+        "answer_only",
+        "overlap",
+        "picks_first_shown",
+        "picks_onepass",
+        "pattern_share",
+    } <= measures
+    shares = [r for r in rows if r["measure"] == "pattern_share"]
+    assert {r["pattern"] for r in shares} >= {"comprehension", "factualness"}
+    assert abs(sum(float(r["value"]) for r in shares) - 1.0) < 1e-9
+    assert all(r["chance"] == "0.25" for r in shares if r["pattern"] != "unstated")
+    first = [r for r in rows if r["measure"] == "picks_first_shown" and r["pattern"] == "all"]
+    assert first and first[0]["chance"] == "0.5"
+    with duckdb.connect(str(db), read_only=True) as conn:
+        stored = conn.execute(
+            "SELECT count(*), count(DISTINCT audit_id) FROM audit_results"
+        ).fetchone()
+    assert stored == (len(rows), 1)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--out", "x.json"], "give --balance"),
+        (["--measures", "length_only,magic"], "unknown --measures magic"),
+        (["--tolerance", "0.9", "--balance"], "--tolerance"),
+    ],
+)
+def test_usage_errors_are_one_line(tmp_path, capsys, argv, message) -> None:
+    path = fixtures.write(tmp_path / "qa.json", fixtures.clean_pairs(10))
+    assert main(["audit", "--data", str(path), *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_an_empty_store_says_what_to_do(tmp_path, capsys) -> None:
+    db = tmp_path / "h.duckdb"
+    assert main(["audit", "--db", str(db), "--task", "qa"]) == 2
+    assert "no samples to audit" in capsys.readouterr().err
+    assert main(["audit", "--db", str(db), "--run", "r1", "--data", "x.json"]) == 2

@@ -1,0 +1,99 @@
+"""Guards against artifacts, end to end: a model whose hallucinations hold the right answer
+(or leave its length class) produces no data, and ``status`` counts every reason."""
+
+from __future__ import annotations
+
+import re
+
+import anyio
+import orjson
+
+from halugen.cli import main
+from halugen.engine import generate
+from halugen.llm.transport import HandlerTransport
+from halugen.records import Seed
+from halugen.simulate import SimConfig, Simulator
+from halugen.stages.context import GenContext, LoadedTask
+from halugen.stages.sample import sample_seed
+from halugen.tasks import get_task
+from tests.e2e.test_generate import config, query
+
+RIGHT = re.compile(r"^Right answer: (.*)$", re.MULTILINE)
+
+
+def artifact_model(sim: Simulator):  # type: ignore[no-untyped-def]
+    """The simulator, except that sampling replies are the artifacts the guards must stop:
+    the one-pass reply holds the right answer, the conversational one has five words where
+    the right one has one."""
+
+    async def handle(path: str, headers: dict, body: bytes):  # type: ignore[no-untyped-def]
+        request = orjson.loads(body)
+        last = request["messages"][-1]["content"]
+        m = RIGHT.search(last)
+        if m and "Pattern:" in last:
+            onepass = len(request["messages"]) <= 2
+            answer = (
+                f"{m.group(1)} and George Frederick Ernest Albert"
+                if onepass
+                else "a painter from the hills"
+            )
+            response = await sim.handle(path, headers, body)
+            payload = orjson.loads(response.body)
+            payload["choices"][0]["message"]["content"] = f"Pattern: specificity\nAnswer: {answer}"
+            return type(response)(response.status, response.headers, orjson.dumps(payload))
+        return await sim.handle(path, headers, body)
+
+    return HandlerTransport(handle)
+
+
+def test_answers_holding_the_right_one_or_out_of_class_never_become_data(
+    hotpot_file, tmp_path, capsys
+):
+    db = tmp_path / "h.duckdb"
+    sim = Simulator(SimConfig())
+    cfg = config("http://sim/v1", hotpot_file(6), db)
+    outcome = anyio.run(lambda: generate(cfg, transport=artifact_model(sim)))
+    assert outcome.exit_code == 0, outcome.message
+    assert query(db, "SELECT count(*) FROM samples")[0][0] == 0
+    statuses = dict(query(db, "SELECT status, count(*) FROM candidates GROUP BY 1"))
+    assert statuses == {"contains_right_answer": 6, "length_class": 6}
+    reasons = dict(query(db, "SELECT reason, count(*) FROM seed_progress GROUP BY 1"))
+    assert reasons == {"no_valid_candidate": 6}
+    capsys.readouterr()
+    assert main(["status", "--db", str(db)]) == 0
+    printed = capsys.readouterr().out
+    assert "Rejections" in printed
+    for reason in ("contains_right_answer", "length_class", "no_valid_candidate"):
+        assert reason in printed
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, tuple]] = []
+
+    def put(self, rows: list[tuple[str, tuple]]) -> None:
+        self.rows.extend(rows)
+
+
+def test_a_resumed_candidate_is_checked_again_under_todays_guards() -> None:
+    spec = get_task("qa")
+    fields = {"knowledge": "K", "question": "When?", "right_answer": "1865"}
+    seed = Seed(task="qa", fields=fields, seed_id="s1")
+    # stored by an older session, before containment was a guard: status "ok"
+    stored = [
+        (0, "qa/sample_onepass", "h", "k0", "1865 and 1866", "specificity", "ok", "", "raw"),
+        (1, "qa/sample_conversation", "h", "k1", "1872", "factualness", "ok", "", "raw"),
+    ]
+    writer = _Writer()
+    ctx = GenContext.__new__(GenContext)
+    ctx.tasks = {"qa": LoadedTask(spec=spec, sample_templates=(None, None), filter_template=None)}  # type: ignore[arg-type]
+    ctx.resumed_candidates = {seed.key: stored}
+    ctx.writer = writer  # type: ignore[assignment]
+    ctx.run_id = "r"
+    got = anyio.run(sample_seed, ctx, seed)
+    assert [(c.text, c.status) for c in got] == [
+        ("1865 and 1866", "contains_right_answer"),
+        ("1872", "ok"),
+    ]
+    # the new status is stored, so status counts it; the unchanged one is not rewritten
+    assert [(t, r[3], r[9]) for t, r in writer.rows] == [("candidates", 0, "contains_right_answer")]

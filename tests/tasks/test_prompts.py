@@ -1,0 +1,311 @@
+"""What every task's prompt templates share: structure, reply format, the record's place,
+the patterns they teach, originality, size and a round trip through the simulator.
+
+Each task's own demonstrations are checked in ``test_prompts_<task>.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import orjson
+import pytest
+
+from halugen.prompts import Template, load_template
+from halugen.resources import data_dir
+from halugen.simulate import SimConfig, Simulator
+from halugen.tasks import get_task
+from halugen.tasks.base import TaskSpec, normalise
+
+TASKS = ("qa", "dialogue", "summarization")
+STEMS = ("sample_onepass", "sample_conversation", "filter")
+
+SEEDS = {
+    "qa": {
+        "knowledge": "The Oberon Bridge spans the river Tamm in the town of Velby. It opened in "
+        "1894.",
+        "question": "In which year did the bridge in Velby open?",
+        "right_answer": "1894",
+    },
+    "dialogue": {
+        "knowledge": "Tove Marlow wrote The Salt Orchard. The Salt Orchard has genre historical "
+        "novel.",
+        "dialogue_history": (
+            "[Human]: I'm after a historical novel. [Assistant]: Any period in mind? "
+            "[Human]: Not really. What would you suggest?"
+        ),
+        "right_response": "The Salt Orchard by Tove Marlow is a lovely historical novel.",
+    },
+    "summarization": {
+        "document": (
+            "The Marlow rowing club will hold its first regatta since 2019 on 12 June. Club "
+            "captain Helen Park said 40 crews from six countries had entered. The event was "
+            "cancelled three years in a row because the river flooded."
+        ),
+        "right_summary": (
+            "Marlow rowing club holds its first regatta since 2019, with 40 crews entered."
+        ),
+    },
+}
+CANDIDATES = {
+    "qa": ["1901", "1889"],
+    "dialogue": [
+        "The Salt Orchard by Ivo Brandt is a lovely historical novel.",
+        "The Salt Orchard by Tove Marlow is a lovely historical novel, set in 1850.",
+    ],
+    "summarization": [
+        "Marlow rowing club holds its first regatta since 2018, with 40 crews entered.",
+        "Marlow rowing club holds its first regatta since 2019, with 60 crews entered.",
+    ],
+}
+# (sample_onepass, sample_conversation, filter) caps in rough tokens; summarization's are
+# without the document (documents are long)
+SIZE_CAPS = {
+    "qa": (1200, 1500, 800),
+    "dialogue": (1200, 1500, 800),
+    "summarization": (1000, 1200, 800),
+}
+
+# Distinctive fragments of HaluEval's own prompts and demonstrations (a few words each);
+# halugen's templates are written from scratch and must contain none of them.
+HALUEVAL_FRAGMENTS = [
+    "act as a hallucination answer generator",
+    "act as an answer judge",
+    "act as an assistant in a conversation with human",
+    "act as a response judge",
+    "hallucination conversation generator",
+    "hallucination summary generator",
+    "act as a summary judge",
+    "sounds plausible but is factually incorrect",
+    "cannot be directly inferred or entailed",
+    "there exist some non-factual and incorrect information",
+    "you should try your best",
+    "highly similar entity",
+    "dissimilar entity",
+    "have you mastered this method",
+    "about 5 more words",
+    "factual contradiction",
+    "#hallucinated answer#",
+    "#your choice#",
+    "#knowledge#",
+    "#dialogue history#",
+    "#true response#",
+    "#hallucinated response#",
+    "#document#",
+    "#right summary#",
+    "#hallucinated summary#",
+    "the best response is",
+    "the best summary is",
+    "without hallucination and non-factual information",
+    "kelly osbourne",
+    "ketchup",
+    "dark knight",
+    "christopher nolan",
+    "batman",
+    "panther chameleon",
+    "marl park",
+    "martin place",
+    "lindt cafe",
+    "didcot",
+]
+
+
+def spec_of(task: str) -> TaskSpec:
+    return get_task(task)
+
+
+def sample_format(spec: TaskSpec) -> str:
+    label = spec.reply_labels[0]
+    return (
+        f"Reply format:\nPattern: <one of: {', '.join(spec.patterns)}>\n"
+        f"{label}: <your hallucinated {label.lower()}>"
+    )
+
+
+def filter_format(spec: TaskSpec) -> str:
+    return f"Reply format:\nChoice: <the number of the {spec.candidate_label.lower()} you pick>"
+
+
+def field_label(name: str) -> str:
+    return name.replace("_", " ").capitalize()
+
+
+def render(task: str, stem: str, seed: dict[str, str] | None = None) -> tuple[dict[str, str], ...]:
+    spec, seed = spec_of(task), seed or SEEDS[task]
+    template = load_template(task, stem)
+    if stem == "filter":
+        return template.render(spec.filter_values(seed, CANDIDATES[task]))
+    return template.render(seed)
+
+
+def label_lines(text: str, label: str) -> list[str]:
+    return re.findall(rf"^{re.escape(label)}: ?(.*)$", text, re.MULTILINE)
+
+
+def named_patterns(spec: TaskSpec, text: str) -> list[str]:
+    # "factual" must not be found inside "non-factual"
+    return [p for p in spec.patterns if re.search(rf"(?<![\w-]){re.escape(p)}\b", text.casefold())]
+
+
+def _template(task: str, stem: str) -> Template:
+    return load_template(task, stem)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_templates_need_exactly_the_seed_fields_and_the_filter_never_the_right_text(
+    task: str,
+) -> None:
+    spec = spec_of(task)
+    for stem in spec.sample_templates:
+        assert _template(task, stem).fields == set(spec.seed_fields)
+    assert _template(task, spec.filter_template).fields == {*spec.filter_context, "answers"}
+
+
+@pytest.mark.parametrize("stem", STEMS)
+@pytest.mark.parametrize("task", TASKS)
+def test_rendered_template_is_complete_and_ends_with_the_reply_format(task: str, stem: str) -> None:
+    spec = spec_of(task)
+    messages = render(task, stem)
+    assert messages[0]["role"] == "system"
+    assert messages[-1]["role"] == "user"
+    for m in messages:
+        assert m["content"].strip()
+        assert "{{" not in m["content"] and "}}" not in m["content"]
+    last = messages[-1]["content"]
+    assert last.endswith(filter_format(spec) if stem == "filter" else sample_format(spec))
+    assert last.count("Reply format:") == 1
+
+
+@pytest.mark.parametrize("stem", STEMS[:2])
+@pytest.mark.parametrize("task", TASKS)
+def test_record_lines_come_last_and_once_in_the_final_message(task: str, stem: str) -> None:
+    spec, seed = spec_of(task), SEEDS[task]
+    last = render(task, stem)[-1]["content"]
+    record = "".join(f"{field_label(f)}: {seed[f]}\n" for f in spec.seed_fields)
+    assert last.endswith(record + "\n" + sample_format(spec))
+    # demonstrations never use the record's labelled-line layout in this message
+    for label in (*map(field_label, spec.seed_fields), spec.reply_labels[0], "Pattern"):
+        assert len(label_lines(last, label)) == 1, label
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_filter_record_lines_come_last_and_hide_the_right_text(task: str) -> None:
+    spec, seed = spec_of(task), SEEDS[task]
+    messages = render(task, "filter")
+    last = messages[-1]["content"]
+    label = spec.candidate_label
+    context = "".join(f"{field_label(f)}: {seed[f]}\n" for f in spec.filter_context)
+    shown = "".join(f"{label} {i}: {c}\n" for i, c in enumerate(CANDIDATES[task], 1))
+    assert last.endswith(context + shown + "\n" + filter_format(spec))
+    for line in (*map(field_label, spec.filter_context), f"{label} 1", f"{label} 2"):
+        assert len(label_lines(last, line)) == 1, line
+    # the judge must never see the record's right text, however the values are built
+    hidden = {**seed, spec.right_field: "SENTINEL-RIGHT"}
+    assert render(task, "filter", hidden) == messages
+    assert all("SENTINEL" not in m["content"] for m in messages)
+    assert not label_lines(last, field_label(spec.right_field))
+
+
+@pytest.mark.parametrize("stem", STEMS[:2])
+@pytest.mark.parametrize("task", TASKS)
+def test_every_pattern_is_named_and_the_format_lists_exactly_the_spec_patterns(
+    task: str, stem: str
+) -> None:
+    spec = spec_of(task)
+    messages = render(task, stem)
+    assert named_patterns(spec, "\n".join(m["content"] for m in messages)) == list(spec.patterns)
+    options = re.search(r"<one of: ([^>]*)>", messages[-1]["content"])
+    assert options is not None
+    assert tuple(options.group(1).split(", ")) == spec.patterns
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_echoing_the_reply_format_is_not_a_usable_candidate(task: str) -> None:
+    spec = spec_of(task)
+    assert spec.parse_candidate(sample_format(spec)).problem == "placeholder_answer"
+    assert spec.parse_choice(filter_format(spec), ["a", "b"]) is None
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_conversation_teaches_one_pattern_per_turn_and_the_assistant_restates_it(
+    task: str,
+) -> None:
+    spec = spec_of(task)
+    messages = render(task, "sample_conversation")
+    middle = messages[1:-1]
+    assert [m["role"] for m in middle] == ["user", "assistant"] * (len(middle) // 2)
+    turns = list(zip(middle[0::2], middle[1::2], strict=True))
+    assert len(turns) == len(spec.patterns)
+    for pattern, (user, assistant) in zip(spec.patterns, turns, strict=True):
+        assert named_patterns(spec, user["content"]) == [pattern]
+        assert label_lines(user["content"], "Pattern") == [pattern]
+        # the confirmation is in the assistant's own words, not an echo of the lesson
+        assert named_patterns(spec, assistant["content"]) in ([], [pattern])
+        assert assistant["content"] not in user["content"]
+        assert len(assistant["content"]) < len(user["content"])
+
+
+@pytest.mark.parametrize("stem", STEMS)
+@pytest.mark.parametrize("task", TASKS)
+def test_templates_do_not_reuse_halueval_text(task: str, stem: str) -> None:
+    path = data_dir("prompts") / task / f"{stem}.txt"
+    text = " ".join(path.read_text(encoding="utf-8").casefold().split())
+    for fragment in HALUEVAL_FRAGMENTS:
+        assert fragment not in text, fragment
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_prompt_size_stays_under_its_cap(task: str) -> None:
+    seed = {**SEEDS[task], "document": ""} if task == "summarization" else SEEDS[task]
+    for stem, cap in zip(STEMS, SIZE_CAPS[task], strict=True):
+        # len/4 per message plus the chat format's few tokens per message
+        tokens = sum(len(m["content"]) // 4 + 4 for m in render(task, stem, seed)) + 3
+        assert 100 < tokens <= cap, (stem, tokens)
+
+
+# -- round trip through the simulator ------------------------------------------------------
+
+
+def ask(sim: Simulator, messages: tuple[dict[str, str], ...], seed: int = 0) -> str:
+    body = orjson.dumps({"model": "sim", "messages": list(messages), "seed": seed})
+    response = asyncio.run(sim.handle("/v1/chat/completions", {}, body))
+    assert response.status == 200
+    return orjson.loads(response.body)["choices"][0]["message"]["content"]
+
+
+@pytest.mark.parametrize("stem", STEMS[:2])
+@pytest.mark.parametrize("task", TASKS)
+def test_simulator_reply_to_a_sampling_template_parses_and_passes_the_guards(
+    task: str, stem: str
+) -> None:
+    spec, seed = spec_of(task), SEEDS[task]
+    sim = Simulator(SimConfig())
+    seen, passed = set(), 0
+    for n in range(8):
+        got = spec.parse_candidate(ask(sim, render(task, stem), n))
+        assert got.problem == "", got
+        assert got.pattern in spec.patterns
+        assert normalise(got.answer) != normalise(seed[spec.right_field])
+        passed += spec.check_candidate(seed, got.answer) == ""
+        seen.add(got.pattern)
+    # the simulator read the "one of" options of our reply format, not a default
+    assert len(seen) > 1
+    assert passed >= 4
+
+
+WRONG = {
+    "qa": "1901",
+    "dialogue": "Yes, Ivo Brandt wrote a travel guide about Lisbon.",
+    "summarization": "A ferry service between two islands was suspended during the storm.",
+}
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_simulator_judge_reads_the_numbered_candidates(task: str) -> None:
+    spec, seed = spec_of(task), SEEDS[task]
+    sim = Simulator(SimConfig())
+    wrong, right = WRONG[task], seed[spec.right_field]
+    for answers, expected in (([wrong, right], 2), ([right, wrong], 1)):
+        messages = _template(task, "filter").render(spec.filter_values(seed, answers))
+        assert spec.parse_choice(ask(sim, messages), answers) == expected
