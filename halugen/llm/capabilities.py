@@ -58,7 +58,7 @@ class StructuredOutputs:
         self.runner = runner
         self.model = model
         self.mode = mode
-        self.endpoint = runner.client.url
+        self.endpoint = runner.pool.url  # one endpoint: its URL; a fleet: all of them
         self.supported: bool | None = {"on": True, "off": False}.get(mode)
         self.detail = ""
         self.used = ""

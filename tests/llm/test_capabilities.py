@@ -18,11 +18,11 @@ FMT = verdict_format()
 
 
 class FakeRunner:
-    """What StructuredOutputs uses of a CallRunner: call, client.url, store, writer."""
+    """What StructuredOutputs uses of a CallRunner: call, pool.url, store, writer."""
 
     def __init__(self, answer, stored: list[tuple] | None = None) -> None:  # type: ignore[no-untyped-def]
         self.answer = answer  # request -> ChatResult | CallFailure
-        self.client = SimpleNamespace(url="http://sim/v1/chat/completions")
+        self.pool = SimpleNamespace(url="http://sim/v1/chat/completions")
         self.store = SimpleNamespace(query=lambda sql, params: list(stored or []))
         self.rows: list[tuple] = []
         self.writer = SimpleNamespace(put=self.rows.extend)
