@@ -123,6 +123,18 @@ async def generate(
     on_run: Callable[[str, bool], None] | None = None,
 ) -> RunOutcome:
     """Run (or resume) generation for ``cfg``. Raises HalugenError for bad input/setup."""
+    if cfg.batch is not None and cfg.batch.plan is None:  # --batch: stage after stage
+        from .batch.run import run_in_batches
+
+        return await run_in_batches(
+            lambda b, first: generate(
+                dataclasses.replace(cfg, batch=b, progress=False), transport=transport, on_run=first
+            ),
+            cfg,
+            transport=transport,
+            console=console,
+            on_run=on_run,
+        )
     if not cfg.seeds:
         raise UsageError("no seed files given: pass --seeds FILE (or set seeds in halugen.toml)")
     cfg, files_of = resolve_tasks(cfg)

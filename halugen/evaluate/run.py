@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
@@ -225,6 +225,20 @@ async def evaluate(
     console: Console | None = None,
     on_run: Callable[[str, bool], None] | None = None,
 ) -> EvalOutcome:
+    if cfg.run.batch is not None and cfg.run.batch.plan is None:  # --batch
+        from ..batch.run import run_in_batches
+
+        return await run_in_batches(
+            lambda b, first: evaluate(
+                replace(cfg, run=replace(cfg.run, batch=b, progress=False)),
+                transport=transport,
+                on_run=first,
+            ),
+            cfg.run,
+            transport=transport,
+            console=console,
+            on_run=on_run,
+        )
     check_task(cfg.task)
     if cfg.scoring not in ("parse", "logprobs"):
         raise UsageError(f"--scoring must be parse or logprobs, not {cfg.scoring!r}")

@@ -32,25 +32,43 @@ class Transport(Protocol):
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
     ) -> HttpResponse: ...
 
+    # GET: batch objects and file contents (llm/batch_client.py)
+    async def get(
+        self, url: str, headers: Mapping[str, str], timeouts: Timeouts
+    ) -> HttpResponse: ...
+
     async def aclose(self) -> None: ...
 
 
 Handler = Callable[[str, Mapping[str, str], bytes], Awaitable[HttpResponse]]
+GetHandler = Callable[[str, Mapping[str, str]], Awaitable[HttpResponse]]
 
 
 class HandlerTransport:
-    """Calls ``handler(path, headers, body)`` directly; for tests and in-process demos."""
+    """Calls ``handler(path, headers, body)`` (and ``get_handler(path, headers)`` for GET)
+    directly; for tests and in-process demos."""
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, get_handler: GetHandler | None = None) -> None:
         self._handler = handler
+        self._get_handler = get_handler
 
     async def post(
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
     ) -> HttpResponse:
+        return await self._call(url, headers, timeouts, lambda p, h: self._handler(p, h, body))
+
+    async def get(self, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> HttpResponse:
+        if self._get_handler is None:
+            return HttpResponse(status=404, headers={}, body=b'{"error": "no GET handler"}')
+        return await self._call(url, headers, timeouts, self._get_handler)
+
+    async def _call(
+        self, url: str, headers: Mapping[str, str], timeouts: Timeouts, handler: GetHandler
+    ) -> HttpResponse:
         path = "/" + url.split("://", 1)[-1].split("/", 1)[-1] if "://" in url else url
         try:
             async with asyncio.timeout(timeouts.total):
-                return await self._handler(path, {k.lower(): v for k, v in headers.items()}, body)
+                return await handler(path, {k.lower(): v for k, v in headers.items()})
         except TimeoutError:
             raise RetryableError(
                 f"no answer within {timeouts.total:g} s", billed_maybe=True
@@ -90,6 +108,19 @@ class AiohttpTransport:
     async def post(
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
     ) -> HttpResponse:
+        return await self._request("POST", url, headers, body, timeouts)
+
+    async def get(self, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> HttpResponse:
+        return await self._request("GET", url, headers, None, timeouts)
+
+    async def _request(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        timeouts: Timeouts,
+    ) -> HttpResponse:
         session = self._get_session()
         timeout = self._timeouts.get(timeouts)
         if timeout is None:
@@ -97,7 +128,9 @@ class AiohttpTransport:
                 total=timeouts.total, sock_connect=timeouts.connect, sock_read=timeouts.read
             )
         try:
-            async with session.post(url, data=body, headers=headers, timeout=timeout) as resp:
+            async with session.request(
+                method, url, data=body, headers=headers, timeout=timeout
+            ) as resp:
                 data = await resp.read()
                 # aiohttp's header mapping answers lower-case lookups already
                 return HttpResponse(status=resp.status, headers=resp.headers, body=data)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
@@ -269,6 +269,21 @@ async def preselect(
         None,
     )  # fail fast on bad input
     scorer = scorer or PairwiseScorer(cfg.scorer)  # loaded once, before any money is spent
+    if cfg.run.batch is not None and cfg.run.batch.plan is None:  # --batch
+        from ..batch.run import run_in_batches
+
+        return await run_in_batches(
+            lambda b, first: preselect(
+                replace(cfg, run=replace(cfg.run, batch=b, progress=False)),
+                transport=transport,
+                on_run=first,
+                scorer=scorer,
+            ),
+            cfg.run,
+            transport=transport,
+            console=console,
+            on_run=on_run,
+        )
     async with call_session(
         cfg.run,
         kind="preselect",

@@ -193,6 +193,43 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "coherence",
         "created_at",
     ),
+    # batch mode and batch files (halugen/batch/): one row per batch, one per line
+    "batches": (
+        "batch_id",
+        "run_id",
+        "kind",
+        "state",
+        "status",
+        "provider_batch_id",
+        "input_file_id",
+        "output_file_id",
+        "error_file_id",
+        "requests",
+        "completed",
+        "failed",
+        "reserved_pusd",
+        "bytes",
+        "base_url",
+        "detail",
+        "updated_at",
+        "created_at",
+    ),
+    "batch_lines": (
+        "batch_id",
+        "line_no",
+        "call_id",
+        "custom_id",
+        "run_id",
+        "stage",
+        "task",
+        "model",
+        "seed_key",
+        "est_prompt_tokens",
+        "max_output_tokens",
+        "reserved_pusd",
+        "request_json",
+        "created_at",
+    ),
     "sample_rows": (
         "run_id",
         "task",
@@ -584,10 +621,68 @@ CREATE TABLE annotation_agreement (
 );
 """
 
+# Batch mode (the providers' Batch APIs) and batch files for other engines (halugen/batch/).
+# A line's money is in the ledger under its call_id: 'batch_reserve' (committed with the line,
+# before its file is uploaded), then 'settle' (its own usage, at the batch price), 'release'
+# (failed, expired, cancelled: not billed) or 'lost' (the provider lost the batch: counted as
+# spent). 'batch_reserve' is not 'reserve' on purpose: a batch outlives the session that sent
+# it, so a resume must poll it, not count its lines lost the way it does calls in flight.
+_BATCHES = """
+CREATE TABLE batches (
+    batch_id VARCHAR NOT NULL,         -- halugen's id (hb-...)
+    run_id VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,             -- api (sent to a Batch API) | export (a batch file)
+    state VARCHAR NOT NULL,            -- submitting | submitted | collected | abandoned | lost
+                                       -- | exported
+    status VARCHAR,                    -- the provider's: validating | in_progress | finalizing
+                                       -- | completed | failed | expired | cancelling | cancelled
+    provider_batch_id VARCHAR,
+    input_file_id VARCHAR,
+    output_file_id VARCHAR,
+    error_file_id VARCHAR,
+    requests INTEGER NOT NULL,
+    completed INTEGER,
+    failed INTEGER,
+    reserved_pusd BIGINT NOT NULL,     -- worst case of all its lines, at the batch price
+    bytes BIGINT,                      -- size of its input file
+    base_url VARCHAR,
+    detail VARCHAR,
+    updated_at TIMESTAMP,
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE batch_lines (
+    batch_id VARCHAR NOT NULL,
+    line_no INTEGER NOT NULL,
+    call_id BIGINT NOT NULL,           -- its ledger rows and its call_log row
+    custom_id VARCHAR NOT NULL,        -- the request key
+    run_id VARCHAR NOT NULL,
+    stage VARCHAR,
+    task VARCHAR,
+    model VARCHAR,
+    seed_key VARCHAR,
+    est_prompt_tokens INTEGER,
+    max_output_tokens INTEGER,
+    reserved_pusd BIGINT,
+    request_json VARCHAR NOT NULL,     -- the body, exactly as in the file
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE OR REPLACE VIEW batch_progress AS
+SELECT b.batch_id, b.run_id, b.kind, b.state, b.status, b.provider_batch_id, b.requests,
+       b.completed, b.failed, b.reserved_pusd / 1e12 AS reserved_usd,
+       COALESCE((SELECT sum(l.pusd) FROM ledger l JOIN batch_lines bl ON bl.call_id = l.call_id
+                 WHERE bl.batch_id = b.batch_id AND l.event IN ('settle', 'lost')), 0) / 1e12
+           AS spent_usd,
+       b.bytes, b.detail, b.created_at, b.updated_at
+FROM batches b;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
     ("0003_long_documents", _TRUNCATION),
     ("0004_evaluation_preselection_annotation", _EVALUATION),
     ("0005_annotation_agreement", _AGREEMENT),
+    ("0006_batches", _BATCHES),
 )
