@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UsageError
 from ..llm.calls import CallFailure
 from ..records import ChatRequest, ChatResult
+from ..stats import RunStats
 from ..store.db import KeyIndex, key_prefix
 from .book import live_batch_summary, live_keys
 from .files import result_from_stored
@@ -65,6 +66,8 @@ class PassPlan:
     answered: int = 0  # calls answered from the store
     waiting: int = 0  # calls whose batch may still complete
     run_id: str = ""
+    # the counters of every pass of the session, so the last one reports the session's work
+    stats: RunStats | None = None
 
 
 class PlanningRunner:
@@ -166,15 +169,23 @@ class PlanningRunner:
 class PlanWriter:
     """The store writer, minus the rows that only say a seed's call was deferred."""
 
-    def __init__(self, writer: StoreWriter, plan: PassPlan) -> None:
+    def __init__(self, writer: StoreWriter, plan: PassPlan, stats: RunStats) -> None:
         self._writer = writer
         self._plan = plan
+        self._stats = stats
 
     def _keep(self, rows: Sequence[Row]) -> list[Row]:
         deferred = self._plan.deferred_seeds
         if not deferred:
             return list(rows)
-        return [r for r in rows if not (r[0] in _SEED_TABLES and (r[1][1], r[1][2]) in deferred)]
+        kept = []
+        for r in rows:
+            if r[0] in _SEED_TABLES and (r[1][1], r[1][2]) in deferred:
+                if r[0] == "seed_outcomes" and r[1][3] == "failed":
+                    self._stats.bump(self._stats.failed, r[1][1], -1)  # pending, not failed
+                continue
+            kept.append(r)
+        return kept
 
     def put(self, rows: Sequence[Row]) -> None:
         kept = self._keep(rows)
@@ -214,5 +225,9 @@ def adapt_session(session: CallSession, batch: BatchOptions | None) -> None:
         return
     plan: PassPlan = batch.plan
     plan.run_id = session.run_id
+    if plan.stats is not None:
+        plan.stats.run_id = session.run_id
+        session.stats = plan.stats
+    writer = PlanWriter(session.store.writer, plan, session.stats)
     session.runner = PlanningRunner(session.runner, session, plan)  # type: ignore[assignment]
-    session.store = _PlanStore(session.store, PlanWriter(session.store.writer, plan))  # type: ignore[assignment]
+    session.store = _PlanStore(session.store, writer)  # type: ignore[assignment]

@@ -53,7 +53,8 @@ class _Session:
 
     failures: dict[str, CallFailure] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
-    stats: RunStats = field(default_factory=RunStats)
+    stats: RunStats = field(default_factory=RunStats)  # the batches' lines, for the view
+    pass_stats: RunStats = field(default_factory=RunStats)  # what the passes did, together
     batches: int = 0
     requests: int = 0
     settled_pusd: int = 0
@@ -89,7 +90,7 @@ async def run_in_batches(
     try:
         first = True
         while True:
-            plan = PassPlan(failures=state.failures)
+            plan = PassPlan(failures=state.failures, stats=state.pass_stats)
             outcome = await run_pass(
                 dataclasses.replace(opts, plan=plan), on_run if first else None
             )

@@ -13,12 +13,12 @@ from collections.abc import Callable, Sequence
 
 from .. import __version__
 from ..errors import HalugenError
-from . import data, evaluation, general, generation, simulator
+from . import batch, data, evaluation, general, generation, simulator
 from .common import err
 
 __all__ = ["build_parser", "main"]
 
-_AREAS = (generation, evaluation, general, data, simulator)
+_AREAS = (generation, evaluation, general, data, simulator, batch)
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     name: fn for area in _AREAS for name, fn in area.COMMANDS.items()
 }

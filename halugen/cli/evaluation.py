@@ -11,6 +11,7 @@ import anyio
 from rich.table import Table
 
 from ..errors import UsageError
+from .batch import add_batch_flags
 from .common import db_path, err, llm_flags, out, run_config
 
 
@@ -35,6 +36,7 @@ def add_parsers(sub: Any) -> None:
     ev.add_argument("--fresh", action="store_true", help="start a new eval run")
     ev.add_argument("--run-id", help="resume this eval run")
     llm_flags(ev)
+    add_batch_flags(ev)
 
     rep = sub.add_parser("report", help="tables of the recognition results")
     rep.add_argument("--format", choices=("table", "markdown", "csv"), default="table")

@@ -10,6 +10,7 @@ import anyio
 import orjson
 
 from ..errors import UsageError
+from .batch import add_batch_flags
 from .common import db_path, err, llm_flags, out, run_config
 
 
@@ -51,6 +52,7 @@ def add_parsers(sub: Any) -> None:
     pre.add_argument("--temperature", type=float)
     pre.add_argument("--max-tokens", type=int)
     llm_flags(pre)
+    add_batch_flags(pre)
 
     ann = sub.add_parser(
         "annotate", help="human annotation: serve the page, import, export, resolve"
