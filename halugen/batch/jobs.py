@@ -170,7 +170,9 @@ class BatchJobs:
         self, planned: Iterable[Planned], opts: BatchOptions, *, stop: Callable[[], bool]
     ) -> int:
         """Send the planned requests in batches within the limits and the budget."""
-        lines = ((p, input_line(p.key, p.body)) for p in planned)
+        # requests a batch did not run (expired, cancelled, failed lines) go first this time
+        ordered = sorted(planned, key=lambda p: -self.attempts.get(p.key, 0))
+        lines = ((p, input_line(p.key, p.body)) for p in ordered)
         sent = 0
         for group in split_lines(lines, max_requests=opts.max_requests, max_bytes=opts.max_bytes):
             if stop():

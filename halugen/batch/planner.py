@@ -61,6 +61,8 @@ class PassPlan:
     """What one planning pass found. ``failures`` come from the driver (known for good)."""
 
     failures: dict[str, CallFailure] = field(default_factory=dict)
+    reported: set[str] = field(default_factory=set)  # failures a pass has already written
+    returned: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (task, seed)
     requests: dict[str, Planned] = field(default_factory=dict)
     deferred_seeds: set[tuple[str, str]] = field(default_factory=set)
     answered: int = 0  # calls answered from the store
@@ -130,7 +132,13 @@ class PlanningRunner:
                 return result
         known = self.plan.failures.get(key)
         if known is not None:
-            return known  # failed for good this session: the seed fails as interactively
+            # failed for good this session: the seed fails as in an interactive session, and
+            # the passes after the one that wrote so leave it alone
+            if key in self.plan.reported:
+                self.plan.deferred_seeds.add((task, seed_key))
+            else:
+                self.plan.returned[key] = (task, seed_key)
+            return known
         self.plan.deferred_seeds.add((task, seed_key))
         if key in self._live:
             self.plan.waiting += 1

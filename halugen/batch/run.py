@@ -52,6 +52,7 @@ class _Session:
     """What batch mode did in this session, across its passes."""
 
     failures: dict[str, CallFailure] = field(default_factory=dict)
+    reported: set[str] = field(default_factory=set)
     attempts: dict[str, int] = field(default_factory=dict)
     stats: RunStats = field(default_factory=RunStats)  # the batches' lines, for the view
     pass_stats: RunStats = field(default_factory=RunStats)  # what the passes did, together
@@ -90,11 +91,16 @@ async def run_in_batches(
     try:
         first = True
         while True:
-            plan = PassPlan(failures=state.failures, stats=state.pass_stats)
+            plan = PassPlan(
+                failures=state.failures, reported=state.reported, stats=state.pass_stats
+            )
             outcome = await run_pass(
                 dataclasses.replace(opts, plan=plan), on_run if first else None
             )
             first = False
+            state.reported.update(
+                k for k, seed in plan.returned.items() if seed not in plan.deferred_seeds
+            )
             if getattr(outcome, "status", "") in ("failed", "interrupted", "input_error"):
                 return _finish(outcome, state)
             if plan.requests or plan.waiting:
@@ -193,8 +199,10 @@ async def _send_and_wait(
                     if jobs.budget_short:
                         ledger.exhausted = True
                         return ("budget_exhausted", _exhausted(outcome, plan, ledger))
-                    # e.g. a request too large for any batch: the next pass fails it
-                    return "collected" if len(state.failures) > failures_before else "nothing"
+                    # requests waited for batches that turned out never to have been made,
+                    # or failed for good (too large for any batch): the next pass sees that
+                    changed = plan.waiting or len(state.failures) > failures_before
+                    return "collected" if changed else "nothing"
                 if view is not None:
                     view.start()
                 while True:
@@ -228,14 +236,12 @@ async def _send_and_wait(
 async def _wait(seconds: float, stop: Callable[[], bool], view: ProgressView | None) -> None:
     """Sleep ``seconds`` (ticking the view), or less when ``stop()`` becomes true."""
     deadline = time.monotonic() + seconds
-    while not stop():
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return
-        await anyio.sleep(min(0.25, left))
+    while True:  # at least one turn of the event loop, so that Ctrl-C is seen
+        await anyio.sleep(max(0.0, min(0.25, deadline - time.monotonic())))
         if view is not None:
             view.tick()
-    await anyio.sleep(0)
+        if stop() or time.monotonic() >= deadline:
+            return
 
 
 @contextlib.contextmanager

@@ -58,6 +58,7 @@ class BatchSimConfig:
 
     validating_s: float = 0.0  # before a batch starts (or fails validation)
     duration_s: float = 2.0  # in progress: lines are done at an even pace over this time
+    line_s: float | None = None  # or: each line takes this long (a batch of n: n * line_s)
     finalizing_s: float = 0.0  # after the last line, before the batch is completed
     cancel_s: float = 0.0  # cancelling -> cancelled
     expire_s: float | None = None  # a batch not done this long after creation expires
@@ -69,7 +70,7 @@ class BatchSimConfig:
 
     def __post_init__(self) -> None:
         for name in ("validating_s", "duration_s", "finalizing_s", "cancel_s"):
-            if getattr(self, name) < 0:
+            if getattr(self, name) < 0 or (self.line_s is not None and self.line_s < 0):
                 raise UsageError(f"simulator batch {name} must not be negative")
         if self.expire_s is not None and self.expire_s <= 0:
             raise UsageError("simulator batch expire_s must be positive (or unset)")
@@ -141,6 +142,7 @@ class BatchService:
         self._batches: dict[str, _Batch] = {}
         self._ids = itertools.count(1)
         self._attempts: dict[bytes, int] = {}
+        self._now = config.clock()
         self.reset()
 
     # -- bookkeeping -----------------------------------------------------------------------
@@ -162,6 +164,7 @@ class BatchService:
 
     def stats(self) -> dict[str, Any]:
         """What batches billed: tokens, requests, USD at the batch price, per-key counts."""
+        self._now = self.config.clock()
         for batch in self._batches.values():
             self._advance(batch)  # a provider bills what ended, whether anyone looked or not
         by_status: dict[str, int] = {}
@@ -197,6 +200,7 @@ class BatchService:
             return None
         if not self.sim.authorised(headers):
             return self.sim.unauthorised()
+        self._now = self.config.clock()  # one reading per request: every answer agrees
         try:
             if parts[0] == "files":
                 return self._files_route(method, parts[1:], headers, body)
@@ -286,7 +290,7 @@ class BatchService:
             endpoint=endpoint,
             completion_window="24h",
             metadata=req.get("metadata") if isinstance(req.get("metadata"), dict) else None,
-            created=self.config.clock(),
+            created=self._now,
             created_at=int(time.time()),
             lines=lines,
             errors=errors,
@@ -363,7 +367,7 @@ class BatchService:
             if status != "cancelling":
                 raise _ApiError(400, f"Cannot cancel a batch with status '{status}'.", None)
             return batch
-        batch.cancelled = self.config.clock()
+        batch.cancelled = self._now
         batch.stamps["cancelling_at"] = int(time.time())
         self._cancels += 1
         return batch
@@ -385,34 +389,40 @@ class BatchService:
 
     # -- time ------------------------------------------------------------------------------
 
+    def _duration(self, batch: _Batch) -> float:
+        cfg = self.config
+        return cfg.duration_s if cfg.line_s is None else cfg.line_s * len(batch.lines)
+
     def _done_at(self, batch: _Batch, t: float) -> int:
         """Lines done ``t`` seconds after the batch was created."""
         run = t - self.config.validating_s
         if run <= 0:
             return 0
         total = len(batch.lines)
-        if self.config.duration_s <= 0:
+        duration = self._duration(batch)
+        if duration <= 0:
             return total
-        return min(total, math.floor(total * run / self.config.duration_s))
+        return min(total, math.floor(total * run / duration))
 
     def _status(self, batch: _Batch) -> str:
         if batch.final is not None:
             return batch.final
         cfg = self.config
-        t = cfg.clock() - batch.created
+        t = self._now - batch.created
         if t < cfg.validating_s:
             return "validating"
         if batch.errors:
             return "failed"
         if batch.cancelled is not None:
-            waited = cfg.clock() - batch.cancelled
+            waited = self._now - batch.cancelled
             return "cancelling" if waited < cfg.cancel_s else "cancelled"
         expired = cfg.expire_s is not None and t >= cfg.expire_s
         if expired and self._done_at(batch, cfg.expire_s or 0.0) < len(batch.lines):
             return "expired"
-        if t < cfg.validating_s + cfg.duration_s:
+        duration = self._duration(batch)
+        if t < cfg.validating_s + duration:
             return "in_progress"
-        if t < cfg.validating_s + cfg.duration_s + cfg.finalizing_s:
+        if t < cfg.validating_s + duration + cfg.finalizing_s:
             return "finalizing"
         return "completed"
 
@@ -482,12 +492,11 @@ class BatchService:
 
     def _object(self, batch: _Batch) -> dict[str, Any]:
         status = self._advance(batch)
-        cfg = self.config
         total = len(batch.lines)
         if batch.final is not None:
             completed, failed = batch.done_ok, batch.done_failed
         elif status in ("in_progress", "finalizing", "cancelling"):
-            now = cfg.clock() if batch.cancelled is None else batch.cancelled
+            now = self._now if batch.cancelled is None else batch.cancelled
             done = self._done_at(batch, now - batch.created)
             failed = sum(1 for line in batch.lines[:done] if line.outcome != "ok")
             completed = done - failed
