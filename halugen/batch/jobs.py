@@ -317,12 +317,15 @@ class BatchJobs:
                     f"batch {record.provider_batch_id} cannot be read ({exc}); use the "
                     f"--base-url and key it was sent with"
                 ) from None
+            seen_before = (live.status, live.completed, live.failed)
             self._seen(live, info)
             if info.final:
                 await self._collect(live, info)
                 collected += 1
-            else:
-                self.writer.put(
+            elif (info.status, info.completed, info.failed) != seen_before:
+                # every change of a batch row goes through the durable lane: the two lanes are
+                # two connections, and two transactions updating one row conflict
+                await self.writer.put_durable(
                     [
                         book.update_row(
                             record.batch_id,
@@ -471,7 +474,9 @@ class BatchJobs:
                 problems.append(f"batch {pid}: {exc}")
                 continue
             self._seen(live, info)
-            self.writer.put([book.update_row(live.record.batch_id, status=info.status)])
+            await self.writer.put_durable(
+                [book.update_row(live.record.batch_id, status=info.status)]
+            )
         return problems
 
     async def _abandon(self, live: LiveBatch, why: str) -> None:

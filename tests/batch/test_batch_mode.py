@@ -18,9 +18,9 @@ from halugen.llm.transport import HttpResponse
 from tests.batch.support import BatchClock, InProcess, in_process, seeds_file
 
 
-def config(db: Path, seeds: Path, **kw: Any) -> RunConfig:
+def config(db: Path, seeds: Path | None, **kw: Any) -> RunConfig:
     defaults: dict[str, Any] = dict(
-        seeds=(str(seeds),),
+        seeds=(str(seeds),) if seeds else (),
         model="gpt-4o-mini",
         base_url="http://sim/v1",
         api_key="k",
@@ -309,3 +309,50 @@ def test_the_live_view_shows_each_batch_beside_the_budget(tmp_path, monkeypatch)
     text = buf.getvalue()
     assert "batches: batch_sim" in text and "in_progress" in text
     assert "spent" in text and "left" in text
+
+
+def test_eval_in_batch_mode_gives_the_same_verdicts_at_half_the_price(tmp_path):
+    import shutil
+
+    from halugen.evaluate.run import EvalConfig, evaluate
+
+    gen = in_process()
+    db = tmp_path / "h.duckdb"
+    assert run(config(db, seeds_file(tmp_path, 16)), gen).status == "done"
+    db2 = tmp_path / "copy.duckdb"
+    shutil.copy(db, db2)
+    outcomes = {}
+    envs = {"batch": in_process(), "interactive": in_process()}
+    for mode, path in (("batch", db), ("interactive", db2)):
+        batch = BatchOptions(poll_seconds=0) if mode == "batch" else None
+        ecfg = EvalConfig(run=config(path, None, batch=batch), task="qa")
+        outcomes[mode] = anyio.run(lambda: evaluate(ecfg, transport=envs[mode].transport))
+    assert outcomes["batch"].status == outcomes["interactive"].status == "done"
+    assert outcomes["batch"].judged == outcomes["interactive"].judged == 16
+    sql = "SELECT item_key, shown, verdict FROM judgements ORDER BY item_key"
+    assert query(db, sql) == query(db2, sql)
+    sb, si = envs["batch"].stats(), envs["interactive"].stats()
+    assert sb["requests"] == 0 and sb["batch"]["batches_created"] == 1
+    assert sb["billed_usd"] == pytest.approx(si["billed_usd"] / 2)
+
+
+def test_preselect_in_batch_mode_learns_that_n_is_ignored_and_asks_the_rest(tmp_path):
+    from halugen.preselect.run import PreselectConfig, preselect
+    from tests.e2e.test_general_track import scorer_or_skip, write_alpaca
+
+    scorer = scorer_or_skip()
+    env = in_process(sim={"honour_n": False})  # a server that answers n=3 with one choice
+    db = tmp_path / "h.duckdb"
+    queries = write_alpaca(tmp_path / "alpaca.json", 10)
+    pcfg = PreselectConfig(
+        run=config(db, None), queries=(str(queries),), scorer=scorer.spec, keep=4
+    )
+    out = anyio.run(lambda: preselect(pcfg, transport=env.transport, scorer=scorer))
+    assert out.status == "done", out.message
+    assert out.scored == 10 and len(out.kept) == 4
+    stats = assert_books_agree(db, env)
+    # n=3 asked once; the missing answers follow, one index a round (preselect asks for the
+    # next response only once it has the one before)
+    assert stats["batch"]["batches_created"] >= 3
+    assert stats["requests"] == 0
+    assert query(db, "SELECT count(*) FROM preselect_responses") == [(30,)]
