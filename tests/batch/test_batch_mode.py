@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -326,7 +327,7 @@ def test_eval_in_batch_mode_gives_the_same_verdicts_at_half_the_price(tmp_path):
     for mode, path in (("batch", db), ("interactive", db2)):
         batch = BatchOptions(poll_seconds=0) if mode == "batch" else None
         ecfg = EvalConfig(run=config(path, None, batch=batch), task="qa")
-        outcomes[mode] = anyio.run(lambda: evaluate(ecfg, transport=envs[mode].transport))
+        outcomes[mode] = anyio.run(partial(evaluate, ecfg, transport=envs[mode].transport))
     assert outcomes["batch"].status == outcomes["interactive"].status == "done"
     assert outcomes["batch"].judged == outcomes["interactive"].judged == 16
     sql = "SELECT item_key, shown, verdict FROM judgements ORDER BY item_key"

@@ -45,7 +45,7 @@ def run_like_vllm(requests: Path, results: Path, *, fail: set[int] = frozenset()
                 {
                     "id": rid,
                     "custom_id": line["custom_id"],
-                    "response": {"status_code": 400, "request_id": f"vllm-batch-{rid}", "body": None},
+                    "response": {"status_code": 400, "request_id": rid, "body": None},
                     "error": {
                         "error": {"message": "prompt too long for this engine", "type": "Bad"}
                     },
@@ -73,6 +73,11 @@ def run_args(seeds: Path, db: Path) -> list[str]:
     return ["--seeds", str(seeds), "--db", str(db), "--model", "gpt-4o-mini", "--no-progress"]
 
 
+def export(seeds: Path, db: Path, out: Path, stage: str | None = None) -> int:
+    stage_args = ["--stage", stage] if stage else []
+    return main(["batch", "export", "--out", str(out), *stage_args, *run_args(seeds, db)])
+
+
 def test_a_run_made_entirely_by_another_engine_through_batch_files(
     hotpot_file, tmp_path, simulator, capsys
 ):
@@ -80,8 +85,7 @@ def test_a_run_made_entirely_by_another_engine_through_batch_files(
     db = tmp_path / "h.duckdb"
     sample_req, sample_out = tmp_path / "sample.jsonl", tmp_path / "sample-out.jsonl"
 
-    assert main(["batch", "export", "--stage", "sample", "--out", str(sample_req)]
-                + run_args(seeds, db)) == 0  # fmt: skip
+    assert export(seeds, db, sample_req, "sample") == 0
     lines = [orjson.loads(x) for x in sample_req.read_bytes().splitlines()]
     assert len(lines) == 24  # two candidates per seed
     assert {x["method"] for x in lines} == {"POST"}
@@ -97,12 +101,10 @@ def test_a_run_made_entirely_by_another_engine_through_batch_files(
     ]
 
     # the next stage: sampling is done, so a sample export says where the work is
-    assert main(["batch", "export", "--stage", "sample", "--out", str(tmp_path / "x.jsonl")]
-                + run_args(seeds, db)) == 2  # fmt: skip
+    assert export(seeds, db, tmp_path / "x.jsonl", "sample") == 2
     assert "filter" in capsys.readouterr().err
     filter_req, filter_out = tmp_path / "filter.jsonl", tmp_path / "filter-out.jsonl"
-    assert main(["batch", "export", "--stage", "filter", "--out", str(filter_req)]
-                + run_args(seeds, db)) == 0  # fmt: skip
+    assert export(seeds, db, filter_req, "filter") == 0
     n_filter = len(filter_req.read_bytes().splitlines())
     assert 0 < n_filter <= 12
     run_like_vllm(filter_req, filter_out)
@@ -110,7 +112,7 @@ def test_a_run_made_entirely_by_another_engine_through_batch_files(
 
     # the same 'halugen run' then finishes from the store: the endpoint sees no request
     sim = simulator()
-    code = main(["run", "--base-url", sim.base_url, "--api-key", "k"] + run_args(seeds, db))
+    code = main(["run", "--base-url", sim.base_url, "--api-key", "k", *run_args(seeds, db)])
     assert code == 0, capsys.readouterr().err
     assert sim.stats(keys=False)["requests"] == 0
     assert query(db, "SELECT count(*) FROM samples") == [(12,)]
@@ -122,7 +124,7 @@ def test_imported_answers_are_priced_from_their_usage(hotpot_file, tmp_path, cap
     seeds = hotpot_file(3)
     db = tmp_path / "h.duckdb"
     req, res = tmp_path / "r.jsonl", tmp_path / "o.jsonl"
-    assert main(["batch", "export", "--out", str(req)] + run_args(seeds, db)) == 0
+    assert export(seeds, db, req) == 0
     run_like_vllm(req, res, fail={1})
     args = ["batch", "import", str(res), "--db", str(db), "--price-in", "1", "--price-out", "2"]
     assert main(args) == 0
@@ -177,7 +179,7 @@ def test_import_refuses_a_bad_file_naming_the_line_and_changes_nothing(
     seeds = hotpot_file(3)
     db = tmp_path / "h.duckdb"
     req, res = tmp_path / "r.jsonl", tmp_path / "o.jsonl"
-    assert main(["batch", "export", "--out", str(req)] + run_args(seeds, db)) == 0
+    assert export(seeds, db, req) == 0
     run_like_vllm(req, res)
     lines: list = _lines(res)
     assert len(lines) == 6
