@@ -167,6 +167,10 @@ async def _send_and_wait(
             attempts=state.attempts,
         )
         state.stats.run_id = run_id
+        # the view's seed counters are the passes' (what they finished); its stage rows are
+        # the batches' lines
+        for name in ("seeds_total", "sampled", "rejected", "failed", "bad_records", "words"):
+            setattr(state.stats, name, getattr(state.pass_stats, name))
         view = (
             ProgressView(
                 stats=state.stats,
