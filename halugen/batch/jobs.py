@@ -97,6 +97,14 @@ class BatchJobs:
         self.failures = failures  # request key -> failure known for good (this session)
         self.attempts = attempts  # request key -> batches it was in (this session)
         self.margin = PromptMargin()
+        # the margin over our prompt estimate follows what the provider reported before
+        for est, reported in store.query(
+            "SELECT est_prompt_tokens, prompt_tokens FROM call_log WHERE run_id = ? AND "
+            "status = 'ok' AND NOT usage_estimated AND est_prompt_tokens > 0 "
+            "ORDER BY call_id DESC LIMIT 1000",
+            [run_id],
+        ):
+            self.margin.observe(est, reported)
         self.live: dict[str, LiveBatch] = {}
         self.budget_short = False  # a planned request did not fit the budget
         self.submitted_batches = 0
@@ -415,6 +423,8 @@ class BatchJobs:
                 ),
             )
             status = "content_filter" if "content_filter" in result.finish_reasons else "ok"
+            if not result.usage_estimated:
+                self.margin.observe(line.est_prompt_tokens, result.prompt_tokens)
             st.done += 1
             st.prompt_tokens += result.prompt_tokens
             st.completion_tokens += result.completion_tokens

@@ -181,24 +181,21 @@ def _status(args: argparse.Namespace) -> int:
 
     with open_store(db_path(args), read_only=True) as store:
         rows = run_batches(store, [args.run] if args.run else None)
+    several = len({r[1] for r in rows}) > 1
+    table = []
+    for batch_id, run_id, kind, state, status, pid, requests, done, failed, _, spent, _ in rows:
+        name = pid or batch_id if kind == "api" else f"{batch_id} (file)"
+        table.append(
+            ([run_id] if several else [])
+            + [name, state, status or "", requests, done, failed, f"{spent:.6f}"]
+        )
+    columns = ["batch", "state", "status", "requests", "done", "failed", "spent $"]
     print_table(
-        "batches",
-        (
-            "batch",
-            "run",
-            "kind",
-            "state",
-            "status",
-            "provider id",
-            "requests",
-            "completed",
-            "failed",
-            "reserved $",
-            "spent $",
-            "created",
-        ),
-        rows,
+        f"batches of run {rows[0][1]}" if rows and not several else "batches",
+        (["run"] if several else []) + columns,
+        table,
     )
+    out.print('every column: halugen sql "SELECT * FROM batch_progress"', markup=False)
     return 0
 
 
