@@ -70,7 +70,9 @@ class RunConfig:
     tasks: tuple[str, ...] = ("qa",)
     seeds: tuple[str, ...] = ()  # files or globs
     seed_format: str | None = None  # None: detect from content
-    model: str = "gpt-4o-mini"
+    # "" until resolved: gpt-4o-mini on OpenAI's API, else the one model a server lists
+    # (llm/endpoint.py); never a guess that would price a local model as OpenAI's
+    model: str = ""
     base_url: str = DEFAULT_BASE_URL
     api_key: str | None = field(default=None, repr=False)  # never stored, never printed
     db: Path = Path("halugen.duckdb")
@@ -89,6 +91,7 @@ class RunConfig:
     run_id: str | None = None
     progress: bool = True
     long_documents: str = "truncate"  # truncate | skip
+    context_window: int | None = None  # tokens; None: from the server, else the price card
     prompts_dir: Path | None = None  # templates found here win over the bundled ones
     # None: interactive calls. Not part of the identity: a run may switch between batch and
     # interactive, and pays nothing twice (answers are found by request key either way)

@@ -17,13 +17,15 @@ from rich.console import Console
 
 from .budget import Ledger, format_usd
 from .config import RunConfig
+from .context_window import effective_window, requeue_context_rejections, window_learner
 from .errors import InputError, UsageError
-from .llm.transport import Transport
+from .llm.endpoint import EndpointInfo
+from .llm.transport import AiohttpTransport, Transport
 from .pipeline import run_pipeline
 from .prompts import load_template
 from .records import Seed
 from .seeds import formats_by_task, read_seeds
-from .session import call_session, drive, resolve_price
+from .session import call_session, drive, prepare_endpoint, resolve_price
 from .stages.context import GenContext, LoadedTask
 from .stages.seeds import SeedSource
 from .stats import RunStats
@@ -123,22 +125,45 @@ async def generate(
     on_run: Callable[[str, bool], None] | None = None,
 ) -> RunOutcome:
     """Run (or resume) generation for ``cfg``. Raises HalugenError for bad input/setup."""
-    if cfg.batch is not None and cfg.batch.plan is None:  # --batch: stage after stage
-        from .batch.run import run_in_batches
-
-        return await run_in_batches(
-            lambda b, first: generate(
-                dataclasses.replace(cfg, batch=b, progress=False), transport=transport, on_run=first
-            ),
-            cfg,
-            transport=transport,
-            console=console,
-            on_run=on_run,
-        )
     if not cfg.seeds:
         raise UsageError("no seed files given: pass --seeds FILE (or set seeds in halugen.toml)")
     cfg, files_of = resolve_tasks(cfg)
     tasks = load_tasks(cfg.tasks, cfg.prompts_dir)
+    owned = transport is None
+    transport = transport or AiohttpTransport()
+    try:
+        cfg, info, endpoint_notes = await prepare_endpoint(cfg, transport)
+        if cfg.batch is not None and cfg.batch.plan is None:  # --batch: stage after stage
+            from .batch.run import run_in_batches
+
+            return await run_in_batches(
+                lambda b, first: generate(
+                    dataclasses.replace(cfg, batch=b, progress=False),
+                    transport=transport,
+                    on_run=first,
+                ),
+                cfg,
+                transport=transport,
+                console=console,
+                on_run=on_run,
+            )
+        return await _generate(cfg, files_of, tasks, info, endpoint_notes, transport, console,
+                               on_run)  # fmt: skip
+    finally:
+        if owned:
+            await transport.aclose()
+
+
+async def _generate(
+    cfg: RunConfig,
+    files_of: dict[str, list[str]],
+    tasks: dict[str, LoadedTask],
+    info: EndpointInfo,
+    endpoint_notes: list[str],
+    transport: Transport,
+    console: Console | None,
+    on_run: Callable[[str, bool], None] | None,
+) -> RunOutcome:
     async with call_session(
         cfg,
         kind="generate",
@@ -148,6 +173,21 @@ async def generate(
         on_run=on_run,
     ) as session:
         store, run_id = session.store, session.run_id
+        session.notes[:0] = endpoint_notes
+        window, source = effective_window(
+            store,
+            flag=cfg.context_window,
+            info=info,
+            base_url=cfg.base_url,
+            model=cfg.model,
+            card_window=session.price.context_window,
+        )
+        requeued = requeue_context_rejections(store, run_id, window)
+        if requeued:
+            session.notes.append(
+                f"{requeued} seed(s) rejected for context_length are tried again: the context "
+                f"window is now {window:,} tokens (from {source})"
+            )
         ctx = GenContext(
             run_id=run_id,
             model=cfg.model,
@@ -159,8 +199,16 @@ async def generate(
             sampling=cfg.sampling,
             judge=cfg.judge,
             flags=session.flags,
-            context_window=session.price.context_window,
+            context_window=window,
             long_documents=cfg.long_documents,
+        )
+
+        def lower_window(server_window: int) -> None:
+            if server_window < ctx.context_window:
+                ctx.context_window = server_window
+
+        session.runner.on_context_window = window_learner(
+            store.writer, base_url=cfg.base_url, model=cfg.model, apply=lower_window
         )
         sources = []
         for task in cfg.tasks:
@@ -214,15 +262,25 @@ def _finish(
         [run_id],
     )[0][0]
     spent = store.spent(run_id)
+    bad = sum(st.bad_records.values())
     summary = (
-        f"{sampled} sampled, {rejected} rejected, {failed} failed this session; "
-        f"spent {format_usd(spent)} of {format_usd(ledger.budget)}"
+        f"{sampled} sampled, {rejected} rejected, {failed} failed, {bad} bad record(s) this "
+        f"session; spent {format_usd(spent)} of {format_usd(ledger.budget)}"
     )
-    if status == "done" and pending:
-        status, code = "incomplete", EXIT_FAILED
+    (admitted_ever,) = store.query("SELECT count(*) FROM seeds WHERE run_id = ?", [run_id])[0]
+    if status == "done" and bad and not admitted_ever:
+        status, code = "input_error", InputError.exit_code
         message = (
-            f"run {run_id}: {pending} seed(s) failed on call errors ({summary}); run the "
-            f"same command again to retry them"
+            f"run {run_id}: every record in the seed files is bad ({bad} bad record(s), listed "
+            f"in the bad_records table with their reasons); check the files and --seed-format"
+        )
+    elif status == "done" and pending:
+        status, code = "incomplete", EXIT_FAILED
+        cause = st.main_failure()
+        message = (
+            f"run {run_id}: {pending} seed(s) failed on call errors ({summary}); "
+            + (f"most common cause: {cause}; " if cause else "")
+            + "run the same command again to retry them"
         )
     elif status == "done":
         code = EXIT_OK

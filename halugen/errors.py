@@ -9,8 +9,11 @@
     ├── EndpointUnreachable         no call has ever got through to the endpoint (exit 1)
     └── LLMError                    a call to the model endpoint failed
         ├── RetryableError          429, 408, 409, 5xx, timeouts, connection errors, bad bodies
-        │   └── RateLimited         429; carries the server's retry-after hint
+        │   ├── RateLimited         429; carries the server's retry-after hint
+        │   ├── CallTimeout         no (complete) answer within --timeout: the server is slow
+        │   └── ConnectFailed       no connection could be made: nothing was sent
         └── FatalCallError          400/403/404/422, context length: not retried, per call
+            ├── ContextTooLong      the request does not fit the server's context window
             └── AuthError           401: stops the whole run
 
 Per-record failures travel downstream as values (``records.Rejected``); only systemic
@@ -22,7 +25,10 @@ from __future__ import annotations
 __all__ = [
     "AuthError",
     "BudgetExhausted",
+    "CallTimeout",
     "ConfigError",
+    "ConnectFailed",
+    "ContextTooLong",
     "EndpointUnreachable",
     "FatalCallError",
     "HalugenError",
@@ -99,9 +105,29 @@ class RateLimited(RetryableError):
     pass
 
 
+class CallTimeout(RetryableError):
+    """The request was sent but no complete answer came in time (a slow or queueing server)."""
+
+
+class ConnectFailed(RetryableError):
+    """No connection could be made (refused, no route, DNS): the request never left."""
+
+
 class FatalCallError(LLMError):
     pass
 
 
 class AuthError(FatalCallError):
     pass
+
+
+class ContextTooLong(FatalCallError):
+    """The server's context window is smaller than the request; carries its figures."""
+
+    def __init__(
+        self, message: str, *, status: int = 400, window: int | None = None,
+        needed: int | None = None,
+    ) -> None:  # fmt: skip
+        super().__init__(message, status=status)
+        self.window = window
+        self.needed = needed

@@ -95,7 +95,9 @@ class _Figures:
         self.snap = snap
         self.elapsed = max(0.0, now - stats.started_at)
         self.rpm, self.tpm = stats.rates()
-        self.spent = ledger.spent
+        # one definition of spent everywhere (live view, status, run_spend): closed money
+        # plus what calls in flight have reserved, which the provider may bill
+        self.spent = ledger.spent + ledger.reserved
         self.reserved = ledger.reserved
         self.remaining = ledger.remaining
         self.budget = ledger.budget
@@ -104,7 +106,7 @@ class _Figures:
         self.totals = stats.totals()
         self.task_cost: dict[str, int] = {}
         for (task, _stage), s in self.rows:
-            self.task_cost[task] = self.task_cost.get(task, 0) + s.cost_pusd
+            self.task_cost[task] = self.task_cost.get(task, 0) + s.spent_pusd
         self.tasks = sorted(
             set(stats.seeds_total)
             | set(stats.admitted)
@@ -317,7 +319,7 @@ class ProgressView:
             line,
             (
                 ("spent", format_usd(f.spent)),
-                ("reserved", format_usd(f.reserved)),
+                ("of which in flight", format_usd(f.reserved)),
             ),
         )
         style = f.money_style()
@@ -406,7 +408,7 @@ class ProgressView:
             )
         parts.append("; ".join(tasks) if tasks else "no seeds yet")
         parts.append(f"calls {_int(f.totals.done)} ok {_int(f.totals.failed)} failed")
-        money = f"{format_usd(f.spent)} spent, {format_usd(f.reserved)} reserved, "
+        money = f"{format_usd(f.spent)} spent ({format_usd(f.reserved)} of it in flight), "
         money += "unlimited budget" if f.budget is None else f"{format_usd(f.remaining)} left"
         parts.append(money)
         parts.append(f"{_int(f.rpm)} rpm {_int(f.tpm)} tpm")
@@ -475,5 +477,5 @@ def _cells(s: StageStats) -> list[str]:
         _int(s.retries),
         _int(s.prompt_tokens),
         _int(s.completion_tokens),
-        format_usd(s.cost_pusd),
+        format_usd(s.spent_pusd),
     ]

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
+import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ from .config import RunConfig
 from .errors import HalugenError, UsageError
 from .llm.calls import CallRunner
 from .llm.client import ChatClient
+from .llm.endpoint import EndpointInfo, describe_endpoint, pick_model
 from .llm.limiter import RateLimiter
 from .llm.transport import AiohttpTransport, Transport
 from .records import fingerprint
@@ -33,8 +36,18 @@ from .stats import RunStats
 from .store.db import Store, open_store
 from .tokens import TokenCounter, get_counter
 
-__all__ = ["CallSession", "StopFlags", "call_session", "closing", "drive", "resolve_price"]
+__all__ = [
+    "CallSession",
+    "StopFlags",
+    "call_session",
+    "closing",
+    "drive",
+    "prepare_endpoint",
+    "resolve_model",
+    "resolve_price",
+]
 
+STOP_WAIT_S = 30.0  # after the first Ctrl-C, how long calls in flight may take to finish
 EXIT_CODES = {"done": 0, "budget_exhausted": 3, "interrupted": 130, "input_error": 2}
 
 
@@ -66,6 +79,31 @@ class CallSession:
     counter: TokenCounter
     flags: StopFlags = field(default_factory=StopFlags)
     notes: list[str] = field(default_factory=list)
+
+
+async def prepare_endpoint(
+    cfg: RunConfig, transport: Transport
+) -> tuple[RunConfig, EndpointInfo, list[str]]:
+    """Ask the server what it serves; settle the model before the run's identity is made."""
+    info = await describe_endpoint(transport, cfg.base_url, cfg.api_key)
+    model, note = pick_model(cfg.model, cfg.base_url, info)
+    notes = [note] if note else []
+    return dataclasses.replace(cfg, model=model), info, notes
+
+
+async def resolve_model(cfg: RunConfig, transport: Transport | None = None) -> RunConfig:
+    """``cfg`` with its model settled (see ``prepare_endpoint``); the note is logged."""
+    if cfg.model:
+        return cfg
+    probe = transport or AiohttpTransport()
+    try:
+        cfg, _, notes = await prepare_endpoint(cfg, probe)
+    finally:
+        if transport is None:
+            await probe.aclose()
+    for note in notes:
+        logging.getLogger("halugen").warning(note)
+    return cfg
 
 
 def resolve_price(cfg: RunConfig) -> tuple[ModelPrice, list[str]]:
@@ -247,28 +285,48 @@ async def drive(
     from .progress import ProgressView
 
     flags = session.flags
-    view = (
-        ProgressView(
-            stats=session.stats,
-            ledger=session.ledger,
-            limiter_snapshot=session.limiter.snapshot,
-            console=console,
-        )
-        if progress
-        else None
+    # --no-progress means plain lines every few seconds instead of the live view, not silence
+    view = ProgressView(
+        stats=session.stats,
+        ledger=session.ledger,
+        limiter_snapshot=session.limiter.snapshot,
+        console=console,
+        live=None if progress else False,
     )
+    say = view.console
     error: BaseException | None = None
     with _quiet_gc():
         async with anyio.create_task_group() as outer:
             cancel_scope = outer.cancel_scope
             presses = 0
 
+            def give_up(reason: str) -> None:
+                if cancel_scope.cancel_called:
+                    return
+                left = session.stats.totals().in_flight
+                say.print(
+                    f"{reason}: {left} call(s) abandoned; they count as spent "
+                    f"(the provider may bill them)",
+                    markup=False,
+                    highlight=False,
+                )
+                cancel_scope.cancel()
+
             def on_sigint() -> None:
                 nonlocal presses
                 presses += 1
                 flags.interrupted = True
                 if presses > 1:
-                    cancel_scope.cancel()
+                    give_up("stopping now")
+                    return
+                in_flight = session.stats.totals().in_flight
+                say.print(
+                    f"stopping: {in_flight} call(s) in flight will finish (waiting at most "
+                    f"{STOP_WAIT_S:g} s); Ctrl-C again abandons them and counts them as spent",
+                    markup=False,
+                    highlight=False,
+                )
+                loop.call_later(STOP_WAIT_S, give_up, f"stopped waiting after {STOP_WAIT_S:g} s")
 
             loop = asyncio.get_running_loop()
             handled = False
@@ -279,12 +337,10 @@ async def drive(
             async def tick() -> None:
                 while True:
                     await anyio.sleep(0.25)  # the view renders on this thread, 4 times a second
-                    if view is not None:
-                        view.tick()
+                    view.tick()
 
-            if view is not None:
-                view.start()
-                outer.start_soon(tick)
+            view.start()
+            outer.start_soon(tick)
             try:
                 await pipeline()
             except BaseException as exc:  # sorted out below: systemic errors become a status
@@ -294,8 +350,7 @@ async def drive(
             finally:
                 if handled:
                     loop.remove_signal_handler(signal.SIGINT)
-                if view is not None:
-                    view.stop()
+                view.stop()
                 cancel_scope.cancel()
     if isinstance(error, HalugenError):
         return "failed", str(error)

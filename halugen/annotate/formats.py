@@ -31,7 +31,10 @@ is skipped).
 ``general_data.json``, JSON lines of ``ID, user_query, chatgpt_response, hallucination,
 hallucination_spans`` (another release has ``hallucination_label`` and no spans). Imported
 as already-annotated data: item ``halueval:<ID>`` and one annotation by ``halueval`` (source
-``halueval``), which resolution takes as a ``single`` label. Spans are texts there, not
+``halueval``), which resolution takes as a ``single`` label. Every record is kept: one with an
+empty or missing ``ID`` becomes ``halueval:~<fingerprint of its texts>``, one whose ``ID`` is
+taken by other texts (earlier in the file, or in the store) ``halueval:<ID>~<fingerprint>``,
+each with a warning; the export writes the released ``ID`` back. Spans are texts there, not
 offsets: each is looked up in the response (from the end of the previous one, then from the
 start); one not found whole is split at line breaks and each line looked up (HaluEval joins
 separate passages with newlines). Texts that are not found (HaluEval also writes remarks such
@@ -62,9 +65,12 @@ from ..store.db import Store
 from .items import (
     LABELS,
     BadJSON,
+    HaluEvalGeneral,
     Item,
     RecordProblem,
     Skip,
+    halueval_item_ids,
+    halueval_items_taken,
     insert_items,
     jsonl_item_id,
     parse_halueval_general,
@@ -179,26 +185,39 @@ def import_jsonl(
 def import_halueval_general(
     store: Store, path: str | os.PathLike[str], skipped: list[Skip] | None = None
 ) -> int:
-    """HaluEval's ``general_data.json`` as annotated items; returns annotations added."""
+    """HaluEval's ``general_data.json`` as annotated items; returns annotations added.
+
+    Every record that is a HaluEval general record is kept: one without a usable ``ID``, or
+    whose ``ID`` another record (in the file or the store) has with other texts, gets a
+    derived item id and a warning in ``skipped`` (``Skip.kept``); its released ``ID`` stays in
+    the item's meta, so the export writes it back as it was.
+    """
     problems: list[Skip] = []
     items: list[Item] = []
     pending: list[tuple[str, Annotation, str]] = []
+    parsed: list[tuple[str, HaluEvalGeneral]] = []
     for pos, value in read_records(path):
         where = f"{os.fspath(path)}:{pos}"
         try:
             if isinstance(value, BadJSON):
                 raise RecordProblem(value.reason)
-            rec = parse_halueval_general(value)
+            parsed.append((where, parse_halueval_general(value)))
         except RecordProblem as err:
             problems.append(Skip(where, str(err)))
-            continue
+    for where, rec, item_id, warning in halueval_item_ids(parsed, halueval_items_taken(store)):
+        if warning:
+            problems.append(Skip(where, warning, kept=True))
         located, missing = locate_spans(rec.spans, rec.response)
         meta: dict[str, Any] = {"halueval_id": rec.id, "hallucination_spans": list(rec.spans)}
         if missing:
             meta["unlocated_spans"] = missing
-        items.append(Item(rec.item_id, "halueval", rec.query, rec.response, meta=meta))
+        items.append(Item(item_id, "halueval", rec.query, rec.response, meta=meta))
         if rec.label is None:
-            problems.append(Skip(where, "no hallucination label; item added unlabelled"))
+            problems.append(
+                Skip(
+                    where, "no field hallucination (or hallucination_label): kept unlabelled", True
+                )
+            )
             continue
         try:
             spans = check_spans(located, rec.response) if rec.label == "yes" else ()
@@ -208,7 +227,7 @@ def import_halueval_general(
         pending.append(
             (
                 where,
-                Annotation(rec.item_id, "halueval", rec.label, spans, None, "halueval"),
+                Annotation(item_id, "halueval", rec.label, spans, None, "halueval"),
                 rec.response,
             )
         )

@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from ..errors import InputError, StoreError, UsageError
 from ..records import canonical_json, fingerprint
+from ..seeds.jsonl import kind_of
 from ..store.db import Store, now
 from ..store.migrations import TABLE_COLUMNS
 
@@ -51,6 +52,8 @@ __all__ = [
     "add_jsonl",
     "add_preselected",
     "append_rows",
+    "halueval_item_ids",
+    "halueval_items_taken",
     "insert_items",
     "jsonl_item_id",
     "parse_halueval_general",
@@ -70,6 +73,7 @@ class Skip:
 
     where: str  # "file:line" or another locator ("run <id>")
     reason: str
+    kept: bool = False  # True: a warning about a record that was kept (e.g. under a new id)
 
     def __str__(self) -> str:
         return f"{self.where}: {self.reason}"
@@ -340,11 +344,12 @@ def add_preselected(store: Store, run_id: str, k: int, skipped: list[Skip] | Non
 class HaluEvalGeneral:
     """One record of HaluEval's ``general_data.json``."""
 
-    id: str
+    id: str  # "" when the record has no usable ID (``id_problem`` says why)
     query: str
     response: str
     label: str | None  # yes | no; None when the record carries no label
     spans: tuple[str, ...]  # hallucination_spans as released: texts, no offsets
+    id_problem: str = ""
 
     @property
     def item_id(self) -> str:
@@ -355,27 +360,74 @@ def parse_halueval_general(value: Any) -> HaluEvalGeneral:
     """A ``general_data.json`` record; ``RecordProblem`` when it is not one.
 
     Two releases exist: ``hallucination`` + ``hallucination_spans``, and one with
-    only ``hallucination_label``; both are read.
+    only ``hallucination_label``; both are read. A record without a usable ``ID`` (missing,
+    empty, not a string or number) is still read: its ``id`` is "" and ``id_problem`` says
+    why, and the importer gives it a derived id (``halueval_item_ids``).
     """
     if not isinstance(value, dict):
         raise RecordProblem(f"not a JSON object ({type(value).__name__})")
-    if "ID" not in value or "chatgpt_response" not in value:
-        raise RecordProblem("missing ID or chatgpt_response (not a HaluEval general record)")
-    ident = value["ID"]
-    if isinstance(ident, bool) or not isinstance(ident, str | int) or str(ident).strip() == "":
-        raise RecordProblem("field ID is not a string or number")
+    if "chatgpt_response" not in value:
+        raise RecordProblem("missing field chatgpt_response (not a HaluEval general record)")
+    ident = value.get("ID")
+    id_problem = ""
+    if "ID" not in value:
+        id_problem = "no field ID"
+    elif isinstance(ident, bool) or not isinstance(ident, str | int | float):
+        id_problem = f"field ID is {kind_of(ident)}, not a string or a number"
+    elif not str(ident).strip():
+        id_problem = "field ID is empty"
     query = text_of(value, "user_query")
     response = text_of(value, "chatgpt_response")
-    raw_label = value.get("hallucination", value.get("hallucination_label"))
+    label_field = "hallucination" if "hallucination" in value else "hallucination_label"
+    raw_label = value.get(label_field)
     label = None
     if raw_label is not None:
         label = str(raw_label).strip().lower() if isinstance(raw_label, str) else None
         if label not in LABELS:
-            raise RecordProblem(f"hallucination is {raw_label!r}, expected 'yes' or 'no'")
+            raise RecordProblem(f"field {label_field} is {raw_label!r}, expected 'yes' or 'no'")
     spans = value.get("hallucination_spans") or []
     if not isinstance(spans, list) or not all(isinstance(s, str) for s in spans):
-        raise RecordProblem("hallucination_spans is not a list of strings")
-    return HaluEvalGeneral(str(ident).strip(), query, response, label, tuple(spans))
+        raise RecordProblem("field hallucination_spans is not a list of strings")
+    ident_text = "" if id_problem else str(ident).strip()
+    return HaluEvalGeneral(ident_text, query, response, label, tuple(spans), id_problem)
+
+
+def halueval_item_ids(
+    records: Iterable[tuple[str, HaluEvalGeneral]], taken: dict[str, tuple[str, str]]
+) -> Iterator[tuple[str, HaluEvalGeneral, str, str]]:
+    """``(where, record, item id, warning)`` for each ``(where, record)``: every record kept.
+
+    The id is ``halueval:<ID>``; when the record has no usable ID it is derived from its
+    texts (``halueval:~<fingerprint>``), and when ``<ID>`` is already taken — earlier in the
+    file or in the store (``taken``: item id -> (query, response), updated here) — by other
+    texts, from both (``halueval:<ID>~<fingerprint>``). Derived ids are stable, so importing
+    the same file again finds them. ``warning`` is "" or one line saying what was done.
+    """
+    first: dict[str, str] = {}  # item id -> where it first came in this file
+    for where, rec in records:
+        texts = (rec.query, rec.response)
+        digest = fingerprint({"query": rec.query, "response": rec.response}, size=12)
+        warning = ""
+        if not rec.id:
+            item_id = f"halueval:~{digest}"
+            warning = f"{rec.id_problem}: kept as item {item_id}"
+        else:
+            item_id = rec.item_id
+            have = taken.get(item_id)
+            if have is not None and have != texts:
+                seen = first.get(item_id)
+                derived = f"{item_id}~{digest[:8]}"
+                at = f"at {seen}" if seen else "in the store"
+                warning = f"ID {rec.id} is also {at} with other texts: kept as item {derived}"
+                item_id = derived
+            elif have is not None and item_id in first:
+                warning = (
+                    f"ID {rec.id} repeats the record at {first[item_id]} with the same texts: "
+                    "one item, both labels stored (the later one counts)"
+                )
+        taken.setdefault(item_id, texts)
+        first.setdefault(item_id, where)
+        yield where, rec, item_id, warning
 
 
 def add_halueval_general(
@@ -384,21 +436,36 @@ def add_halueval_general(
     """Items from HaluEval's ``general_data.json``, without its labels; returns new items."""
     problems: list[Skip] = []
     items = []
+    parsed: list[tuple[str, HaluEvalGeneral]] = []
     for pos, value in read_records(path):
         try:
             if isinstance(value, BadJSON):
                 raise RecordProblem(value.reason)
-            rec = parse_halueval_general(value)
+            parsed.append((_where(path, pos), parse_halueval_general(value)))
         except RecordProblem as err:
             problems.append(Skip(_where(path, pos), str(err)))
-            continue
+    for where, rec, item_id, warning in halueval_item_ids(parsed, halueval_items_taken(store)):
+        if warning:
+            problems.append(Skip(where, warning, kept=True))
         items.append(
-            Item(rec.item_id, "halueval", rec.query, rec.response, meta={"halueval_id": rec.id})
+            Item(item_id, "halueval", rec.query, rec.response, meta={"halueval_id": rec.id})
         )
     require_usable(path, len(items), problems, "HaluEval general")
     if skipped is not None:
         skipped.extend(problems)
     return insert_items(store, items, skipped)
+
+
+# the items a HaluEval import may collide with
+_HALUEVAL_ITEMS = (
+    "SELECT item_id, query, response FROM annotation_items WHERE item_id LIKE 'halueval:%' "
+    "QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at) = 1"
+)
+
+
+def halueval_items_taken(store: Store) -> dict[str, tuple[str, str]]:
+    """``item id -> (query, response)`` of the HaluEval items in the store."""
+    return {i: (q, r) for i, q, r in store.query(_HALUEVAL_ITEMS)}
 
 
 def jsonl_item_id(query: str, response: str) -> str:

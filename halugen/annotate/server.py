@@ -7,16 +7,29 @@ simple request cannot send, so it doubles as CSRF protection next to the SameSit
     GET  /api/session          who is logged in, whether tokens are needed, the span kinds
     POST /api/login            {annotator, token?} -> session cookie (HttpOnly, SameSite=Strict)
     POST /api/logout
+    GET  /api/guidelines       {text, source}: the default guidelines or the organiser's file
     GET  /api/next             the item to work on now, or {done: true}
     GET  /api/item/{id}        one of the annotator's items, with their own label only
     POST /api/label            {item_id, label: yes|no, spans: [{start, end, kind}], note?}
     GET  /api/progress         counts for this annotator and overall
 
+    GET  /organiser            the organiser view (static/organiser.html, organiser.js)
+    GET  /api/organiser/session          {organiser, token_required, available}
+    POST /api/organiser/login            {token?} -> organiser cookie
+    POST /api/organiser/logout
+    GET  /api/organiser/overview         progress per annotator, disagreements, ties
+    POST /api/organiser/extra-place      {item_id}: one more annotator for a tied item
+    GET  /api/organiser/export/{format}  jsonl | labelstudio | halueval, as a download
+
 A label is one row appended to ``annotations`` (source "web") through the durable lane of
 the store writer: the answer comes only after the commit, so a page reload or a crash of
-the server loses nothing that was acknowledged. Nobody is ever sent another annotator's
-label. Bound to loopback by default; a non-loopback address needs ``allow_remote`` and a
-token per annotator (see ``make_tokens``).
+the server loses nothing that was acknowledged. Logins are kept in the store too
+(``sessions.py``), so a restarted server keeps everyone logged in and their leases.
+Nobody is ever sent another annotator's label; only the organiser view shows who voted what.
+Bound to loopback by default; a non-loopback address needs ``allow_remote`` and a token per
+annotator (see ``make_tokens``). The organiser view needs the organiser token whenever
+tokens are in force (always, off loopback); without tokens, on loopback, it is open like the
+page itself.
 """
 
 from __future__ import annotations
@@ -28,10 +41,12 @@ import itertools
 import os
 import secrets
 import signal
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -39,14 +54,18 @@ from aiohttp import web
 
 from ..errors import HalugenError, UsageError
 from ..store.db import Store, open_store
-from .access import check_bind, is_loopback, make_tokens, validate_name
+from .access import ORGANISER_KEY, check_bind, is_loopback, make_tokens, split_tokens, validate_name
 from .assign import DEFAULT_LEASE_SECONDS, Assigner, Leases
+from .guidelines import Guidelines, default_guidelines
 from .items import KINDS, LABELS
+from .organiser import EXPORTS, overview
+from .sessions import ANNOTATOR, ORGANISER, Session, Sessions, lease_journal, load_leases
 
 __all__ = [
     "KINDS",
     "LABELS",
     "LOOPBACK_HOSTS",
+    "ORGANISER_KEY",
     "AnnotateServer",
     "LabelError",
     "build_app",
@@ -56,20 +75,23 @@ __all__ = [
     "parse_label",
     "run_server",
     "serve",
+    "split_tokens",
     "validate_name",
 ]
 
 LOOPBACK_HOSTS: frozenset[str] = frozenset({"127.0.0.1", "localhost", "::1"})
 
 COOKIE = "halugen_session"
+ORGANISER_COOKIE = "halugen_organiser"
 CSRF_HEADER = "X-Halugen"
 MAX_SPANS = 500
 MAX_NOTE = 4000
-MAX_SESSIONS = 10_000
 _JSON = "application/json"
 _STATIC = {  # URL path -> (file in static/, content type)
     "/": ("index.html", "text/html; charset=utf-8"),
+    "/organiser": ("organiser.html", "text/html; charset=utf-8"),
     "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/static/organiser.js": ("organiser.js", "text/javascript; charset=utf-8"),
     "/static/style.css": ("style.css", "text/css; charset=utf-8"),
 }
 # The page loads nothing from elsewhere and runs no inline script: even a bug that put data
@@ -148,9 +170,11 @@ class _State:
     store: Store
     assigner: Assigner
     tokens: dict[str, str] | None
+    organiser_token: str | None
     allowed_hosts: frozenset[str] | None
     static: dict[str, tuple[bytes, str]]
-    sessions: dict[str, str] = field(default_factory=dict)  # session id -> annotator
+    sessions: Sessions
+    guidelines: Guidelines
     locks: dict[str, asyncio.Lock] = field(default_factory=dict)
 
     def lock(self, annotator: str) -> asyncio.Lock:
@@ -182,11 +206,19 @@ async def _body(request: web.Request) -> Any:
 
 
 def _annotator(request: web.Request) -> str:
-    state = request.app[STATE]
-    name = state.sessions.get(request.cookies.get(COOKIE, ""))
-    if name is None:
+    session = request.app[STATE].sessions.get(request.cookies.get(COOKIE))
+    if session is None or session.role != ANNOTATOR or session.annotator is None:
         raise _fail(web.HTTPUnauthorized, "log in first")
-    return name
+    return session.annotator
+
+
+def _token_ok(given: object, expected: str | None) -> bool:
+    # compare even when nothing is expected, so timing does not tell which names exist
+    ok = hmac.compare_digest(
+        (given if isinstance(given, str) else "").encode(),
+        (expected if expected is not None else secrets.token_urlsafe(24)).encode(),
+    )
+    return ok and expected is not None
 
 
 def _load_static() -> dict[str, tuple[bytes, str]]:
@@ -203,25 +235,37 @@ def build_app(
     tokens: Mapping[str, str] | None = None,
     allowed_hosts: Iterable[str] | None = LOOPBACK_HOSTS,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
-    clock: Callable[[], float] = time.monotonic,
+    clock: Callable[[], float] = time.time,
+    organiser_token: str | None = None,
+    guidelines: Guidelines | None = None,
 ) -> web.Application:
     """The annotation app over an open store.
 
     ``tokens`` (name -> token): when given, only those annotators may log in, each with
-    their token. ``allowed_hosts``: Host header names accepted (None: any); on loopback this
-    stops a web page from reaching the server through DNS rebinding. ``clock`` drives the
-    leases (tests pass a fake one).
+    their token; ``organiser_token`` then opens the organiser view (without tokens the view
+    is open, as the page is). ``allowed_hosts``: Host header names accepted (None: any); on
+    loopback this stops a web page from reaching the server through DNS rebinding.
+    ``clock`` drives the leases: wall-clock seconds, as they are kept across restarts
+    (tests pass a fake one). ``guidelines``: shown on the page (default: halugen's own).
+    Logins and leases of an earlier server on the same store are restored.
     """
     if tokens is not None:
         tokens = {validate_name(k): v for k, v in tokens.items()}
+    leases = Leases(lease_seconds, clock, journal=lease_journal(store))
+    leases.restore(load_leases(store, clock()))
+    sessions = Sessions(store, tokens=tokens, organiser_token=organiser_token)
+    sessions.load()
     state = _State(
         store=store,
-        assigner=Assigner(store, per_item=per_item, leases=Leases(lease_seconds, clock)),
+        assigner=Assigner(store, per_item=per_item, leases=leases),
         tokens=dict(tokens) if tokens is not None else None,
+        organiser_token=organiser_token,
         allowed_hosts=frozenset(h.lower() for h in allowed_hosts)
         if allowed_hosts is not None
         else None,
         static=_load_static(),
+        sessions=sessions,
+        guidelines=guidelines if guidelines is not None else default_guidelines(),
     )
 
     @web.middleware
@@ -256,6 +300,13 @@ def build_app(
     app.router.add_get("/api/item/{item_id:.+}", _item)
     app.router.add_post("/api/label", _label)
     app.router.add_get("/api/progress", _progress)
+    app.router.add_get("/api/guidelines", _guidelines)
+    app.router.add_get("/api/organiser/session", _organiser_session)
+    app.router.add_post("/api/organiser/login", _organiser_login)
+    app.router.add_post("/api/organiser/logout", _organiser_logout)
+    app.router.add_get("/api/organiser/overview", _organiser_overview)
+    app.router.add_post("/api/organiser/extra-place", _organiser_extra_place)
+    app.router.add_get("/api/organiser/export/{fmt}", _organiser_export)
     return app
 
 
@@ -266,9 +317,10 @@ async def _static(request: web.Request) -> web.Response:
 
 async def _session(request: web.Request) -> web.Response:
     state = request.app[STATE]
+    session = state.sessions.get(request.cookies.get(COOKIE))
     return _json(
         {
-            "annotator": state.sessions.get(request.cookies.get(COOKIE, "")),
+            "annotator": session.annotator if session and session.role == ANNOTATOR else None,
             "tokens_required": state.tokens is not None,
             "kinds": KINDS,
             "per_item": state.assigner.per_item,
@@ -285,33 +337,31 @@ async def _login(request: web.Request) -> web.Response:
         name = validate_name(body.get("annotator"))
     except UsageError as exc:
         return _error(400, str(exc))
+    token = None
     if state.tokens is not None:
-        given = body.get("token")
-        expected = state.tokens.get(name)
-        # compare even for unknown names, so timing does not tell which names exist
-        ok = hmac.compare_digest(
-            (given if isinstance(given, str) else "").encode(),
-            (expected if expected is not None else secrets.token_urlsafe(24)).encode(),
-        )
-        if not ok or expected is None:
+        token = body.get("token")
+        if not _token_ok(token, state.tokens.get(name)):
             return _error(403, "unknown annotator or wrong token")
-    old = request.cookies.get(COOKIE)
-    if old:
-        state.sessions.pop(old, None)
-    if len(state.sessions) >= MAX_SESSIONS:  # forget the oldest login
-        state.sessions.pop(next(iter(state.sessions)))
-    sid = secrets.token_urlsafe(32)
-    state.sessions[sid] = name
+    sid = await state.sessions.open(
+        Session(ANNOTATOR, name), token, replaces=request.cookies.get(COOKIE)
+    )
     resp = _json({"annotator": name})
     resp.set_cookie(COOKIE, sid, httponly=True, samesite="Strict", path="/")
     return resp
 
 
 async def _logout(request: web.Request) -> web.Response:
-    request.app[STATE].sessions.pop(request.cookies.get(COOKIE, ""), None)
+    await request.app[STATE].sessions.close(request.cookies.get(COOKIE))
     resp = _json({"annotator": None})
     resp.del_cookie(COOKIE, path="/")
     return resp
+
+
+async def _guidelines(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    if _organiser_or_none(request) is None:
+        _annotator(request)  # the page's texts are for people who logged in
+    return _json(state.guidelines.as_dict())
 
 
 def _item_payload(state: _State, item_id: str, annotator: str) -> dict[str, Any] | None:
@@ -419,6 +469,115 @@ async def _progress(request: web.Request) -> web.Response:
     return _json(state.assigner.progress(_annotator(request)).as_dict())
 
 
+# -- the organiser view ----------------------------------------------------------------------
+def _organiser_open(state: _State) -> bool:
+    """No tokens in force (loopback only): the organiser view needs no login."""
+    return state.tokens is None and state.organiser_token is None
+
+
+def _organiser_or_none(request: web.Request) -> Session | None:
+    state = request.app[STATE]
+    if _organiser_open(state):
+        return Session(ORGANISER, None)
+    session = state.sessions.get(request.cookies.get(ORGANISER_COOKIE))
+    return session if session is not None and session.role == ORGANISER else None
+
+
+def _organiser(request: web.Request) -> None:
+    if _organiser_or_none(request) is None:
+        raise _fail(web.HTTPUnauthorized, "log in with the organiser token first")
+
+
+async def _organiser_session(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    return _json(
+        {
+            "organiser": _organiser_or_none(request) is not None,
+            "token_required": not _organiser_open(state),
+            "available": _organiser_open(state) or state.organiser_token is not None,
+        }
+    )
+
+
+async def _organiser_login(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    body = await _body(request)
+    if not isinstance(body, dict):
+        return _error(400, "body must be a JSON object")
+    if _organiser_open(state):
+        return _json({"organiser": True})
+    if state.organiser_token is None:
+        return _error(
+            403,
+            f"this server has no organiser token: make the tokens file with 'halugen "
+            f"annotate tokens' (it holds one under {ORGANISER_KEY!r}) and restart the server",
+        )
+    token = body.get("token")
+    if not _token_ok(token, state.organiser_token):
+        return _error(403, "wrong organiser token")
+    sid = await state.sessions.open(
+        Session(ORGANISER, None), token, replaces=request.cookies.get(ORGANISER_COOKIE)
+    )
+    resp = _json({"organiser": True})
+    resp.set_cookie(ORGANISER_COOKIE, sid, httponly=True, samesite="Strict", path="/")
+    return resp
+
+
+async def _organiser_logout(request: web.Request) -> web.Response:
+    await request.app[STATE].sessions.close(request.cookies.get(ORGANISER_COOKIE))
+    resp = _json({"organiser": False})
+    resp.del_cookie(ORGANISER_COOKIE, path="/")
+    return resp
+
+
+async def _organiser_overview(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    _organiser(request)
+    return _json(overview(state.assigner, known=state.tokens or ()))
+
+
+async def _organiser_extra_place(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    _organiser(request)
+    body = await _body(request)
+    item_id = body.get("item_id") if isinstance(body, dict) else None
+    if not isinstance(item_id, str):
+        return _error(400, "item_id must be a string")
+    if not state.assigner._exists(item_id):
+        return _error(404, "no such item")
+    await state.store.writer.put_durable([("annotation_extra_places", (item_id,))])
+    return _json({"item_id": item_id, "cap": state.assigner.cap(item_id)})
+
+
+async def _organiser_export(request: web.Request) -> web.StreamResponse:
+    from . import formats, resolve
+
+    state = request.app[STATE]
+    _organiser(request)
+    fmt = request.match_info["fmt"]
+    if fmt not in EXPORTS:
+        return _error(404, f"no export format {fmt!r} (one of {', '.join(EXPORTS)})")
+    name, ctype = EXPORTS[fmt]
+    await state.store.writer.flush()  # every acknowledged label is in the file
+    with tempfile.TemporaryDirectory(prefix="halugen-export-") as tmp:
+        path = Path(tmp) / name
+        if fmt == "jsonl":
+            formats.export_jsonl(state.store, path)
+        elif fmt == "labelstudio":
+            formats.export_labelstudio(state.store, path)
+        else:  # HaluEval's layout holds resolved labels: resolve first, as the CLI does
+            resolve.resolve_all(state.store)
+            formats.export_halueval_general(state.store, path)
+        data = path.read_bytes()
+    return web.Response(
+        body=data,
+        headers={
+            "Content-Type": f"{ctype}; charset=utf-8",
+            "Content-Disposition": f'attachment; filename="{name}"',
+        },
+    )
+
+
 # -- serving -------------------------------------------------------------------------------
 @dataclass
 class AnnotateServer:
@@ -435,9 +594,14 @@ class AnnotateServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/"
 
+    @property
+    def organiser_url(self) -> str:
+        return self.url + "organiser"
+
     async def close(self) -> None:
         try:
             await self.runner.cleanup()
+            await self.store.writer.flush()  # leases journalled so far reach the store
         finally:
             if self.owns_store:
                 self.store.close()
@@ -452,12 +616,19 @@ async def serve(
     tokens: Mapping[str, str] | None = None,
     per_item: int = 3,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    organiser_token: str | None = None,
+    guidelines: Guidelines | None = None,
 ) -> AnnotateServer:
     """Start serving the annotation page for the store ``db`` (a path or an open Store).
 
     ``port=0`` picks a free port (see ``.port``). A non-loopback ``host`` needs
     ``allow_remote=True`` and ``tokens``; tokens given on loopback are enforced too.
+    ``tokens`` may hold the organiser token under ``ORGANISER_KEY`` (as the file of
+    ``annotate tokens`` does) or it may come as ``organiser_token``.
     """
+    if tokens is not None:
+        tokens, from_file = split_tokens(tokens)
+        organiser_token = organiser_token or from_file
     check_bind(host, allow_remote=allow_remote, tokens=tokens)
     owns = not isinstance(db, Store)
     store = open_store(db) if not isinstance(db, Store) else db
@@ -469,6 +640,8 @@ async def serve(
             tokens=tokens,
             allowed_hosts=allowed,
             lease_seconds=lease_seconds,
+            organiser_token=organiser_token,
+            guidelines=guidelines,
         )
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
         await runner.setup()
@@ -494,12 +667,19 @@ def run_server(
     tokens: Mapping[str, str] | None = None,
     per_item: int = 3,
     ready: Callable[[AnnotateServer], None] | None = None,
+    guidelines: Guidelines | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM; ``ready(server)`` is called once listening. Prints nothing."""
 
     async def main() -> None:
         server = await serve(
-            db, host, port, allow_remote=allow_remote, tokens=tokens, per_item=per_item
+            db,
+            host,
+            port,
+            allow_remote=allow_remote,
+            tokens=tokens,
+            per_item=per_item,
+            guidelines=guidelines,
         )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

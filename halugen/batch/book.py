@@ -20,6 +20,7 @@ __all__ = [
     "LineRecord",
     "batch_row",
     "call_log_row",
+    "error_class",
     "ledger_row",
     "line_row",
     "lines_of",
@@ -253,6 +254,13 @@ def call_log_row(
             response_json,
         ),
     )
+
+
+def error_class(out: Any) -> str:
+    """The error class of a failed output line (batch/files.OutputLine), as calls.py names them."""
+    if out.code == "context_length_exceeded" or "context length" in out.error.lower():
+        return "ContextTooLong"  # its seed is rejected for good, as an interactive call's
+    return "RetryableError" if out.retryable else "FatalCallError"
 
 
 def update_row(batch_id: str, **values: Any) -> Row:

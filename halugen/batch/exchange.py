@@ -265,7 +265,7 @@ def _store_answers(
                     cost=0,
                     attempts=1,
                     http_status=out.status_code or None,
-                    error_class="FatalCallError" if not out.retryable else "RetryableError",
+                    error_class=book.error_class(out),
                     error=out.error[:500],
                 )
             )
@@ -287,6 +287,8 @@ def _store_answers(
         if batch_discount:
             cost = batch_cost(price, cost)
         status = "content_filter" if "content_filter" in result.finish_reasons else "ok"
+        # a reservation and its settlement together: the money views count reserved calls
+        rows.append(book.ledger_row(line, "batch_reserve", cost))
         rows.append(book.ledger_row(line, "settle", cost))
         rows.append(
             book.call_log_row(

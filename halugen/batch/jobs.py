@@ -452,7 +452,7 @@ class BatchJobs:
             message = (
                 out.error if out is not None else f"the batch ended {info.status} before it ran"
             )
-            error_class = "FatalCallError" if fatal else "RetryableError"
+            error_class = book.error_class(out) if out is not None else "RetryableError"
             status_code = out.status_code if out is not None else 0
             self.failures[key] = CallFailure(key, error_class, message, status_code)
             st.failed += 1

@@ -2,12 +2,15 @@
 
 Exit codes: 0 done; 1 failure; 2 bad usage or input; 3 budget exhausted; 130 interrupted.
 One module per area: generation, data (the store), simulator, evaluation, general.
+
+Building the parser imports no heavy module (``bench/cli_startup.py`` measures it, a test
+checks the import graph): every command imports what it needs inside its function.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
+import difflib
 import sys
 from collections.abc import Callable, Sequence
 
@@ -24,8 +27,27 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with "did you mean" hints; subparsers are made of the same class."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        if message.startswith("argument ") and "invalid choice: '" in message:
+            wrong = message.split("invalid choice: '", 1)[1].split("'", 1)[0]
+            choices = [c for a in self._actions if a.choices for c in a.choices]
+            message += _hint(wrong, [str(c) for c in choices])
+        super().error(message)
+
+    def option_strings(self) -> list[str]:
+        return [o for a in self._actions for o in a.option_strings]
+
+
+def _hint(wrong: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(wrong, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="halugen",
         description="Build and run hallucination benchmarks for LLMs (HaluEval-style), "
         "budgeted, rate-limited and resumable.",
@@ -38,15 +60,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> _Parser:
+    """The innermost subparser the command line picked (``annotate serve`` -> its parser)."""
+    current = parser
+    while True:
+        subs = [a for a in current._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(args, subs[0].dest, None) if subs else None
+        if name is None:
+            return current  # type: ignore[return-value]
+        current = subs[0].choices[name]
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    # argparse hands a subcommand's unknown flags up to the top parser, which would print
+    # the top-level usage; the command's own parser reports them instead, with a hint
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        chosen = _chosen(parser, args)
+        flags = [e.split("=", 1)[0] for e in extras if e.startswith("-")]
+        hint = _hint(flags[0], chosen.option_strings()) if flags else ""
+        chosen.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = _parse(parser, argv)
     except SystemExit as exc:  # argparse already printed the usage error
         return 2 if exc.code not in (0, None) else 0
     if not args.command:
         parser.print_help()
         return 2
+    import logging
+
     logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
     try:
         return COMMANDS[args.command](args)

@@ -3,53 +3,121 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..errors import UsageError
-from .common import db_path, err, out, print_table
+from ..tables import EXTRA_FORMATS, FORMATS, TableData, plain, render_tables
+from .common import db_path, err, out
+
+EXPORT_FORMATS = ("halueval", "jsonl", "parquet", "csv", "lm-eval", "inspect")
+
+
+def add_format_flag(p: argparse.ArgumentParser, extra: tuple[str, ...] = ()) -> None:
+    """``--format`` of every command that prints tables (see halugen/tables.py)."""
+    p.add_argument(
+        "--format",
+        choices=(*FORMATS, *extra),
+        default="table",
+        help="table (full width when piped), markdown, csv, json or latex (booktabs)",
+    )
 
 
 def add_parsers(sub: Any) -> None:
     status = sub.add_parser("status", help="runs in the store, their state and spend per stage")
     status.add_argument("--db", default=None)
+    add_format_flag(status)
+    status.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="figure of a run's spend per stage and task over time, and its cost per "
+        "accepted sample (.png, .svg or .pdf; needs the topics extra)",
+    )
+    status.add_argument("--run", help="the run to plot (default: the newest generation run)")
     status.add_argument("--config", help=argparse.SUPPRESS)
 
     sql = sub.add_parser("sql", help="run a SQL query on the store (read-only)")
     sql.add_argument("query")
     sql.add_argument("--db", default=None)
-    sql.add_argument("--format", choices=("table", "csv", "json", "jsonl"), default="table")
+    add_format_flag(sql, EXTRA_FORMATS)
     sql.add_argument("--config", help=argparse.SUPPRESS)
 
-    exp = sub.add_parser("export", help="write samples as HaluEval JSON lines, JSONL or Parquet")
-    exp.add_argument("--format", choices=("halueval", "jsonl", "parquet"), default="halueval")
-    exp.add_argument("--out", help="output file, or a directory (several tasks)")
+    exp = sub.add_parser(
+        "export",
+        help="write samples (HaluEval, JSONL, Parquet, CSV, lm-eval, Inspect) or judgements",
+    )
+    exp.add_argument(
+        "--format",
+        choices=EXPORT_FORMATS,
+        default="halueval",
+        help="halueval (default), jsonl, parquet, csv, lm-eval (task directory), "
+        "inspect (task file)",
+    )
+    exp.add_argument(
+        "--what",
+        choices=("samples", "judgements"),
+        default="samples",
+        help="samples (default) or judgements: per-item eval results (jsonl, csv, parquet)",
+    )
+    exp.add_argument(
+        "-o", "--out", help="output file, or a directory: end it with / (one file per task)"
+    )
     exp.add_argument("--run", help="only this run")
+    exp.add_argument(
+        "--all-runs",
+        action="store_true",
+        help="every matching run (default: the newest run per task, and say which)",
+    )
     exp.add_argument("--task", help="only this task")
     exp.add_argument(
         "--where", help="SQL predicate over the samples view, e.g. \"pattern = 'factualness'\""
+    )
+    exp.add_argument(
+        "--no-card", action="store_true", help="no dataset card (README.md) beside the files"
     )
     exp.add_argument("--db", default=None)
     exp.add_argument("--config", help=argparse.SUPPRESS)
 
 
-def cmd_status(args: argparse.Namespace) -> int:
-    from ..store.db import open_store
+def status_tables(store: Any) -> list[TableData]:
     from ..store.queries import run_overview, stage_costs
 
+    runs = run_overview(store)
+    if not runs:
+        return []
+    tables = [TableData("Runs", list(runs[0]), [list(r.values()) for r in runs], name="runs")]
+    costs = stage_costs(store)
+    columns = list(costs[0]) if costs else ["run_id", "task", "stage", "calls", "cost"]
+    tables.append(
+        TableData(
+            "Spend per stage",
+            columns,
+            [list(r.values()) for r in costs],
+            name="spend_per_stage",
+        )
+    )
+    return tables
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from ..store.db import open_store
+
     with open_store(db_path(args), read_only=True) as store:
-        runs = run_overview(store)
-        if not runs:
+        tables = status_tables(store)
+        if args.plot:
+            from ..figures.cost import cost_data, plot_cost
+
+            data = cost_data(store, args.run)
+            figure = plot_cost(data, Path(args.plot))
+    if args.plot:
+        err.print(plain(f"figure of run {data.run_id}'s spend: {figure}"))
+    if not tables:
+        if args.format in ("json", "jsonl"):
+            render_tables([TableData("Runs", [], [], name="runs")], args.format)
+        else:
             out.print("no runs yet")
-            return 0
-        print_table("Runs", list(runs[0]), [list(r.values()) for r in runs])
-        costs = stage_costs(store)
-        if costs:
-            print_table("Spend per stage", list(costs[0]), [list(r.values()) for r in costs])
+        return 0
+    render_tables(tables, args.format)
     return 0
 
 
@@ -67,43 +135,50 @@ def cmd_sql(args: argparse.Namespace) -> int:
             return 0
         columns = [d[0] for d in cur.description]
         rows = cur.fetchall()
-    if args.format == "csv":
-        w = csv.writer(sys.stdout, lineterminator="\n")
-        w.writerow(columns)
-        w.writerows(rows)
-    elif args.format in ("json", "jsonl"):
-        records = [dict(zip(columns, r, strict=True)) for r in rows]
-        if args.format == "json":
-            sys.stdout.write(
-                orjson.dumps(records, default=str, option=orjson.OPT_INDENT_2).decode() + "\n"
-            )
-        else:
-            for rec in records:
-                sys.stdout.write(orjson.dumps(rec, default=str).decode() + "\n")
-    else:
-        print_table(None, columns, rows)
+    render_tables([TableData(None, columns, rows, name="result")], args.format)
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..export import export_samples
+    from ..export import ExportRequest, export
     from ..store.db import open_store
 
+    request = ExportRequest(
+        fmt=args.format,
+        what=args.what,
+        out=args.out,
+        run=args.run,
+        all_runs=args.all_runs,
+        task=args.task,
+        where=args.where,
+        card=not args.no_card,
+    )
     with open_store(db_path(args), read_only=True) as store:
-        result = export_samples(
-            store,
-            fmt=args.format,
-            out=Path(args.out) if args.out else None,
-            run=args.run,
-            task=args.task,
-            where=args.where,
-        )
+        result = export(store, request)
+    for note in result.notes:
+        err.print(plain(f"note: {note}"))
     if not result.files:
-        err.print("no samples match")
-        return 0
+        filters = ", ".join(
+            f"{flag} {value}"
+            for flag, value in (("--task", args.task), ("--run", args.run), ("--where", args.where))
+            if value
+        )
+        err.print(
+            plain(f"no {result.what} match{f' ({filters})' if filters else ''}: nothing written")
+        )
+        return 1
     for path, rows in result.files:
-        out.print(f"wrote {rows:,} samples to {path}")
+        if rows:
+            out.print(plain(f"wrote {rows:,} {_unit(result.what, args.format)} to {path}"))
+        else:
+            out.print(plain(f"wrote {path}"))
     return 0
+
+
+def _unit(what: str, fmt: str) -> str:
+    if what == "judgements":
+        return "judgements"
+    return "items" if fmt in ("lm-eval", "inspect") else "samples"
 
 
 COMMANDS = {"status": cmd_status, "sql": cmd_sql, "export": cmd_export}

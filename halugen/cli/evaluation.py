@@ -7,17 +7,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
-from rich.table import Table
-
 from ..errors import UsageError
+from ..tables import TableData, plain, render_tables
 from .batch import add_batch_flags
 from .common import db_path, err, llm_flags, out, run_config
+from .data import add_format_flag
 
 
 def add_parsers(sub: Any) -> None:
     ev = sub.add_parser("eval", help="recognition experiment: can a model spot hallucinations?")
-    ev.add_argument("--task", required=True, help="qa, dialogue, summarization or general")
+    ev.add_argument("-t", "--task", required=True, help="qa, dialogue, summarization or general")
     ev.add_argument(
         "--strategy", default="plain", help="plain, knowledge, cot or contrast (default: plain)"
     )
@@ -39,13 +38,19 @@ def add_parsers(sub: Any) -> None:
     add_batch_flags(ev)
 
     rep = sub.add_parser("report", help="tables of the recognition results")
-    rep.add_argument("--format", choices=("table", "markdown", "csv"), default="table")
+    add_format_flag(rep)
+    rep.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="figure of accuracy per task, model and strategy with Wilson intervals, "
+        "baselines and the paper's numbers (.png, .svg or .pdf; needs the topics extra)",
+    )
     rep.add_argument("--run", nargs="+", help="only these eval runs")
     rep.add_argument("--db", default=None)
     rep.add_argument("--config", help=argparse.SUPPRESS)
 
     top = sub.add_parser("topics", help="LDA topics of a task's samples and of a model's failures")
-    top.add_argument("--task", required=True, help="qa, dialogue, summarization or general")
+    top.add_argument("-t", "--task", required=True, help="qa, dialogue, summarization or general")
     top.add_argument("--eval-run", help="whose failures (default: the latest eval run of the task)")
     top.add_argument("--gen-run", help="only the samples of this generation run")
     top.add_argument(
@@ -57,12 +62,20 @@ def add_parsers(sub: Any) -> None:
     top.add_argument("--topics", type=int, default=10, help="topics over all samples (10)")
     top.add_argument("--failure-topics", type=int, default=5, help="topics over failures (5)")
     top.add_argument("--backend", choices=("sklearn", "gensim"), default="sklearn")
-    top.add_argument("--out", default=None, help="PNG figure (default: topics-<task>.png)")
+    top.add_argument(
+        "-o",
+        "--out",
+        default=None,
+        help="figure file, .png, .svg or .pdf (default: topics-<task>.png)",
+    )
+    add_format_flag(top)
     top.add_argument("--db", default=None)
     top.add_argument("--config", help=argparse.SUPPRESS)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    import anyio
+
     from ..evaluate.run import EvalConfig, evaluate
 
     cfg = run_config(args)
@@ -90,22 +103,47 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..evaluate.report import render_csv, render_markdown, render_rich, results_from_store
+    from ..evaluate.report import report_tables, results_from_store
     from ..store.db import open_store
 
+    if args.plot:
+        from ..figures.canvas import figure_format
+
+        figure_format(args.plot)  # a bad extension fails before any work
     with open_store(db_path(args), read_only=True) as store:
         rows = results_from_store(store.conn, args.run)
     if not rows:
         out.print("no judgements yet: run 'halugen eval' first")
         return 0
-    if args.format == "markdown":
-        sys.stdout.write(render_markdown(rows))
-    elif args.format == "csv":
+    if args.plot:
+        from ..figures.accuracy import plot_accuracy, rows_from_report
+
+        figure = plot_accuracy(rows_from_report(rows), Path(args.plot))
+        err.print(plain(f"figure: {figure}"))
+    if args.format == "csv":
+        from ..evaluate.report import render_csv
+
         sys.stdout.write(render_csv(rows))
+    elif args.format == "json":
+        sys.stdout.write(_report_json(rows))
     else:
-        for table in render_rich(rows):
-            out.print(table)
+        render_tables(report_tables(rows), args.format)
     return 0
+
+
+def _report_json(rows: Any) -> str:
+    """Every report row with all its metrics (ratios as fractions), and the paper's numbers."""
+    import orjson
+
+    from ..evaluate.report import PAPER_CHATGPT, PAPER_LABEL
+
+    paper = [
+        {"model": PAPER_LABEL, "strategy": s, "task": t, "accuracy": v / 100}
+        for s, tasks in PAPER_CHATGPT.items()
+        for t, v in tasks.items()
+    ]
+    data = {"results": list(rows), "paper": paper}
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
@@ -113,16 +151,20 @@ def cmd_topics(args: argparse.Namespace) -> int:
 
     from ..analysis import (
         analyse,
+        choose_eval_run,
         documents_for,
         documents_from_files,
-        latest_eval_run,
         plot,
         save_reports,
     )
+    from ..figures.canvas import figure_format
     from ..store.db import open_store
 
+    figure_path = Path(args.out or f"topics-{args.task}.png")
+    figure_format(figure_path)  # a bad extension fails before the analysis
     with open_store(db_path(args)) as store:
-        eval_run = args.eval_run or latest_eval_run(store.conn, args.task)
+        source = choose_eval_run(store.conn, args.task, args.eval_run)
+        eval_run = source.run_id if source else None
         if args.data:
             docs, failed = documents_from_files(store.conn, args.task, args.data, eval_run=eval_run)
         else:
@@ -131,6 +173,8 @@ def cmd_topics(args: argparse.Namespace) -> int:
             )
         if not docs:
             raise UsageError(f"no {args.task} samples in the store to analyse")
+        if failed is None:
+            source = None  # that run judged none of these documents: no failures flagged
         reports = analyse(
             docs,
             failed,
@@ -140,27 +184,54 @@ def cmd_topics(args: argparse.Namespace) -> int:
             backend=args.backend,
         )
         analysis_id = f"{args.task}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
-        save_reports(store.conn, analysis_id, reports)
-    figure = plot(reports, Path(args.out or f"topics-{args.task}.png"))
-    for report in reports:
-        table = Table(
-            title=f"{args.task}: {report.topic_set} ({report.n_documents} documents"
-            f"{f', {report.n_failures} failures' if report.n_failures else ''})"
+        save_reports(store.conn, analysis_id, reports, source=source)
+    figure = plot(reports, figure_path, source=source.describe() if source else None)
+    counts = ", ".join(
+        f"{r.topic_set}: {r.n_documents} documents"
+        + (f", {r.n_failures} failures" if r.n_failures and r.topic_set == "all" else "")
+        for r in reports
+    )
+    tables = [
+        TableData(
+            f"{args.task} topics ({counts})",
+            [
+                "topic set",
+                "topic",
+                "top words",
+                "share of samples",
+                "share of failures",
+                "coherence",
+            ],
+            [
+                [
+                    r.topic_set,
+                    t.index,
+                    " ".join(t.top_words[:8]),
+                    round(t.share_samples, 4),
+                    None if t.share_failures is None else round(t.share_failures, 4),
+                    round(t.coherence, 3),
+                ]
+                for r in reports
+                for t in r.topics
+            ],
+            name="topics",
         )
-        for col in ("topic", "top words", "share of samples", "share of failures", "coherence"):
-            table.add_column(col)
-        for t in report.topics:
-            table.add_row(
-                str(t.index),
-                " ".join(t.top_words[:8]),
-                f"{t.share_samples:.1%}",
-                "—" if t.share_failures is None else f"{t.share_failures:.1%}",
-                f"{t.coherence:.2f}",
-            )
-        out.print(table)
-    failures = f" (failures from eval run {eval_run})" if eval_run and failed else ""
-    out.print(f"analysis {analysis_id}{failures}: figure {figure}; rows in topic_results")
+    ]
+    render_tables(tables, args.format)
+    if source is not None:
+        chosen = "" if args.eval_run else _default_note(source)
+        err.print(plain(f"failures from {source.describe()}{chosen}"))
+    err.print(plain(f"analysis {analysis_id}: figure {figure}; rows in topic_results"))
     return 0
+
+
+def _default_note(source: Any) -> str:
+    if not source.others:
+        return ""
+    return (
+        f"; the task has {source.others} other eval run(s): the newest plain-strategy run "
+        f"is the default, --eval-run picks another"
+    )
 
 
 COMMANDS = {"eval": cmd_eval, "report": cmd_report, "topics": cmd_topics}

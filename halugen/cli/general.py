@@ -6,12 +6,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import anyio
-import orjson
-
 from ..errors import UsageError
+from ..tables import TableData, render_tables
 from .batch import add_batch_flags
 from .common import db_path, err, llm_flags, out, run_config
+from .data import add_format_flag
 
 
 def add_parsers(sub: Any) -> None:
@@ -68,9 +67,15 @@ def add_parsers(sub: Any) -> None:
     )
     a_serve.add_argument("--tokens", help="JSON file of annotator -> token (see 'annotate tokens')")
     a_serve.add_argument("--per-item", type=int, default=3, help="annotators per item (3)")
+    a_serve.add_argument(
+        "--guidelines",
+        metavar="FILE.md",
+        help="your guidelines for annotators, shown on the page as text "
+        "(default: halugen's short guide to yes/no and the three kinds)",
+    )
     a_tok = asub.add_parser("tokens", help="make per-annotator tokens for a remote server")
     a_tok.add_argument("--annotators", required=True, help="comma-separated names")
-    a_tok.add_argument("--out", default="annotator-tokens.json")
+    a_tok.add_argument("-o", "--out", default="annotator-tokens.json")
     a_add = asub.add_parser("add", help="add items to annotate")
     a_add.add_argument("--from-run", help="a pre-selection run: its kept queries' responses")
     a_add.add_argument("--keep", type=int, default=5000, help="how many queries of that run")
@@ -80,14 +85,17 @@ def add_parsers(sub: Any) -> None:
     a_imp.add_argument("--format", choices=("labelstudio", "jsonl", "halueval"), required=True)
     a_exp = asub.add_parser("export", help="export annotations")
     a_exp.add_argument("--format", choices=("labelstudio", "jsonl", "halueval"), required=True)
-    a_exp.add_argument("--out", required=True)
-    asub.add_parser("resolve", help="majority labels, spans and agreement (Fleiss' kappa)")
+    a_exp.add_argument("-o", "--out", required=True)
+    a_res = asub.add_parser("resolve", help="majority labels, spans and agreement (Fleiss' kappa)")
+    add_format_flag(a_res)
     for a in (a_serve, a_add, a_imp, a_exp, asub.choices["resolve"]):
         a.add_argument("--db", default=None)
         a.add_argument("--config", help=argparse.SUPPRESS)
 
 
 def cmd_preselect(args: argparse.Namespace) -> int:
+    import anyio
+
     from ..preselect.run import PreselectConfig, preselect
     from ..preselect.scoring import ScorerSpec
 
@@ -132,6 +140,8 @@ def cmd_preselect(args: argparse.Namespace) -> int:
 
 
 def cmd_annotate(args: argparse.Namespace) -> int:
+    import orjson
+
     from ..annotate import formats, items, resolve
     from ..store.db import open_store
 
@@ -143,13 +153,20 @@ def cmd_annotate(args: argparse.Namespace) -> int:
 
         names = [n.strip() for n in args.annotators.split(",") if n.strip()]
         path = Path(args.out)
-        path.write_bytes(orjson.dumps(make_tokens(names), option=orjson.OPT_INDENT_2))
+        path.write_bytes(
+            orjson.dumps(make_tokens(names, organiser=True), option=orjson.OPT_INDENT_2)
+        )
         path.chmod(0o600)
-        out.print(f"wrote tokens for {len(names)} annotator(s) to {path} (give each their own)")
+        out.print(
+            f"wrote tokens for {len(names)} annotator(s) to {path} (give each their own; "
+            f'the one under "@organiser" opens the organiser view)'
+        )
         return 0
     if action == "serve":
+        from ..annotate.guidelines import load_guidelines
         from ..annotate.server import run_server
 
+        guidelines = load_guidelines(args.guidelines) if args.guidelines else None
         tokens = None
         if args.tokens:
             try:
@@ -163,7 +180,11 @@ def cmd_annotate(args: argparse.Namespace) -> int:
             allow_remote=args.allow_remote,
             tokens=tokens,
             per_item=args.per_item,
-            ready=lambda server: print(f"annotation page at {server.url}", flush=True),
+            guidelines=guidelines,
+            ready=lambda server: print(
+                f"annotation page at {server.url} (organiser view: {server.organiser_url})",
+                flush=True,
+            ),
         )
         return 0
     skipped: list[Any] = []
@@ -198,10 +219,31 @@ def cmd_annotate(args: argparse.Namespace) -> int:
             }[args.format]
             out.print(f"wrote {export(store, args.out)} record(s) to {args.out}")
         elif action == "resolve":
-            out.print(resolve.format_report(resolve.resolve_all(store)))
+            render_tables([_resolve_table(resolve.resolve_all(store))], args.format)
     for skip in skipped:
-        err.print(f"skipped {skip}")
+        # a record kept with a warning (e.g. under a derived id) is not a skipped one
+        err.print(f"{'warning' if getattr(skip, 'kept', False) else 'skipped'} {skip}")
     return 0
+
+
+def _resolve_table(report: Any) -> TableData:
+    """The resolution report as (measure, value) rows, numbers as numbers."""
+    rows: list[list[Any]] = [
+        ["items with labels", report.items],
+        ["resolved by majority", report.resolved],
+        ["ties (resolved yes)", report.ties],
+        ["single label", report.single],
+        *([f"items with {n} labels", c] for n, c in sorted(report.raters_per_item.items())),
+        *([f"resolved {label}", c] for label, c in sorted(report.label_counts.items())),
+        ["Fleiss' kappa", report.fleiss_kappa],
+        ["kappa over items", report.kappa_items],
+        ["kappa raters per item", report.kappa_raters],
+        ["percent agreement", report.percent_agreement],
+        ["Krippendorff's alpha", report.krippendorff_alpha],
+        ["span agreement (character F1)", report.span_agreement],
+        ["resolutions written", report.written],
+    ]
+    return TableData("Annotation agreement", ["measure", "value"], rows, name="agreement")
 
 
 COMMANDS = {"preselect": cmd_preselect, "annotate": cmd_annotate}

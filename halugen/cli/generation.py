@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import Any
 
-import anyio
-from rich.table import Table
-
-from ..budget import format_usd
 from ..errors import UsageError
 from ..settings import INIT_TEMPLATE
 from .batch import add_batch_flags
@@ -19,6 +16,7 @@ from .common import err, llm_flags, out, print_table, run_config
 def add_parsers(sub: Any) -> None:
     run = sub.add_parser("run", help="generate samples (resumes the same run when repeated)")
     run.add_argument(
+        "-t",
         "--task",
         help="task(s), comma-separated: qa, dialogue, summarization, "
         "or all (every task with seed files given; default: qa)",
@@ -48,7 +46,7 @@ def add_parsers(sub: Any) -> None:
     add_batch_flags(run)
 
     est = sub.add_parser("estimate", help="projected cost of a run, without any call")
-    est.add_argument("--task", help="task(s), comma-separated, or all (default: qa)")
+    est.add_argument("-t", "--task", help="task(s), comma-separated, or all (default: qa)")
     est.add_argument("--prompts", help="directory of prompt templates replacing bundled ones")
     est.add_argument("--seeds", nargs="+", help="seed files or glob patterns")
     est.add_argument("--seed-format", help="seed file format (default: detected)")
@@ -73,14 +71,18 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from ..budget import format_usd
     from ..engine import generate
 
     cfg = run_config(args)
 
     def on_run(run_id: str, resumed: bool) -> None:
         verb = "resuming" if resumed else "starting"
+        model = f" with {cfg.model}" if cfg.model else ""
         err.print(
-            f"{verb} run {run_id} ({', '.join(cfg.tasks)} with {cfg.model}, budget "
+            f"{verb} run {run_id} ({', '.join(cfg.tasks)}{model}, budget "
             f"{format_usd(int(cfg.budget_usd * 10**12)) if cfg.budget_usd else 'none'}) "
             f"-> {cfg.db}"
         )
@@ -93,13 +95,19 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from ..budget import format_usd
     from ..engine import load_tasks, resolve_price, resolve_tasks
     from ..estimate import estimate_task
 
-    cfg = run_config(args)
+    cfg = run_config(args, calls=False)
     if not cfg.seeds:
         raise UsageError("no seed files given: pass --seeds FILE")
     cfg, files_of = resolve_tasks(cfg)
+    from ..llm.endpoint import pick_model
+
+    cfg = dataclasses.replace(cfg, model=pick_model(cfg.model, cfg.base_url, None)[0])
     price, notes = resolve_price(cfg)
     tasks = load_tasks(cfg.tasks, cfg.prompts_dir)
     table = Table(
@@ -142,6 +150,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    import anyio
+
     from ..demo import run_demo
 
     outcome, summary = anyio.run(

@@ -26,6 +26,7 @@ __all__ = [
     "render_csv",
     "render_markdown",
     "render_rich",
+    "report_tables",
     "results_from_store",
 ]
 
@@ -370,3 +371,34 @@ def render_csv(rows: Sequence[ResultRow]) -> str:
             )
             w.writerow([line[f] for f in _CSV_FIELDS])
     return buf.getvalue()
+
+
+def report_tables(rows: Sequence[ResultRow]) -> list[Any]:
+    """The accuracy table and one details table per task as ``halugen.tables.TableData``,
+    for any of the table formats (``halugen report --format``)."""
+    from ..tables import TableData
+
+    tasks = _tasks(rows)
+    tables = [
+        TableData(
+            "Recognition accuracy (%)",
+            ["Model", "Strategy", *(TASK_TITLES.get(t, t) for t in tasks)],
+            [[m, s, *(c.get(t, _DASH) for t in tasks)] for m, s, c in _summary(rows)],
+            name="accuracy",
+            caption=_NOTE,
+            align=["l", "l", *("r" for _ in tasks)],
+        )
+    ]
+    for task, group in _by_task(rows):
+        contrast = any(r.strategy == "contrast" for r in group)
+        tables.append(
+            TableData(
+                f"{TASK_TITLES.get(task, task)}: details",
+                list(_DETAIL_HEADERS),
+                [_detail(r) for r in group],
+                name=f"details_{task}",
+                caption=_CONTRAST_NOTE if contrast else None,
+                align=["l", "l", *("r" for _ in _DETAIL_HEADERS[2:])],
+            )
+        )
+    return tables

@@ -23,7 +23,7 @@ from ..llm.calls import CallFailure
 from ..llm.transport import Transport
 from ..prompts import Template, load_template
 from ..records import ChatRequest, fingerprint
-from ..session import CallSession, call_session, closing, drive
+from ..session import CallSession, call_session, closing, drive, resolve_model
 from ..store.db import KeyIndex, key_prefix
 from . import judge
 from .items import check_task, items_from_files, items_from_store
@@ -225,6 +225,15 @@ async def evaluate(
     console: Console | None = None,
     on_run: Callable[[str, bool], None] | None = None,
 ) -> EvalOutcome:
+    check_task(cfg.task)
+    if cfg.scoring not in ("parse", "logprobs"):
+        raise UsageError(f"--scoring must be parse or logprobs, not {cfg.scoring!r}")
+    template = load_template(
+        cfg.task, judge.template_name(cfg.task, cfg.strategy), cfg.run.prompts_dir
+    )
+    if cfg.data:  # fail fast on unreadable input, before a run is opened
+        next(iter(items_from_files(list(cfg.data), cfg.task)), None)
+    cfg = replace(cfg, run=await resolve_model(cfg.run, transport))  # before its identity
     if cfg.run.batch is not None and cfg.run.batch.plan is None:  # --batch
         from ..batch.run import run_in_batches
 
@@ -239,14 +248,6 @@ async def evaluate(
             console=console,
             on_run=on_run,
         )
-    check_task(cfg.task)
-    if cfg.scoring not in ("parse", "logprobs"):
-        raise UsageError(f"--scoring must be parse or logprobs, not {cfg.scoring!r}")
-    template = load_template(
-        cfg.task, judge.template_name(cfg.task, cfg.strategy), cfg.run.prompts_dir
-    )
-    if cfg.data:  # fail fast on unreadable input, before a run is opened
-        next(iter(items_from_files(list(cfg.data), cfg.task)), None)
     async with call_session(
         cfg.run,
         kind="eval",

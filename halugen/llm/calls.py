@@ -13,18 +13,28 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from ..budget import Ledger, ModelPrice, PromptMargin, Reservation
 from ..config import RetryPolicy
-from ..errors import AuthError, EndpointUnreachable, FatalCallError, LLMError, RetryableError
+from ..errors import (
+    AuthError,
+    BudgetExhausted,
+    ConnectFailed,
+    ContextTooLong,
+    EndpointUnreachable,
+    FatalCallError,
+    LLMError,
+    RetryableError,
+)
 from ..prompts import PER_MESSAGE_TOKENS, PER_REQUEST_TOKENS
 from ..records import ChatRequest, ChatResult
-from ..stats import RunStats
+from ..stats import RunStats, StageStats
 from ..store.db import KeyIndex, Store, key_prefix
+from ..store.writer import Row
 from ..tokens import TokenCounter
 from .client import ChatClient
 from .limiter import RateLimiter
@@ -41,7 +51,7 @@ class CallFailure:
 
     @property
     def reason(self) -> str:
-        return "context_length" if "context" in self.message else "call_failed"
+        return "context_length" if self.error_class == "ContextTooLong" else "call_failed"
 
 
 def backoff_delay(
@@ -90,6 +100,8 @@ class CallRunner:
         self._known: KeyIndex = store.response_index()
         self._inflight: dict[str, asyncio.Future[ChatResult | CallFailure]] = {}
         self.auth_failed: AuthError | None = None
+        # told the server's window when a context-length error names it (context_window.py)
+        self.on_context_window: Callable[[int], None] | None = None
         self._reached = False  # has any attempt got an HTTP answer from the endpoint?
 
     def estimate_prompt_tokens(self, request: ChatRequest) -> int:
@@ -149,153 +161,151 @@ class CallRunner:
             if est_prompt_tokens is not None
             else (self.estimate_prompt_tokens(request))
         )
-        max_out = request.n * request.max_tokens
-        body = self.client.body(request)
-        attempts = 0
-        res_no = 0
-        total_cost = 0
-        total_reserved = 0
-        last_error: LLMError | None = None
+        call = _Call(call_id, key, stage, task, seed_key, request, est, self.client.body(request))
         st.started += 1
+        try:
+            return await self._attempts(call, st)
+        except BaseException as exc:
+            # the call ends here without an answer (budget, 401, Ctrl-C, the store): it still
+            # gets its row, so that the calls view shows every call in a terminal status
+            if not call.logged and call.attempts:
+                status = "budget_exhausted" if isinstance(exc, BudgetExhausted) else "cancelled"
+                if isinstance(exc, LLMError):
+                    status = "failed"
+                self._log_end(call, status, exc if isinstance(exc, LLMError) else None)
+            raise
+
+    async def _attempts(self, call: _Call, st: StageStats) -> ChatResult | CallFailure:
+        request, key = call.request, call.key
+        max_out = request.n * request.max_tokens
+        common = (key, call.stage, call.task, request.model, call.seed_key)
+        last_error: LLMError | None = None
         while True:
-            reserve_tokens = self.margin.reserve_tokens(est)
+            reserve_tokens = self.margin.reserve_tokens(call.est)
             amount = self.price.cost(reserve_tokens, max_out)
             reservation = await self.ledger.reserve(amount)  # BudgetExhausted propagates
-            res_no += 1
-            total_reserved += amount
-            common = (key, stage, task, request.model, seed_key)
+            call.res_no += 1
+            res_no = call.res_no
+            call.reserved += amount
+            st.reserved_pusd += amount
             try:
                 await self.writer.put_durable(
-                    [("ledger", (call_id, res_no, self.run_id, "reserve", amount, *common))]
+                    [("ledger", (call.call_id, res_no, self.run_id, "reserve", amount, *common))]
                 )
             except BaseException:
+                # cancelled (or the store failed) before the request left: if the reservation
+                # row still commits, this release follows it on the same lane
                 self.ledger.release(reservation)
+                st.reserved_pusd -= amount
+                self.writer.put([_close_row(call.call_id, res_no, self.run_id, "release", 0)])
                 raise
-            attempts += 1
+            call.attempts += 1
             st.in_flight += 1
+            sent = False
             try:
                 async with self.limiter.slot(reserve_tokens + max_out):
-                    result = await self.client.send(request, body=body)
+                    sent = True
+                    result = await self.client.send(request, body=call.body)
             except RetryableError as exc:
+                st.in_flight -= 1
                 last_error = exc
                 self._reached = self._reached or exc.status != 0
-                total_cost += self._close(reservation, call_id, res_no, exc.billed_maybe)
-                if attempts >= self.retry.max_attempts:
+                call.errors.append(_describe(exc))
+                await self._close(call, st, reservation, res_no, exc.billed_maybe)
+                if call.attempts >= self.retry.max_attempts:
                     break
                 st.retries += 1
                 await self._sleep(
-                    backoff_delay(attempts - 1, self.retry, exc.retry_after, self._rng)
+                    backoff_delay(call.attempts - 1, self.retry, exc.retry_after, self._rng)
                 )
                 continue
             except FatalCallError as exc:
+                st.in_flight -= 1
                 last_error = exc
                 self._reached = True
-                total_cost += self._close(reservation, call_id, res_no, False)
+                await self._close(call, st, reservation, res_no, False)
+                if isinstance(exc, ContextTooLong) and exc.window and self.on_context_window:
+                    self.on_context_window(exc.window)
                 if isinstance(exc, AuthError):
                     self.auth_failed = exc
-                    self._log_failure(
-                        call_id,
-                        key,
-                        stage,
-                        task,
-                        seed_key,
-                        request,
-                        est,
-                        exc,
-                        attempts,
-                        total_cost,
-                        total_reserved,
-                    )
+                    self._log_end(call, "failed", exc)
                     raise
                 break
             except BaseException:
-                # cancelled (Ctrl-C) or a bug while the request may be at the provider:
-                # count it as spent, as a crash would
-                self._close(reservation, call_id, res_no, True)
-                raise
-            finally:
                 st.in_flight -= 1
-            # success
-            self._reached = True
-            cost = self.price.cost(
-                result.prompt_tokens, result.completion_tokens, result.cached_tokens
-            )
-            total_cost += cost
-            self.ledger.settle(reservation, cost)
-            if not result.usage_estimated:
-                self.margin.observe(est, result.prompt_tokens)
-            status = "content_filter" if "content_filter" in result.finish_reasons else "ok"
-            self.writer.put(
-                [
-                    ("ledger", (call_id, res_no, self.run_id, "settle", cost, *common)),
-                    (
-                        "call_log",
-                        (
-                            call_id,
-                            key,
-                            key_prefix(key),
-                            self.run_id,
-                            stage,
-                            task,
-                            request.model,
-                            seed_key,
-                            status,
-                            result.prompt_tokens,
-                            result.completion_tokens,
-                            result.cached_tokens,
-                            result.usage_estimated,
-                            est,
-                            total_cost,
-                            total_reserved,
-                            result.latency_ms,
-                            attempts,
-                            200,
-                            None,
-                            None,
-                            result.finish_reason,
-                            body.decode(),
-                            result.raw.decode("utf-8", "replace"),
-                        ),
-                    ),
-                ]
-            )
-            if status == "ok":
-                self._known.add(key)
-            st.done += 1
-            st.prompt_tokens += result.prompt_tokens
-            st.completion_tokens += result.completion_tokens
-            st.cost_pusd += cost
-            self.stats.record_call(result.prompt_tokens + result.completion_tokens)
-            return _with_attempts(result, attempts)
+                # cancelled (Ctrl-C, the endpoint given up) or a bug. Once the request may be
+                # at the provider it counts as spent, as a crash would; while it still waited
+                # for its rate-limit slot nothing left. (No await here: we are unwinding.)
+                spend = reservation.amount if sent else 0
+                call.cost += spend
+                st.reserved_pusd -= reservation.amount
+                st.cost_pusd += spend
+                if sent:
+                    self.ledger.consume(reservation)
+                else:
+                    self.ledger.release(reservation)
+                event = "consume" if sent else "release"
+                self.writer.put([_close_row(call.call_id, res_no, self.run_id, event, spend)])
+                raise
+            st.in_flight -= 1
+            return await self._succeeded(call, st, reservation, res_no, result, common)
 
         assert last_error is not None
-        self._log_failure(
-            call_id,
-            key,
-            stage,
-            task,
-            seed_key,
-            request,
-            est,
-            last_error,
-            attempts,
-            total_cost,
-            total_reserved,
-        )
-        if last_error.status == 0 and not self._reached:
-            # every attempt of the first calls failed before any answer: systemic, not per call
+        self._log_end(call, "failed", last_error)
+        if last_error.status == 0 and not self._reached and isinstance(last_error, ConnectFailed):
+            # no connection was ever made, for any call: a wrong URL or no network
             raise EndpointUnreachable(
-                f"cannot reach {self.client.url} after {attempts} attempts ({last_error}); "
-                f"check --base-url (or OPENAI_BASE_URL) and the network"
+                f"cannot reach {self.client.url}: {last_error} (after {call.attempts} "
+                f"attempts); check --base-url (or OPENAI_BASE_URL) and the network"
             )
         st.failed += 1
-        st.cost_pusd += total_cost
+        self.stats.note_failure(_describe(last_error, short=True))
         return CallFailure(key, last_error.error_class, str(last_error), last_error.status)
 
-    def _close(
-        self, reservation: Reservation, call_id: int, res_no: int, billed_maybe: bool
-    ) -> int:
-        """Close a reservation after a failed attempt; returns what it cost."""
+    async def _succeeded(
+        self,
+        call: _Call,
+        st: StageStats,
+        reservation: Reservation,
+        res_no: int,
+        result: ChatResult,
+        common: tuple[Any, ...],
+    ) -> ChatResult:
+        self._reached = True
+        cost = self.price.cost(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
+        call.cost += cost
+        st.reserved_pusd -= reservation.amount
+        st.cost_pusd += cost
+        self.ledger.settle(reservation, cost)
+        if not result.usage_estimated:
+            self.margin.observe(call.est, result.prompt_tokens)
+        status = "content_filter" if "content_filter" in result.finish_reasons else "ok"
+        call.logged = True
+        # The answer is durable before the call counts as done: after a kill -9 a resume
+        # re-pays only what was in flight, never an answer that already came back.
+        await self.writer.put_durable(
+            [
+                ("ledger", (call.call_id, res_no, self.run_id, "settle", cost, *common)),
+                self._log_row(call, status, result=result, message=_retry_history(call.errors)),
+            ]
+        )
+        if status == "ok":
+            self._known.add(call.key)
+        st.done += 1
+        st.prompt_tokens += result.prompt_tokens
+        st.completion_tokens += result.completion_tokens
+        self.stats.record_call(result.prompt_tokens + result.completion_tokens)
+        return _with_attempts(result, call.attempts)
+
+    async def _close(
+        self,
+        call: _Call,
+        st: StageStats,
+        reservation: Reservation,
+        res_no: int,
+        billed_maybe: bool,
+    ) -> None:
+        """Close a reservation after a failed attempt, durably (else a crash counts it lost)."""
         if billed_maybe:
             spend = reservation.amount
             self.ledger.consume(reservation)
@@ -304,57 +314,59 @@ class CallRunner:
             spend = 0
             self.ledger.release(reservation)
             event = "release"
-        self.writer.put(
-            [("ledger", (call_id, res_no, self.run_id, event, spend, None, None, None, None, None))]
-        )
-        return spend
+        call.cost += spend
+        st.reserved_pusd -= reservation.amount
+        st.cost_pusd += spend
+        await self.writer.put_durable([_close_row(call.call_id, res_no, self.run_id, event, spend)])
 
-    def _log_failure(
+    def _log_end(self, call: _Call, status: str, error: LLMError | None) -> None:
+        """The call_log row of a call that ended without an answer."""
+        call.logged = True
+        message = str(error) if error is not None else status.replace("_", " ")
+        # the reasons of earlier attempts (the last one's is the message itself)
+        earlier = call.errors[:-1] if error is not None and call.errors else call.errors
+        if earlier:
+            message = f"{message}; {_retry_history(earlier)}"
+        self.writer.put([self._log_row(call, status, error=error, message=message[:1000])])
+
+    def _log_row(
         self,
-        call_id: int,
-        key: str,
-        stage: str,
-        task: str,
-        seed_key: str,
-        request: ChatRequest,
-        est: int,
-        error: LLMError,
-        attempts: int,
-        cost: int,
-        reserved: int,
-    ) -> None:
-        self.writer.put(
-            [
-                (
-                    "call_log",
-                    (
-                        call_id,
-                        key,
-                        key_prefix(key),
-                        self.run_id,
-                        stage,
-                        task,
-                        request.model,
-                        seed_key,
-                        "failed",
-                        None,
-                        None,
-                        None,
-                        None,
-                        est,
-                        cost,
-                        reserved,
-                        None,
-                        attempts,
-                        error.status,
-                        error.error_class,
-                        str(error)[:500],
-                        None,
-                        self.client.body(request).decode(),
-                        None,
-                    ),
-                )
-            ]
+        call: _Call,
+        status: str,
+        *,
+        result: ChatResult | None = None,
+        error: LLMError | None = None,
+        message: str | None = None,
+    ) -> Row:
+        """A call's ``call_log`` row: with the answer, or with why it has none."""
+        return (
+            "call_log",
+            (
+                call.call_id,
+                call.key,
+                key_prefix(call.key),
+                self.run_id,
+                call.stage,
+                call.task,
+                call.request.model,
+                call.seed_key,
+                status,
+                result.prompt_tokens if result else None,
+                result.completion_tokens if result else None,
+                result.cached_tokens if result else None,
+                result.usage_estimated if result else None,
+                call.est,
+                call.cost,
+                call.reserved,
+                result.latency_ms if result else None,
+                call.attempts,
+                200 if result else (error.status if error is not None else None),
+                error.error_class if error is not None else None,
+                message,
+                result.finish_reason if result else None,
+                call.body.decode(),
+                result.raw.decode("utf-8", "replace") if result else None,
+            ),
         )
 
     def _from_cache(
@@ -426,3 +438,39 @@ def _with_attempts(result: ChatResult, attempts: int) -> ChatResult:
     from dataclasses import replace
 
     return replace(result, attempts=attempts)
+
+
+@dataclass(slots=True)
+class _Call:
+    """One logical call while its attempts run: what the log row and the ledger need."""
+
+    call_id: int
+    key: str
+    stage: str
+    task: str
+    seed_key: str
+    request: ChatRequest
+    est: int
+    body: bytes
+    attempts: int = 0
+    res_no: int = 0
+    cost: int = 0  # what the ledger counts for it so far (settled + consumed)
+    reserved: int = 0
+    errors: list[str] = field(default_factory=list)
+    logged: bool = False
+
+
+def _close_row(call_id: int, res_no: int, run_id: str, event: str, pusd: int) -> Any:
+    return ("ledger", (call_id, res_no, run_id, event, pusd, None, None, None, None, None))
+
+
+def _describe(exc: LLMError, *, short: bool = False) -> str:
+    where = f"HTTP {exc.status}" if exc.status else exc.error_class
+    return f"{where}: {str(exc)[: 200 if short else 160]}"
+
+
+def _retry_history(errors: list[str]) -> str | None:
+    """The reasons of the attempts that failed before the last one, kept with the call."""
+    if not errors:
+        return None
+    return "attempts failed: " + " | ".join(errors)[:900]

@@ -15,8 +15,9 @@ from typing import Any
 import orjson
 
 from ..config import Timeouts
-from ..errors import AuthError, FatalCallError, RateLimited, RetryableError
+from ..errors import AuthError, ContextTooLong, FatalCallError, RateLimited, RetryableError
 from ..records import ChatRequest, ChatResult
+from .endpoint import context_window_from_error
 from .transport import HttpResponse, Transport
 
 __all__ = ["ChatClient", "retry_after_seconds"]
@@ -139,6 +140,14 @@ def _provider_message(body: bytes) -> tuple[str, str]:
         return body[:200].decode("utf-8", "replace").strip(), ""
 
 
+def _is_context_error(code: str, message: str) -> bool:
+    text = message.lower()
+    return code in ("context_length_exceeded", "exceed_context_size_error") or any(
+        phrase in text
+        for phrase in ("context length", "context size", "context window", "maximum context")
+    )
+
+
 def _error_for(response: HttpResponse, secret: str) -> Exception:
     status = response.status
     message, code = _provider_message(response.body)
@@ -168,8 +177,24 @@ def _error_for(response: HttpResponse, secret: str) -> Exception:
             status=status,
             retry_after=retry_after_seconds(response.headers),
         )
-    if code == "context_length_exceeded" or "context length" in message.lower():
-        return FatalCallError(
-            f"the prompt is longer than the model's context (HTTP {status})", status=status
+    if _is_context_error(code, message):
+        try:
+            body = orjson.loads(response.body)
+        except orjson.JSONDecodeError:
+            body = None
+        window, needed = context_window_from_error(message, body)
+        if window:
+            figures = f"the server's context window is {window:,} tokens" + (
+                f"; the request needed {needed:,}" if needed else ""
+            )
+        else:
+            figures = "the request is longer than the server's context window"
+        return ContextTooLong(
+            f"context_length: {figures} (HTTP {status}); halugen now truncates long documents "
+            f"to fit, and the same command retries these seeds (or give --context-window, "
+            f"or --long-documents skip)",
+            status=status,
+            window=window,
+            needed=needed,
         )
     return FatalCallError(f"HTTP {status}{detail}", status=status)

@@ -8,6 +8,7 @@ translate their failures into halugen's error tree here, at the boundary.
 from __future__ import annotations
 
 import asyncio
+import errno
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -15,7 +16,7 @@ from typing import Protocol
 import aiohttp
 
 from ..config import Timeouts
-from ..errors import RetryableError
+from ..errors import CallTimeout, ConnectFailed, RetryableError
 
 __all__ = ["AiohttpTransport", "HandlerTransport", "HttpResponse", "Transport"]
 
@@ -32,47 +33,67 @@ class Transport(Protocol):
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
     ) -> HttpResponse: ...
 
-    # GET: batch objects and file contents (llm/batch_client.py)
-    async def get(
-        self, url: str, headers: Mapping[str, str], timeouts: Timeouts
-    ) -> HttpResponse: ...
+    async def get(self, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> HttpResponse:
+        """GET ``url`` (a server's description of itself: models, context size)."""
+        ...
 
     async def aclose(self) -> None: ...
 
 
 Handler = Callable[[str, Mapping[str, str], bytes], Awaitable[HttpResponse]]
-GetHandler = Callable[[str, Mapping[str, str]], Awaitable[HttpResponse]]
+
+
+def _why(error: OSError) -> str:
+    """An OS error as a person says it (aiohttp's text is "Connect call failed (...)")."""
+    names = {
+        errno.ECONNREFUSED: "connection refused (nothing listens there)",
+        errno.EHOSTUNREACH: "no route to the host",
+        errno.ENETUNREACH: "the network is unreachable",
+        errno.ETIMEDOUT: "the connection timed out",
+    }
+    return names.get(error.errno or 0) or str(error) or type(error).__name__
+
+
+def _timeout_message(seconds: float) -> str:
+    return (
+        f"timeout: no answer within {seconds:g} s (the server is slow or queues requests; "
+        f"raise --timeout or lower --concurrency)"
+    )
 
 
 class HandlerTransport:
-    """Calls ``handler(path, headers, body)`` (and ``get_handler(path, headers)`` for GET)
-    directly; for tests and in-process demos."""
+    """Calls ``handler(path, headers, body)`` directly; for tests and in-process demos.
 
-    def __init__(self, handler: Handler, get_handler: GetHandler | None = None) -> None:
+    GET requests go to ``get_handler(path, headers)`` when given, else answer 404.
+    """
+
+    def __init__(
+        self,
+        handler: Handler,
+        get_handler: Callable[[str, Mapping[str, str]], Awaitable[HttpResponse]] | None = None,
+    ) -> None:
         self._handler = handler
         self._get_handler = get_handler
+
+    async def get(self, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> HttpResponse:
+        if self._get_handler is None:
+            return HttpResponse(404, {}, b'{"error": {"message": "not found"}}')
+        path = "/" + url.split("://", 1)[-1].split("/", 1)[-1] if "://" in url else url
+        try:
+            async with asyncio.timeout(timeouts.total):
+                return await self._get_handler(path, {k.lower(): v for k, v in headers.items()})
+        except TimeoutError:
+            raise CallTimeout(_timeout_message(timeouts.total), billed_maybe=False) from None
 
     async def post(
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
     ) -> HttpResponse:
-        return await self._call(url, headers, timeouts, lambda p, h: self._handler(p, h, body))
-
-    async def get(self, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> HttpResponse:
-        if self._get_handler is None:
-            return HttpResponse(status=404, headers={}, body=b'{"error": "no GET handler"}')
-        return await self._call(url, headers, timeouts, self._get_handler)
-
-    async def _call(
-        self, url: str, headers: Mapping[str, str], timeouts: Timeouts, handler: GetHandler
-    ) -> HttpResponse:
         path = "/" + url.split("://", 1)[-1].split("/", 1)[-1] if "://" in url else url
         try:
             async with asyncio.timeout(timeouts.total):
-                return await handler(path, {k.lower(): v for k, v in headers.items()})
+                return await self._handler(path, {k.lower(): v for k, v in headers.items()}, body)
         except TimeoutError:
-            raise RetryableError(
-                f"no answer within {timeouts.total:g} s", billed_maybe=True
-            ) from None
+            raise CallTimeout(_timeout_message(timeouts.total), billed_maybe=True) from None
         except ConnectionError as exc:  # the handler dropped the connection
             raise RetryableError(
                 f"connection dropped: {type(exc).__name__}", billed_maybe=True
@@ -108,19 +129,6 @@ class AiohttpTransport:
     async def post(
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
     ) -> HttpResponse:
-        return await self._request("POST", url, headers, body, timeouts)
-
-    async def get(self, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> HttpResponse:
-        return await self._request("GET", url, headers, None, timeouts)
-
-    async def _request(
-        self,
-        method: str,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes | None,
-        timeouts: Timeouts,
-    ) -> HttpResponse:
         session = self._get_session()
         timeout = self._timeouts.get(timeouts)
         if timeout is None:
@@ -128,21 +136,36 @@ class AiohttpTransport:
                 total=timeouts.total, sock_connect=timeouts.connect, sock_read=timeouts.read
             )
         try:
-            async with session.request(
-                method, url, data=body, headers=headers, timeout=timeout
-            ) as resp:
+            async with session.post(url, data=body, headers=headers, timeout=timeout) as resp:
                 data = await resp.read()
                 # aiohttp's header mapping answers lower-case lookups already
                 return HttpResponse(status=resp.status, headers=resp.headers, body=data)
         except TimeoutError:
-            raise RetryableError("timed out waiting for the server", billed_maybe=True) from None
+            raise CallTimeout(_timeout_message(timeouts.total), billed_maybe=True) from None
         except aiohttp.ClientConnectorError as exc:
             # the connection was never made: nothing was sent, nothing can be billed
-            raise RetryableError(f"cannot connect: {exc.os_error}", billed_maybe=False) from None
+            raise ConnectFailed(
+                f"cannot connect to {url}: {_why(exc.os_error)}", billed_maybe=False
+            ) from None
         except (aiohttp.ClientError, OSError) as exc:
             raise RetryableError(
                 f"connection failed: {type(exc).__name__}: {exc}", billed_maybe=True
             ) from None
+
+    async def get(self, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> HttpResponse:
+        session = self._get_session()
+        timeout = aiohttp.ClientTimeout(total=timeouts.total, sock_connect=timeouts.connect)
+        try:
+            async with session.get(url, headers=headers, timeout=timeout) as resp:
+                return HttpResponse(
+                    status=resp.status, headers=resp.headers, body=await resp.read()
+                )
+        except TimeoutError:
+            raise CallTimeout(_timeout_message(timeouts.total), billed_maybe=False) from None
+        except aiohttp.ClientConnectorError as exc:
+            raise ConnectFailed(f"cannot connect to {url}: {_why(exc.os_error)}") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise RetryableError(f"connection failed: {type(exc).__name__}: {exc}") from None
 
     async def aclose(self) -> None:
         if self._session is not None:

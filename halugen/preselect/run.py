@@ -7,11 +7,16 @@ choices than asked, the missing responses are sampled with separate calls and ``
 asked for again in this session. Scoring runs in a worker thread in batches, one scorer
 loaded once. Every score is stored (``preselect_scores``, view ``preselect_ranked``); the
 kept set is the K lowest, found by a streaming top-K over the stored scores.
+
+What comes back is checked before it is scored: an empty response or one cut by a content
+filter is stored in ``preselect_dropped`` with the reason, never among the responses that are
+scored and annotated; a query keeps its score from the usable responses it has (at least
+two), else it is stored in ``preselect_unscored`` with the reason, as is a query whose
+scoring failed (tried again by the next run over the same store).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -25,10 +30,10 @@ from ..errors import BudgetExhausted, UsageError
 from ..llm.calls import CallFailure
 from ..llm.transport import Transport
 from ..records import BadRecord, ChatRequest, fingerprint
-from ..session import CallSession, call_session, closing, drive
+from ..session import CallSession, call_session, closing, drive, resolve_model
 from ..store.db import KeyIndex, key_prefix
 from .queries import Query, read_queries
-from .scoring import PairwiseScorer, ScorerSpec
+from .scoring import GroupScore, PairwiseScorer, ScorerSpec, usable
 from .topk import LeastSimilar
 
 __all__ = ["PreselectConfig", "PreselectOutcome", "preselect"]
@@ -106,27 +111,42 @@ def _request(cfg: PreselectConfig, q: Query, *, n: int, index: int) -> ChatReque
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Response:
+    idx: int
+    text: str
+    finish_reason: str
+    call_key: str
+
+    @property
+    def dropped(self) -> str:
+        """Why the response is not scored ("" when it is)."""
+        if self.finish_reason == "content_filter":
+            return "content_filter"
+        return "" if usable(self.text) else "empty"
+
+
 async def _sample(
     cfg: PreselectConfig, session: CallSession, mode: _NMode, q: Query
-) -> list[str] | None:
-    texts: list[str] = []
+) -> list[_Response] | None:
+    out: list[_Response] = []
     want = cfg.responses
     if mode.use_n and want > 1:
-        result = await session.runner.call(
-            _request(cfg, q, n=want, index=0), stage="respond", task="general", seed_key=q.key
-        )
+        request = _request(cfg, q, n=want, index=0)
+        result = await session.runner.call(request, stage="respond", task="general", seed_key=q.key)
         if isinstance(result, CallFailure):
             return None
         mode.observe(want, len(result.texts))
-        texts.extend(t.strip() for t in result.texts[:want])
-    while len(texts) < want:
-        result = await session.runner.call(
-            _request(cfg, q, n=1, index=len(texts)), stage="respond", task="general", seed_key=q.key
-        )
+        finishes = list(result.finish_reasons) + [""] * len(result.texts)
+        for text, finish in zip(result.texts[:want], finishes, strict=False):
+            out.append(_Response(len(out), text.strip(), finish, request.key))
+    while len(out) < want:
+        request = _request(cfg, q, n=1, index=len(out))
+        result = await session.runner.call(request, stage="respond", task="general", seed_key=q.key)
         if isinstance(result, CallFailure):
             return None
-        texts.append(result.text.strip())
-    return texts
+        out.append(_Response(len(out), result.text.strip(), result.finish_reason, request.key))
+    return out
 
 
 async def _feed(
@@ -178,7 +198,7 @@ async def _respond(
     session: CallSession,
     mode: _NMode,
     receive: ObjectReceiveStream[Query],
-    send: ObjectSendStream[tuple[Query, list[str]]],
+    send: ObjectSendStream[tuple[Query, list[str], int]],
 ) -> None:
     st = session.stats
     async with receive, send:
@@ -186,13 +206,14 @@ async def _respond(
             if session.flags.interrupted:
                 continue
             try:
-                texts = await _sample(cfg, session, mode, q)
+                responses = await _sample(cfg, session, mode, q)
             except BudgetExhausted:
                 session.flags.budget_exhausted = True
                 continue
-            if texts is None:
+            if responses is None:
                 st.bump(st.failed, "general")
                 continue
+            kept = [r for r in responses if not r.dropped]
             session.store.writer.put(
                 [
                     (
@@ -201,33 +222,45 @@ async def _respond(
                     )
                 ]
                 + [
-                    ("preselect_responses", (session.run_id, q.key, i, t, None))
-                    for i, t in enumerate(texts)
+                    ("preselect_responses", (session.run_id, q.key, r.idx, r.text, r.call_key))
+                    for r in kept
+                ]
+                + [
+                    (
+                        "preselect_dropped",
+                        (session.run_id, q.key, r.idx, r.dropped, r.text, r.call_key),
+                    )
+                    for r in responses
+                    if r.dropped
                 ]
             )
-            await send.send((q, texts))
+            # only usable responses go on to the scorer; the count says how many were asked
+            await send.send((q, [r.text for r in kept], len(responses)))
 
 
 async def _score(
     cfg: PreselectConfig,
     session: CallSession,
     scorer: PairwiseScorer,
-    receive: ObjectReceiveStream[tuple[Query, list[str]]],
+    receive: ObjectReceiveStream[tuple[Query, list[str], int]],
+    unscored: dict[str, int],
 ) -> None:
     st = session.stats
-    batch: list[tuple[Query, list[str]]] = []
+    batch: list[tuple[Query, list[str], int]] = []
 
     async def flush() -> None:
-        groups = [texts for _, texts in batch]
+        groups = [texts for _, texts, _ in batch]
         # BERTScore is CPU/GPU work: a thread keeps the event loop sampling meanwhile
-        scores = await anyio.to_thread.run_sync(scorer.score_groups, groups)
+        scores = await anyio.to_thread.run_sync(scorer.score_groups_detailed, groups)
         rows = []
-        for (q, texts), score in zip(batch, scores, strict=True):
-            if math.isnan(score):
+        for (q, _, asked), score in zip(batch, scores, strict=True):
+            if not score.scored:
+                rows.append(_unscored_row(session.run_id, q, asked, score, scorer.name))
+                unscored[score.reason] = unscored.get(score.reason, 0) + 1
                 st.bump(st.rejected, "general")
                 continue
             rows.append(
-                ("preselect_scores", (session.run_id, q.key, score, len(texts), scorer.name))
+                ("preselect_scores", (session.run_id, q.key, score.score, score.used, scorer.name))
             )
             st.bump(st.sampled, "general")
         session.store.writer.put(rows)
@@ -240,6 +273,27 @@ async def _score(
                 await flush()
         if batch:
             await flush()
+
+
+def _unscored_row(
+    run_id: str, q: Query, asked: int, score: GroupScore, scorer: str
+) -> tuple[str, tuple[object, ...]]:
+    reason = score.reason
+    if score.cause == "responses" and score.used < asked:
+        reason = f"{score.used} usable response(s) of {asked} (the others empty or filtered)"
+    return ("preselect_unscored", (run_id, q.key, score.used, score.cause, reason, scorer))
+
+
+def _unscored_note(unscored: dict[str, int]) -> str:
+    if not unscored:
+        return ""
+    total = sum(unscored.values())
+    reason, n = max(unscored.items(), key=lambda kv: kv[1])
+    more = "" if len(unscored) == 1 else f"; {len(unscored) - 1} other reason(s)"
+    return (
+        f"{total} quer{'y' if total == 1 else 'ies'} unscored (see the preselect_unscored "
+        f"table): {n} × {reason}{more}"
+    )
 
 
 async def preselect(
@@ -269,6 +323,7 @@ async def preselect(
         None,
     )  # fail fast on bad input
     scorer = scorer or PairwiseScorer(cfg.scorer)  # loaded once, before any money is spent
+    cfg = replace(cfg, run=await resolve_model(cfg.run, transport))  # before its identity
     if cfg.run.batch is not None and cfg.run.batch.plan is None:  # --batch
         from ..batch.run import run_in_batches
 
@@ -293,8 +348,12 @@ async def preselect(
         on_run=on_run,
     ) as session:
         store = session.store
+        # scored queries are done, and so are those without two usable responses (asking
+        # again returns the same stored responses); a failed scoring is tried again
         rows = store.query(
-            "SELECT query_key FROM preselect_scores WHERE run_id = ?", [session.run_id]
+            "SELECT query_key FROM preselect_scores WHERE run_id = ? UNION "
+            "SELECT query_key FROM preselect_unscored WHERE run_id = ? AND cause = 'responses'",
+            [session.run_id, session.run_id],
         )
         done = KeyIndex(key_prefix(r[0]) for r in rows)
         mode = _NMode(cfg.use_n)
@@ -306,21 +365,26 @@ async def preselect(
             per="per query",
         )
         workers = max(1, cfg.run.rate.concurrency)
+        unscored: dict[str, int] = {}  # reason -> queries, this session
 
         async def pipeline() -> None:
             q_tx, q_rx = anyio.create_memory_object_stream[Query](16)
-            r_tx, r_rx = anyio.create_memory_object_stream[tuple[Query, list[str]]](cfg.score_batch)
+            r_tx, r_rx = anyio.create_memory_object_stream[tuple[Query, list[str], int]](
+                cfg.score_batch
+            )
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_feed, cfg, session, done, q_tx)
                 async with q_rx, r_tx:
                     for _ in range(workers):
                         tg.start_soon(_respond, cfg, session, mode, q_rx.clone(), r_tx.clone())
-                tg.start_soon(_score, cfg, session, scorer, r_rx)
+                tg.start_soon(_score, cfg, session, scorer, r_rx, unscored)
 
         status, message = await drive(session, pipeline, progress=cfg.run.progress, console=console)
         store.writer.flush_blocking()
         if mode.note:
             session.notes.append(mode.note)
+        if note := _unscored_note(unscored):
+            session.notes.append(note)
         top = LeastSimilar(cfg.keep)
         scored = 0
         for key, score in store.iter_rows(
@@ -329,13 +393,20 @@ async def preselect(
             top.offer(key, score)
             scored += 1
         kept = top.result()
+        (n_unscored,) = store.query(
+            "SELECT count(DISTINCT query_key) FROM preselect_unscored u WHERE run_id = ? AND NOT "
+            "EXISTS (SELECT 1 FROM preselect_scores s WHERE s.run_id = u.run_id AND "
+            "s.query_key = u.query_key)",
+            [session.run_id],
+        )[0]
+        unscored_text = f", {n_unscored} unscored" if n_unscored else ""
         spent = format_usd(store.spent(session.run_id))
         message, exit_code = closing(
             status,
             message,
             what=f"pre-selection run {session.run_id}",
-            summary=f"{scored} queries scored, the {len(kept)} least similar kept (see the "
-            f"preselect_ranked view); spent {spent}",
+            summary=f"{scored} queries scored{unscored_text}, the {len(kept)} least similar "
+            f"kept (see the preselect_ranked view); spent {spent}",
         )
         store.update_run(session.run_id, status=status, status_detail=message[:1000])
         return PreselectOutcome(

@@ -14,7 +14,14 @@ only. ``tests/preselect/test_scoring.py`` checks this on a real model.
 bert-score and torch are an optional extra, imported only when a scorer is built. Models load
 through Hugging Face ``from_pretrained``: a hub name (downloaded once into the HF cache) or a
 local model directory, which works offline; a directory needs ``num_layers`` because
-bert-score knows the best layer only for the hub models it was tuned on.
+bert-score knows the best layer only for the hub models it was tuned on. Whether a hub name
+can load is decided before loading (``hub``): without a network and not in the cache, the
+scorer is refused at once, naming ``--bertscore-model PATH``.
+
+What a model returned is not always text to score: an empty response (also one of only
+whitespace, which bert-score 0.3.13 with transformers 5 cannot encode) never reaches
+bert-score; a group keeps its score from the responses it has, and a group with fewer than
+two, or whose scoring failed, comes back unscored with the reason (``GroupScore``).
 """
 
 from __future__ import annotations
@@ -30,8 +37,9 @@ from typing import Any
 
 from ..errors import InputError, UsageError
 from ..seeds.jsonl import one_line
+from .hub import hub_offline, resolve_hub_model
 
-__all__ = ["MISSING_EXTRA", "PairwiseScorer", "ScorerSpec", "bundled_test_model"]
+__all__ = ["MISSING_EXTRA", "GroupScore", "PairwiseScorer", "ScorerSpec", "bundled_test_model"]
 
 MISSING_EXTRA = (
     "pre-selection needs the bertscore extra: pip install 'halugen[bertscore]' "
@@ -50,6 +58,25 @@ class ScorerSpec:
     batch_size: int | None = None  # None: 16 on a CPU (less padding waste), 64 on a GPU
     device: str | None = None  # None: cuda when available, else cpu
     idf: bool = False  # weight tokens by idf; needs PairwiseScorer.fit_idf first
+
+
+@dataclass(frozen=True, slots=True)
+class GroupScore:
+    """The score of one group of responses, or why it has none."""
+
+    score: float  # mean pairwise F1 over the usable responses; NaN when unscored
+    used: int  # responses scored (the non-empty ones)
+    cause: str = ""  # "" when scored; "responses" (fewer than two usable) or "scorer"
+    reason: str = ""  # one line, for the store and the user
+
+    @property
+    def scored(self) -> bool:
+        return not self.cause
+
+
+def usable(text: str) -> bool:
+    """Whether a response can be scored: not empty once trimmed (as bert-score trims it)."""
+    return bool(text.strip())
 
 
 def bundled_test_model() -> str | None:
@@ -99,17 +126,14 @@ class PairwiseScorer:
                 )
         if spec.baseline_path is not None and not os.path.isfile(spec.baseline_path):
             raise InputError(f"BERTScore baseline file {spec.baseline_path} not found")
+        hub_name = model or bert_score.utils.lang2model[spec.lang.lower()]
+        offline = False
+        if not os.path.isdir(hub_name):
+            shown = model or f"bert-score's default model for {spec.lang} ({hub_name})"
+            offline = resolve_hub_model(hub_name, shown=shown).offline
         try:
-            self._scorer = bert_score.BERTScorer(
-                model_type=model,
-                num_layers=layers,
-                lang=spec.lang,
-                batch_size=spec.batch_size,
-                device=spec.device,
-                idf=spec.idf,
-                rescale_with_baseline=spec.baseline_path is not None,
-                baseline_path=spec.baseline_path,
-            )
+            with hub_offline(offline):
+                self._scorer = self._build(bert_score, spec, model, layers)
         except (OSError, ValueError, AssertionError, RuntimeError) as err:
             shown = model or f"bert-score's default model for {spec.lang}"
             raise UsageError(f"cannot load BERTScore model {shown}: {one_line(err)}") from None
@@ -117,6 +141,19 @@ class PairwiseScorer:
         if spec.baseline_path is not None:
             self._check_baseline(spec.baseline_path)
         self._idf_fitted = False
+
+    @staticmethod
+    def _build(bert_score: Any, spec: ScorerSpec, model: str | None, layers: int | None) -> Any:
+        return bert_score.BERTScorer(
+            model_type=model,
+            num_layers=layers,
+            lang=spec.lang,
+            batch_size=spec.batch_size,
+            device=spec.device,
+            idf=spec.idf,
+            rescale_with_baseline=spec.baseline_path is not None,
+            baseline_path=spec.baseline_path,
+        )
 
     @property
     def name(self) -> str:
@@ -136,32 +173,81 @@ class PairwiseScorer:
         """Compute idf weights from ``texts`` (e.g. every response of the pool) for ``idf``."""
         if not self.spec.idf:
             raise UsageError("idf weights were fitted, but the scorer was built with idf=False")
-        sents = list(texts)
+        sents = [t for t in texts if usable(t)]  # bert-score cannot encode an empty text
         if not sents:
-            raise UsageError("idf weights need at least one text")
+            raise UsageError("idf weights need at least one non-empty text")
         with _quiet_overwrite():
             self._scorer.compute_idf(sents)
         self._idf_fitted = True
 
     def score_groups(self, groups: Sequence[Sequence[str]]) -> list[float]:
-        """Per group of responses, the mean F1 over its unordered pairs; NaN for < 2 responses.
+        """Per group of responses, the mean F1 over its unordered pairs of non-empty
+        responses; NaN when it has fewer than two or its scoring failed (see
+        ``score_groups_detailed`` for why)."""
+        return [g.score for g in self.score_groups_detailed(groups)]
 
-        All pairs of all groups are scored in one batched call, so pass many groups at a
-        time (hundreds or thousands) for throughput: bert-score sorts a call's texts by length
-        before batching them, so a bigger call wastes less on padding. The embeddings of every
-        distinct response of the call are held at once (about tokens × hidden size × 4
-        bytes: ~1 GB for 3,000 responses of 80 tokens with roberta-large), which bounds it.
+    def score_groups_detailed(self, groups: Sequence[Sequence[str]]) -> list[GroupScore]:
+        """Per group of responses, its ``GroupScore``.
+
+        Empty responses are left out (they are never given to bert-score): a group keeps
+        the score of the responses it has, or is unscored (cause "responses") with fewer
+        than two. All pairs of all groups are scored in one batched call, so pass many
+        groups at a time (hundreds or thousands) for throughput: bert-score sorts a call's
+        texts by length before batching them, so a bigger call wastes less on padding. The
+        embeddings of every distinct response of the call are held at once (about tokens ×
+        hidden size × 4 bytes: ~1 GB for 3,000 responses of 80 tokens with roberta-large),
+        which bounds it. When the batched call fails, each group is scored alone, so one
+        group that bert-score cannot take costs only itself (cause "scorer").
         """
         if self.spec.idf and not self._idf_fitted:
             raise UsageError("idf scoring needs idf weights: call fit_idf(responses) first")
-        cands: list[str] = []
-        refs: list[str] = []
-        counts: list[int] = []
+        kept: list[list[str]] = []
         for group in groups:
             texts = list(group)
             for text in texts:
                 if not isinstance(text, str):
                     raise TypeError(f"responses must be strings, not {type(text).__name__}")
+            kept.append([t for t in texts if usable(t)])
+        out: list[GroupScore | None] = [None] * len(kept)
+        todo = []
+        for i, (group, texts) in enumerate(zip(groups, kept, strict=True)):
+            if len(texts) < 2:
+                empty = len(group) - len(texts)
+                out[i] = GroupScore(
+                    math.nan,
+                    len(texts),
+                    "responses",
+                    f"{len(texts)} usable response(s) of {len(group)}"
+                    + (f" ({empty} empty)" if empty else "")
+                    + ": similarity needs two",
+                )
+            else:
+                todo.append(i)
+        try:
+            means = self._pairwise_means([kept[i] for i in todo])
+        except Exception as err:  # one group bert-score cannot take must not cost the rest
+            if len(todo) == 1:
+                means = [err]
+            else:
+                means = []
+                for i in todo:
+                    try:
+                        means.extend(self._pairwise_means([kept[i]]))
+                    except Exception as one:
+                        means.append(one)
+        for i, mean in zip(todo, means, strict=True):
+            if isinstance(mean, BaseException):
+                reason = f"scorer failed: {type(mean).__name__}: {one_line(mean)}"
+                out[i] = GroupScore(math.nan, len(kept[i]), "scorer", reason[:500])
+            else:
+                out[i] = GroupScore(mean, len(kept[i]))
+        return [g for g in out if g is not None]
+
+    def _pairwise_means(self, groups: list[list[str]]) -> list[float | BaseException]:
+        cands: list[str] = []
+        refs: list[str] = []
+        counts: list[int] = []
+        for texts in groups:
             n = len(texts)
             for i in range(n):
                 for j in range(i + 1, n):
@@ -169,17 +255,18 @@ class PairwiseScorer:
                     refs.append(texts[j])
             counts.append(n * (n - 1) // 2)
         if not cands:
-            return [math.nan] * len(counts)
+            return []
         with self._torch.inference_mode():
             _, _, f1 = self._scorer.score(cands, refs, batch_size=self.spec.batch_size)
         values = f1.double().tolist()
-        out: list[float] = []
+        out: list[float | BaseException] = []
         start = 0
         for count in counts:
-            if count == 0:
-                out.append(math.nan)
-                continue
-            out.append(math.fsum(values[start : start + count]) / count)
+            mean = math.fsum(values[start : start + count]) / count
+            if math.isnan(mean):
+                out.append(ValueError("the score came out NaN"))
+            else:
+                out.append(mean)
             start += count
         return out
 

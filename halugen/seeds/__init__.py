@@ -19,6 +19,7 @@ from ..errors import InputError, UsageError
 from ..records import BadRecord, Seed
 from . import cnndm, halueval, hotpotqa, opendialkg
 from .detect import detect_format
+from .jsonl import special_file_kind, special_file_message
 
 __all__ = [
     "FORMATS",
@@ -104,7 +105,7 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
     """Files named by ``paths``: existing paths as given, glob patterns expanded and sorted.
 
     Duplicates (the same file reached twice) are dropped. ``InputError`` when a path does
-    not exist or a pattern matches no file.
+    not exist, is a pipe or a device, or a pattern matches no file.
     """
     if not paths:
         raise InputError("no seed files given (name one or more files or glob patterns)")
@@ -128,6 +129,9 @@ def _expand_one(given: str) -> list[str]:
         raise InputError(
             f"seed file {given} is a directory (name the files in it, e.g. {given}/*.json)"
         )
+    kind = special_file_kind(path)
+    if kind is not None:
+        raise InputError(special_file_message(given, kind))
     if not _GLOB_CHARS & set(given):
         raise InputError(
             f"seed file {given} not found (check the path; relative paths start at {os.getcwd()})"

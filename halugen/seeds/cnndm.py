@@ -8,11 +8,12 @@ Two layouts of the same data are read:
 - ``cnndm-story``: the original ``.story`` files, one article per file: its paragraphs, then
   blocks of a line ``@highlight`` followed by one highlight. One seed per file.
 
-The document is the article with every whitespace run turned into one space (articles are
-prose; their paragraph breaks carry nothing the task needs). The right summary is the
-highlights, each made a sentence and joined with one space. The released highlights end in
-a detached " ." (tokenised text); it is reattached, because a right summary that looks
-tokenised while generated ones do not would give the answer away by its form alone.
+The document is the article exactly as given (a story file's text before its first
+``@highlight`` line, its surrounding blank lines left out). The right summary is not a text
+of the dataset but made from the highlights: each made a sentence and joined with one space.
+The released highlights end in a detached " ." (tokenised text); it is reattached, because a
+right summary that looks tokenised while generated ones do not would give the answer away by
+its form alone.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..records import BadRecord, Seed
 from .csvfile import iter_csv
 from .jsonl import (
     RecordProblem,
+    check_text,
     clean_text,
     first_char,
     iter_records,
@@ -111,7 +113,9 @@ def read_cnndm_story(path: str) -> Iterator[Seed | BadRecord]:
         except (OSError, EOFError, zlib.error) as err:
             raise InputError(f"cannot read seed file {path}: {one_line(err)}") from None
     if not data.strip():
-        raise InputError(f"{path} is empty")
+        # one story per file: an empty one in a glob of thousands costs only itself
+        yield BadRecord(path, 1, "empty file (no article, no highlights)")
+        return
     if len(data) > _MAX_STORY:
         yield BadRecord(path, 1, f"larger than {_MAX_STORY >> 20} MB, not a story file")
         return
@@ -153,27 +157,30 @@ def cnndm_fields(record: Any) -> dict[str, str]:
     summary = summary_of(lines)
     if not summary:
         raise RecordProblem("field highlights is empty")
+    check_text("highlights", summary)
     return {"document": document, "right_summary": summary}
 
 
 def story_fields(text: str) -> dict[str, str]:
     """``document`` and ``right_summary`` of one ``.story`` file's text."""
-    article: list[str] = []
+    article = 0  # characters of text before the first @highlight line
     highlights: list[list[str]] = []
-    for line in text.splitlines():
+    for line in text.splitlines(keepends=True):
         stripped = line.strip()
         if stripped == STORY_MARKER:
             highlights.append([])
         elif highlights:
             highlights[-1].append(stripped)  # the highlight (its lines, if it wraps)
         else:
-            article.append(stripped)
-    document = clean_text(" ".join(article))
+            article += len(line)
+    document = text[:article].strip()  # as written, without the blank lines around it
+    check_text("article", document)
     if not document:
         raise RecordProblem("no article text before the first @highlight")
     summary = summary_of(" ".join(lines) for lines in highlights)
     if not summary:
         raise RecordProblem("no highlights (no non-empty line after an @highlight line)")
+    check_text("highlights", summary)
     return {"document": document, "right_summary": summary}
 
 

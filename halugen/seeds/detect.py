@@ -18,6 +18,7 @@ import orjson
 
 from ..errors import InputError
 from . import cnndm, halueval, hotpotqa, opendialkg
+from .badbytes import MarkedBytes
 from .csvfile import header_columns
 from .jsonl import IJSON, first_char, kind_of, one_line, open_seed_file
 
@@ -96,11 +97,12 @@ def sniff(path: str) -> tuple[str, frozenset[str] | None, str]:
     an object. ``InputError`` when the file is empty or its first JSON record is broken.
     """
     with open_seed_file(path) as f:
+        if path.endswith(_STORY_SUFFIXES):
+            # one story per file: an empty one is a bad record of its own, not a broken input
+            return "story", cnndm.STORY_KEYS, "a .story file"
         first = first_char(f, path)
         if not first:
             raise InputError(f"{path} is empty")
-        if path.endswith(_STORY_SUFFIXES):
-            return "story", cnndm.STORY_KEYS, "a .story file"
         if first == b"[":
             return ("json", *_first_array_keys(f, path))
         if first == b"{":
@@ -158,7 +160,8 @@ def _has_story_marker(line: bytes, f: BinaryIO) -> bool:
 def _first_array_keys(f: BinaryIO, path: str) -> tuple[frozenset[str] | None, str]:
     keys: list[str] = []
     try:
-        for prefix, event, value in IJSON.parse(f):
+        # marked like the reader's stream, so a bad first record does not hide the format
+        for prefix, event, value in IJSON.parse(MarkedBytes(f)):
             if prefix == "" and event == "end_array":
                 raise InputError(f"{path} holds an empty JSON array (no records)")
             if prefix != "item":
@@ -176,7 +179,7 @@ def _first_array_keys(f: BinaryIO, path: str) -> tuple[frozenset[str] | None, st
                     "number": "a number",
                 }.get(event, event)
                 return None, f"a JSON array whose first element is {kind}"
-    except ijson.JSONError as err:
+    except (ijson.JSONError, UnicodeDecodeError) as err:
         raise InputError(f"{path}: invalid JSON in its first record ({one_line(err)})") from None
     # ijson raises on a cut array before the events run out; this is for safety only.
     raise InputError(f"{path}: the JSON array ends before its first record")

@@ -8,9 +8,11 @@
   ``summarization_data.json`` adds a ``hallucinated_summary``.
 
 The hallucinated fields are ignored: halugen makes its own. Despite their ``.json`` suffix these
-files are JSON lines; a JSON array of the same objects is accepted too. Text fields are trimmed
-and their whitespace runs made single spaces (the released right summaries end in a newline,
-a tell-tale the hallucinated ones lack).
+files are JSON lines; a JSON array of the same objects is accepted too. Text fields are kept
+byte for byte as the file has them (leading spaces, a trailing newline), so a file read as
+seeds and exported again holds the same texts. The released right summaries end in a
+newline the hallucinated ones lack, a tell-tale of the label: it is dealt with where texts
+are compared or shown to a model under test (both trimmed there), never by changing the seed.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ The released train/dev files are one JSON array of records with ``_id``, ``quest
 so that is what a seed's ``knowledge`` is. The Hugging Face export of the same data (dicts of
 parallel lists, ``id`` instead of ``_id``, often as JSON lines) is read as well, because that
 is how many people download HotpotQA today.
+
+The question and the answer are kept exactly as the file has them; the knowledge is the
+supporting sentences, each as written, joined with one space.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..records import BadRecord, Seed
-from .jsonl import RecordProblem, clean_text, iter_records, kind_of, text_field
+from .jsonl import RecordProblem, check_text, iter_records, kind_of, text_field
 
 __all__ = ["DESCRIPTION", "FORMAT", "KEYS", "TASK", "hotpotqa_fields", "read_hotpotqa"]
 
@@ -73,12 +76,15 @@ def _supporting_knowledge(record: Mapping[str, Any]) -> str:
         if lines is None or not 0 <= index < len(lines):
             continue
         sentence = lines[index]
-        if isinstance(sentence, str) and (sentence := clean_text(sentence)):
+        if isinstance(sentence, str) and (sentence := sentence.strip()):
             sentences.append(sentence)
     if not sentences:
         raise RecordProblem("no supporting-fact sentences in context")
-    # HotpotQA sentences carry their own leading spaces, or none; join on exactly one.
-    return " ".join(sentences)
+    # HotpotQA sentences carry their own leading spaces, or none; join on exactly one and
+    # keep each sentence as written.
+    knowledge = " ".join(sentences)
+    check_text("context", knowledge)
+    return knowledge
 
 
 def _paragraphs(record: Mapping[str, Any]) -> dict[str, list[Any]]:

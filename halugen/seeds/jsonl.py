@@ -3,13 +3,22 @@
 Nothing here holds more than one record (plus a read buffer) in memory, so a 566 MB HotpotQA
 array streams in flat memory. Readers get ``(position, value)`` pairs and turn each value into
 a ``Seed`` or a ``BadRecord``; a line that is not JSON arrives as a ``BadRecord`` already,
-because one bad line must not end the file, whereas a broken JSON array cannot be resumed
-past the break and raises ``InputError`` after the records before it.
+because one bad line must not end the file. In a JSON array, a record with bytes that are not
+UTF-8, a NUL byte or another raw control character arrives as a ``BadRecord`` too and the
+array is read on (``badbytes``); a break in its structure cannot be resumed past and raises
+``InputError`` after the records before it. Files in UTF-16 or UTF-32 are read as UTF-8
+(``encoding``); a named pipe or a device is refused before it is opened (opening a pipe
+waits for a writer, and a seed file is read more than once).
+
+Texts are kept as the file has them: ``text_field`` checks a field (a string, not blank, no
+NUL) on a trimmed view but returns it unchanged; readers normalise only to compare.
 """
 
 from __future__ import annotations
 
 import gzip
+import os
+import stat
 import zlib
 from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
@@ -19,10 +28,13 @@ import orjson
 
 from ..errors import InputError
 from ..records import BadRecord
+from .badbytes import MarkedBytes, find_mark
+from .encoding import utf8_stream
 
 __all__ = [
     "IJSON",
     "RecordProblem",
+    "check_text",
     "clean_text",
     "first_char",
     "iter_array",
@@ -31,14 +43,21 @@ __all__ = [
     "kind_of",
     "one_line",
     "open_seed_file",
+    "special_file_kind",
+    "special_file_message",
     "text_field",
 ]
 
-_BOM = b"\xef\xbb\xbf"
 _JSON_SPACE = b" \t\r\n"
 _CHUNK = 64 * 1024
 # What a damaged or unreadable file raises while being read (gzip raises EOFError when cut).
 _READ_ERRORS = (OSError, EOFError, zlib.error)
+_SPECIAL_FILES = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def _ijson_backend() -> Any:
@@ -56,11 +75,36 @@ class RecordProblem(Exception):
     """Raised by a record converter: the record is unusable; ``str()`` is the one-line reason."""
 
 
-def open_seed_file(path: str) -> BinaryIO:
-    """Open ``path`` for binary reading, through gzip when it ends in ``.gz``.
+def special_file_kind(path: str) -> str | None:
+    """What ``path`` is when it exists but is not a regular file or directory, else None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    for test, kind in _SPECIAL_FILES:
+        if test(mode):
+            return kind
+    return None
 
-    A leading UTF-8 byte-order mark is consumed. Failures become ``InputError``.
+
+def special_file_message(path: str, kind: str) -> str:
+    """The message for a seed file that is a pipe or a device."""
+    return (
+        f"seed file {path} is {kind}, not a regular file: halugen reads a seed file more "
+        "than once (its start to tell the format, then all of it, and again on resume), "
+        f"so save the data to a file first (e.g. cat {path} > seeds.json) and name that"
+    )
+
+
+def open_seed_file(path: str) -> BinaryIO:
+    """Open ``path`` for binary reading as UTF-8, through gzip when it ends in ``.gz``.
+
+    A leading UTF-8 byte-order mark is consumed; UTF-16 and UTF-32 text is re-encoded as
+    UTF-8 while it is read. Failures become ``InputError``.
     """
+    kind = special_file_kind(path)
+    if kind is not None:  # opening a FIFO would wait for a writer
+        raise InputError(special_file_message(path, kind))
     try:
         f: BinaryIO = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")  # noqa: SIM115
     except FileNotFoundError:
@@ -72,13 +116,13 @@ def open_seed_file(path: str) -> BinaryIO:
     except OSError as err:
         raise InputError(f"cannot open seed file {path}: {err.strerror or err}") from None
     try:
-        head = f.read(len(_BOM))
-        if head != _BOM:
-            f.seek(0)  # plain and gzip files are both seekable; rewinding the start is cheap
+        return utf8_stream(f, path)
     except _READ_ERRORS as err:
         f.close()
         raise InputError(f"cannot read seed file {path}: {one_line(err)}") from None
-    return f
+    except BaseException:
+        f.close()
+        raise
 
 
 def first_char(f: BinaryIO, path: str) -> bytes:
@@ -132,8 +176,10 @@ def iter_lines(path: str) -> Iterator[tuple[int, Any]]:
 def iter_array(path: str) -> Iterator[tuple[int, Any]]:
     """``(1-based index, element)`` for each element of a file holding one JSON array.
 
-    Streams with ijson. When the array is cut off or broken, the elements before the break
-    are yielded first, then ``InputError`` is raised.
+    Streams with ijson. An element holding bytes that are not UTF-8, a NUL byte or another
+    raw control character comes as a ``BadRecord`` and the elements after it are read on.
+    When the array's structure is cut off or broken, the elements before the break are
+    yielded first, then ``InputError`` is raised.
     """
     count = 0
     with open_seed_file(path) as f:
@@ -144,11 +190,13 @@ def iter_array(path: str) -> Iterator[tuple[int, Any]]:
             raise InputError(
                 f"{path} is not a JSON array (it starts with {_show(first)}); check --seed-format"
             )
+        marked = MarkedBytes(f)
         try:
-            for item in IJSON.items(f, "item", use_float=True):
+            for item in IJSON.items(marked, "item", use_float=True):
                 count += 1
-                yield count, item
-        except ijson.JSONError as err:
+                problem = find_mark(item) if marked.marked else None
+                yield count, (BadRecord(path, count, problem) if problem else item)
+        except (ijson.JSONError, UnicodeDecodeError) as err:
             reason = one_line(err)
             # Trailing garbage after a complete array is what JSON lines starting with a
             # line that holds a list look like; say so, it is otherwise puzzling.
@@ -183,16 +231,23 @@ def clean_text(text: str) -> str:
 
 
 def text_field(record: Mapping[str, Any], name: str) -> str:
-    """The cleaned, non-empty string ``record[name]``; else ``RecordProblem``."""
+    """The string ``record[name]`` exactly as the file has it; ``RecordProblem`` when it is
+    missing, not a string, blank or holds a NUL character."""
     if name not in record:
         raise RecordProblem(f"missing field {name}")
     value = record[name]
     if not isinstance(value, str):
         raise RecordProblem(f"field {name} is {kind_of(value)}, not a string")
-    text = clean_text(value)
-    if not text:
+    if not value.strip():
         raise RecordProblem(f"field {name} is empty")
-    return text
+    check_text(name, value)
+    return value
+
+
+def check_text(name: str, text: str) -> None:
+    """``RecordProblem`` when the text of field ``name`` cannot go into a prompt as is."""
+    if "\x00" in text:
+        raise RecordProblem(f"field {name} holds a NUL character")
 
 
 def kind_of(value: Any) -> str:

@@ -51,6 +51,12 @@ def build_app(sim: Simulator) -> web.Application:
             return web.Response(status=resp.status, body=resp.body, headers=resp.headers)
         return web.Response(body=orjson.dumps(sim.models()), content_type=_JSON)
 
+    async def props(request: web.Request) -> web.Response:
+        body = sim.props()
+        if body is None:
+            return web.Response(status=404, body=b'{"error": "not found"}', content_type=_JSON)
+        return web.Response(body=orjson.dumps(body), content_type=_JSON)
+
     async def stats(request: web.Request) -> web.Response:
         keys = request.query.get("keys", "1").lower() not in ("0", "false", "no")
         data = orjson.dumps(
@@ -69,6 +75,7 @@ def build_app(sim: Simulator) -> web.Application:
     app.router.add_post("/chat/completions", chat)
     app.router.add_get("/v1/models", models)
     app.router.add_get("/models", models)
+    app.router.add_get("/props", props)
     app.router.add_get("/_sim/stats", stats)
     app.router.add_post("/_sim/reset", reset)
     add_batch_routes(app, sim)  # /v1/files and /v1/batches (simulate/batch.py)

@@ -70,6 +70,10 @@ class SimConfig:
     oracle: Mapping[str, bool] | None = None  # answer text -> is hallucinated
     garbage_rate: float = 0.0  # share of formatted answers that ignore the format
     context_window: int = CONTEXT_WINDOW
+    # where the server tells its window: "models" (vLLM's max_model_len in GET /v1/models),
+    # "props" (llama.cpp's GET /props n_ctx), or "none" (only its 400 replies say it)
+    announce_window: str = "none"
+    served_models: tuple[str, ...] = ("halugen-sim",)  # GET /v1/models lists these
     clock: Callable[[], float] = time.monotonic  # rate-limit time; inject a fake in tests
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep  # latency and hangs
     batch: BatchSimConfig = field(default_factory=BatchSimConfig)  # /v1/files, /v1/batches
@@ -88,6 +92,8 @@ class SimConfig:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise UsageError(f"simulator {name} must be positive (or unset)")
+        if self.announce_window not in ("models", "props", "none"):
+            raise UsageError("simulator announce_window must be models, props or none")
         unknown = set(self.faults) - set(FAULT_KINDS)
         if unknown or (self.fail_rate > 0 and not self.faults):
             raise UsageError(
@@ -157,10 +163,21 @@ class Simulator:
 
     def models(self) -> dict[str, Any]:
         """The body of ``GET /v1/models``."""
-        return {
-            "object": "list",
-            "data": [{"id": "halugen-sim", "object": "model", "created": 0, "owned_by": "halugen"}],
-        }
+        entries: list[dict[str, Any]] = []
+        for model in self.config.served_models:
+            entry: dict[str, Any] = {
+                "id": model, "object": "model", "created": 0, "owned_by": "halugen"
+            }  # fmt: skip
+            if self.config.announce_window == "models":
+                entry["max_model_len"] = self.config.context_window
+            entries.append(entry)
+        return {"object": "list", "data": entries}
+
+    def props(self) -> dict[str, Any] | None:
+        """The body of llama.cpp's ``GET /props``, when the simulator plays that server."""
+        if self.config.announce_window != "props":
+            return None
+        return {"default_generation_settings": {"n_ctx": self.config.context_window}}
 
     def authorised(self, headers: Mapping[str, str]) -> bool:
         return self._bearer is None or headers.get("authorization") == self._bearer

@@ -4,6 +4,10 @@ A record whose largest prompt (its sampling templates, or the filter with its ca
 plus the reply would not fit the context window is either cut down — its long field
 (the document, the knowledge) truncated, with the number of tokens removed recorded — or
 skipped with the reason, as the user chooses (``--long-documents truncate|skip``).
+
+A field too long to count exactly on the event loop (``tokens.EXACT_LIMIT``, e.g. 50 MB with
+no whitespace) is counted by its upper bound, so it is never taken to fit when it does not;
+its cut is counted exactly. The tokens removed are then an upper bound as well.
 """
 
 from __future__ import annotations
@@ -61,15 +65,17 @@ def fit_to_context(
             bad=BadRecord(seed.source_file, seed.source_line, f"too long for the model: {reason}"),
         )
     original = fields[long_field]
-    original_tokens = counter.count(original)
-    excess = needed - limit
-    keep = original_tokens - excess
+    original_tokens = counter.count(original)  # an upper bound for a huge field
+    keep = original_tokens - (needed - limit)
     while keep > 0:
         fields[long_field] = counter.truncate(original, keep)
-        if _largest_prompt(task, fields, counter, 0) <= limit:
-            removed = original_tokens - counter.count(fields[long_field])
+        kept = counter.count(fields[long_field])
+        needed = _largest_prompt(task, fields, counter, 0)
+        if needed <= limit:
+            removed = original_tokens - kept
             return FitResult(dataclasses.replace(seed, fields=fields, truncated_tokens=removed))
-        keep -= max(16, excess // 10)
+        # the field may appear in a prompt more than once: cut by what is still over
+        keep = min(keep, kept) - max(16, needed - limit)
     return FitResult(
         None,
         bad=BadRecord(

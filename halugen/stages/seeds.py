@@ -6,8 +6,10 @@ the run knows which seeds were in progress and finishes them before reading on.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cache
 
 import anyio
 import orjson
@@ -106,7 +108,7 @@ def _new_seeds(ctx: GenContext, source: SeedSource) -> Iterator[Seed | None]:
             assert fit.bad is not None
             _record_bad(ctx, task, fit.bad, source.bad_seen)
             continue
-        item = fit.seed
+        item = replace(fit.seed, source_file=_relative(fit.seed.source_file))
         if item.truncated_tokens:
             ctx.stats.bump(ctx.stats.truncated, task)
         ctx.writer.put(
@@ -130,6 +132,20 @@ def _new_seeds(ctx: GenContext, source: SeedSource) -> Iterator[Seed | None]:
         ctx.stats.bump(ctx.stats.admitted, task)
         yield item
     ctx.stats.seeds_total[task] = valid  # the whole input is known now
+
+
+def _relative(path: str) -> str:
+    """A seed file as stored: relative to where the run was started, never an absolute path
+    of the user's machine (exports and dataset cards carry it)."""
+    return path if not os.path.isabs(path) else _relative_to(path, os.getcwd())
+
+
+@cache
+def _relative_to(path: str, start: str) -> str:
+    try:
+        return os.path.relpath(path, start)
+    except ValueError:  # another drive (Windows): no relative path exists
+        return path
 
 
 def _record_bad(ctx: GenContext, task: str, bad: BadRecord, seen: set[tuple[str, int]]) -> None:

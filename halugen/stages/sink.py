@@ -23,8 +23,9 @@ def sample_row(ctx: GenContext, sample: Sample) -> tuple:
     seed = sample.seed
     spec = ctx.tasks[seed.task].spec
     f = sample.fields
-    right = f.get(spec.right_field, "")
-    hallucinated = f.get(spec.hallucinated_field, "")
+    # a comparison: the seed's surrounding whitespace (kept as given) does not count
+    right = f.get(spec.right_field, "").strip()
+    hallucinated = f.get(spec.hallucinated_field, "").strip()
     ratio = len(hallucinated) / len(right) if right else None
     filter_hash = ctx.tasks[seed.task].filter_template.hash
     return (

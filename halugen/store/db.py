@@ -7,6 +7,7 @@ through the ``StoreWriter`` thread (see writer.py).
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from array import array
 from bisect import bisect_left
@@ -19,6 +20,7 @@ import duckdb
 import orjson
 
 from ..errors import StoreError
+from .live import LiveConnection, LiveReadServer, connect_live
 from .migrations import MIGRATIONS
 from .writer import StoreWriter
 
@@ -66,20 +68,39 @@ class RunRow(dict[str, Any]):
 
 
 class Store:
-    def __init__(self, path: Path, conn: duckdb.DuckDBPyConnection) -> None:
+    def __init__(self, path: Path, conn: duckdb.DuckDBPyConnection | LiveConnection) -> None:
         self.path = path
-        self.conn = conn
+        self.conn: Any = conn
         self._writer: StoreWriter | None = None
+        self._live_server: LiveReadServer | None = None
+
+    @property
+    def is_live(self) -> bool:
+        """True when another halugen process holds the file and answers our (read) queries."""
+        return isinstance(self.conn, LiveConnection)
 
     # -- lifecycle ---------------------------------------------------------------------
     @property
     def writer(self) -> StoreWriter:
+        if self.is_live:
+            raise StoreError(f"store {self.path} is held by a running halugen process: read only")
         if self._writer is None:
-            self._writer = StoreWriter(self.conn.cursor(), self.conn.cursor())
+            self._writer = StoreWriter(self.conn.cursor(), self.conn.cursor(), path=self.path)
         return self._writer
+
+    def serve_reads(self) -> bool:
+        """Answer other processes' read-only queries while this one holds the file."""
+        if self._live_server is None and not self.is_live:
+            server = LiveReadServer(self.conn, self.path)
+            if server.start():
+                self._live_server = server
+        return self._live_server is not None
 
     def close(self) -> None:
         try:
+            if self._live_server is not None:
+                self._live_server.close()
+                self._live_server = None
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
@@ -173,15 +194,20 @@ class Store:
         return KeyIndex(key_prefix(r[0]) for r in rows)
 
     def pending_seeds(self, run_id: str, task: str) -> list[tuple[Any, ...]]:
-        """Admitted seeds without a final outcome, oldest first: resume finishes them first."""
+        """Admitted seeds whose latest outcome is not final, oldest first: resume finishes
+        them first (a seed re-queued after a final outcome counts as pending again)."""
         return self.conn.execute(
             """
             SELECT s.seed_key, s.seed_id, s.dataset, s.source_file, s.source_line, s.fields_json,
                    s.truncated_tokens
             FROM seeds s
             WHERE s.run_id = ? AND s.task = ? AND NOT EXISTS (
-                SELECT 1 FROM seed_outcomes o WHERE o.run_id = s.run_id AND o.task = s.task
-                AND o.seed_key = s.seed_key AND o.outcome IN ('sampled', 'rejected'))
+                SELECT 1 FROM (
+                    SELECT seed_key, outcome FROM seed_outcomes
+                    WHERE run_id = s.run_id AND task = s.task
+                    QUALIFY row_number() OVER (PARTITION BY seed_key ORDER BY created_at DESC) = 1
+                ) o
+                WHERE o.seed_key = s.seed_key AND o.outcome IN ('sampled', 'rejected'))
             QUALIFY row_number() OVER (PARTITION BY s.seed_key ORDER BY s.created_at) = 1
             ORDER BY s.created_at, s.source_line
             """,
@@ -194,6 +220,20 @@ class Store:
             "FROM candidates WHERE run_id = ? AND task = ? AND seed_key = ? ORDER BY idx",
             [run_id, task, seed_key],
         ).fetchall()
+
+    def copy_to(self, query: str, params: list[Any], path: str, options: str) -> None:
+        """``COPY (query) TO path (options)``, also on a store another process holds."""
+        target = path.replace("'", "''")
+        if not self.is_live:
+            self.conn.execute(f"COPY ({query}) TO '{target}' ({options})", params)
+            return
+        local = duckdb.connect(config={"threads": 1})
+        try:
+            with self.conn.open_reader(query, params) as reader:
+                local.register("halugen_live_result", reader)
+                local.execute(f"COPY (SELECT * FROM halugen_live_result) TO '{target}' ({options})")
+        finally:
+            local.close()
 
     def iter_rows(
         self, sql: str, params: list[Any] | None = None, batch: int = 1000
@@ -224,7 +264,9 @@ class Store:
         run_id = run_id or f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
         t = now()
         self.conn.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', NULL, ?, ?, ?)",
+            "INSERT INTO runs (run_id, kind, config_hash, config_json, tasks, model, base_url,"
+            " price_json, budget_pusd, status, status_detail, halugen_version, created_at,"
+            " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', NULL, ?, ?, ?)",
             [
                 run_id,
                 kind,
@@ -248,25 +290,39 @@ class Store:
         self.conn.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", [*values.values(), run_id])
 
 
-def open_store(path: str | os.PathLike[str], *, read_only: bool = False) -> Store:
-    """Open (or create) the store at ``path`` and bring its schema up to date."""
+def open_store(
+    path: str | os.PathLike[str], *, read_only: bool = False, serve_reads: bool = True
+) -> Store:
+    """Open (or create) the store at ``path`` and bring its schema up to date.
+
+    Read-only opens of a file another halugen process holds go through that process
+    (``live.py``). A read-write open answers such queries for others while it is open.
+    """
     p = Path(path)
     if read_only and not p.exists():
         raise StoreError(f"store {p} does not exist (run 'halugen run' or 'halugen demo' first)")
-    if p.exists() and p.is_dir():
-        raise StoreError(f"store {p} is a directory; give a file path with --db")
+    _check_is_store(p)
     try:
         conn = duckdb.connect(str(p), read_only=read_only, config={"threads": 1})
     except duckdb.IOException as exc:
         msg = str(exc).splitlines()[0]
         if "lock" in msg.lower():
+            live = connect_live(p) if read_only else None
+            if live is not None:
+                return Store(p, live)
+            holder = f" ({m.group(0)})" if (m := re.search(r"PID \d+", msg)) else ""
             raise StoreError(
-                f"store {p} is in use by another halugen process; wait for it to finish or "
-                f"use another --db"
+                f"store {p} is in use by another process{holder}"
+                + (
+                    " that does not answer queries; wait for it to finish"
+                    if read_only
+                    else "; wait for it to finish or use another --db"
+                )
             ) from None
         raise StoreError(
-            f"store {p} cannot be opened as a DuckDB file ({msg}); move it aside or use "
-            f"another --db"
+            f"store {p} cannot be opened as a DuckDB file ({msg}); it may be damaged (a disk "
+            f"that filled up, a copy cut short): restore it from a copy, or move it aside and "
+            f"use another --db"
         ) from None
     except duckdb.Error as exc:
         raise StoreError(
@@ -275,7 +331,38 @@ def open_store(path: str | os.PathLike[str], *, read_only: bool = False) -> Stor
         ) from None
     if not read_only:
         _migrate(conn, p)
-    return Store(p, conn)
+    store = Store(p, conn)
+    if not read_only and serve_reads:
+        store.serve_reads()
+    return store
+
+
+def _check_is_store(p: Path) -> None:
+    """Refuse a path that is not a DuckDB file before DuckDB sees it.
+
+    DuckDB 2 opens a file it does not recognise (a CSV, a Parquet file) as an empty
+    in-memory database: a run would then "succeed" and store nothing.
+    """
+    if not p.exists():
+        return
+    if p.is_dir():
+        raise StoreError(f"store {p} is a directory; give a file path with --db")
+    if not p.is_file():
+        raise StoreError(f"store {p} is not a regular file (a pipe or a device?); give a file path")
+    try:
+        with p.open("rb") as f:
+            head = f.read(12)
+    except OSError as exc:
+        raise StoreError(f"store {p} cannot be read: {exc.strerror}") from None
+    if not head:
+        raise StoreError(
+            f"store {p} is an empty file, not a DuckDB store; delete it or give another --db"
+        )
+    if len(head) < 12 or head[8:12] != b"DUCK":
+        raise StoreError(
+            f"{p} is not a DuckDB store (it holds other data); give --db a new file name or an "
+            f"existing halugen store"
+        )
 
 
 def _migrate(conn: duckdb.DuckDBPyConnection, path: Path) -> None:

@@ -144,6 +144,24 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "scorer",
         "created_at",
     ),
+    "preselect_dropped": (
+        "run_id",
+        "query_key",
+        "idx",
+        "reason",
+        "response",
+        "call_key",
+        "created_at",
+    ),
+    "preselect_unscored": (
+        "run_id",
+        "query_key",
+        "n_responses",
+        "cause",
+        "reason",
+        "scorer",
+        "created_at",
+    ),
     "annotation_items": (
         "item_id",
         "source",
@@ -182,6 +200,16 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "report_json",
         "created_at",
     ),
+    "annotation_sessions": (
+        "session_hash",
+        "annotator",
+        "role",
+        "token_hash",
+        "event",
+        "created_at",
+    ),
+    "annotation_leases": ("annotator", "item_id", "expires_at", "seq", "created_at"),
+    "annotation_extra_places": ("item_id", "created_at"),
     "topic_results": (
         "analysis_id",
         "task",
@@ -191,6 +219,9 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "share_samples",
         "share_failures",
         "coherence",
+        "eval_run",
+        "eval_model",
+        "eval_strategy",
         "created_at",
     ),
     # batch mode and batch files (halugen/batch/): one row per batch, one per line
@@ -621,6 +652,159 @@ CREATE TABLE annotation_agreement (
 );
 """
 
+# Money figures agree everywhere: a call's cost is what the ledger counts for it, every call
+# has a terminal status, and a reservation nobody settled (in flight now, or left open by a
+# crash) counts as spent at its reserved amount until it is settled — never less than the
+# provider may have billed.
+_MONEY = """
+CREATE OR REPLACE VIEW call_money AS
+WITH attempts AS (
+    SELECT call_id, res_no,
+           any_value(run_id) AS run_id,
+           any_value(key) FILTER (WHERE event = 'reserve') AS key,
+           any_value(stage) FILTER (WHERE event = 'reserve') AS stage,
+           any_value(task) FILTER (WHERE event = 'reserve') AS task,
+           any_value(model) FILTER (WHERE event = 'reserve') AS model,
+           any_value(seed_key) FILTER (WHERE event = 'reserve') AS seed_key,
+           min(created_at) FILTER (WHERE event = 'reserve') AS reserved_at,
+           COALESCE(sum(pusd) FILTER (WHERE event = 'reserve'), 0) AS reserved,
+           COALESCE(sum(pusd) FILTER (WHERE event IN ('settle', 'consume', 'lost')), 0)
+               AS charged,
+           count(*) FILTER (WHERE event = 'reserve') AS reserves,
+           count(*) FILTER (WHERE event <> 'reserve') AS closes,
+           bool_or(event = 'lost') AS lost,
+           bool_or(event = 'consume') AS consumed
+    FROM ledger
+    GROUP BY call_id, res_no
+)
+SELECT call_id, any_value(run_id) AS run_id, any_value(key) AS key,
+       any_value(stage) AS stage, any_value(task) AS task, any_value(model) AS model,
+       any_value(seed_key) AS seed_key, min(reserved_at) AS created_at,
+       sum(reserved) AS reserved_pusd,
+       sum(CASE WHEN closes > 0 THEN charged ELSE reserved END) AS cost_pusd,
+       sum(CASE WHEN closes > 0 THEN 0 ELSE reserved END) AS open_pusd,
+       bool_or(lost) AS lost, bool_or(consumed) AS consumed,
+       count(*) AS attempts
+FROM attempts
+WHERE reserves > 0
+GROUP BY call_id;
+
+CREATE OR REPLACE VIEW calls AS
+SELECT l.key, l.run_id, l.stage, l.task, l.model, l.seed_key,
+       CASE WHEN m.lost THEN 'lost' WHEN m.open_pusd > 0 THEN 'unsettled' ELSE l.status END
+           AS status,
+       l.prompt_tokens, l.completion_tokens, l.cached_tokens, l.usage_estimated,
+       COALESCE(m.cost_pusd, 0) / 1e12 AS cost_usd,
+       COALESCE(m.reserved_pusd, 0) / 1e12 AS reserved_usd,
+       l.latency_ms, l.attempts, l.http_status, l.error_class, l.error, l.finish_reason,
+       l.request_json, l.response_json, l.created_at, l.call_id
+FROM call_log l LEFT JOIN call_money m USING (call_id)
+UNION ALL
+SELECT m.key, m.run_id, m.stage, m.task, m.model, m.seed_key,
+       CASE WHEN m.lost THEN 'lost' WHEN m.open_pusd > 0 THEN 'unsettled'
+            WHEN m.consumed THEN 'consumed' ELSE 'released' END AS status,
+       NULL, NULL, NULL, NULL, m.cost_pusd / 1e12, m.reserved_pusd / 1e12, NULL,
+       m.attempts, NULL, NULL, NULL, NULL, NULL, NULL, m.created_at, m.call_id
+FROM call_money m
+WHERE NOT EXISTS (SELECT 1 FROM call_log l WHERE l.call_id = m.call_id);
+
+CREATE OR REPLACE VIEW cost_by_stage AS
+SELECT run_id, task, stage,
+       count(*) AS calls,
+       count(*) FILTER (WHERE status = 'cached') AS cached_calls,
+       count(*) FILTER (WHERE status IN ('failed', 'lost', 'consumed', 'cancelled',
+                                         'budget_exhausted')) AS failed_calls,
+       count(*) FILTER (WHERE status = 'unsettled') AS unsettled_calls,
+       COALESCE(sum(prompt_tokens), 0) AS prompt_tokens,
+       COALESCE(sum(completion_tokens), 0) AS completion_tokens,
+       COALESCE(sum(cost_usd), 0) AS cost_usd
+FROM calls
+GROUP BY run_id, task, stage;
+
+CREATE OR REPLACE VIEW run_spend AS
+SELECT r.run_id, r.status, r.budget_pusd / 1e12 AS budget_usd,
+       COALESCE(sum(m.cost_pusd), 0) / 1e12 AS spent_usd,
+       COALESCE(sum(m.open_pusd), 0) / 1e12 AS unsettled_usd,
+       (r.budget_pusd - COALESCE(sum(m.cost_pusd), 0)) / 1e12 AS remaining_usd
+FROM runs r LEFT JOIN call_money m USING (run_id)
+GROUP BY r.run_id, r.status, r.budget_pusd;
+"""
+
+# What a server has told us about a model (its context window, from its own description or
+# from a context-length error), and the window each run was last fitted to.
+_ENDPOINT_FACTS = """
+CREATE TABLE endpoint_facts (
+    base_url VARCHAR NOT NULL,
+    model VARCHAR NOT NULL,
+    context_window INTEGER NOT NULL,
+    source VARCHAR NOT NULL,           -- models | props | error | flag
+    created_at TIMESTAMP NOT NULL
+);
+ALTER TABLE runs ADD COLUMN context_window INTEGER;
+"""
+
+# The annotation server's logins, leases and extra places, so a restart keeps them.
+# Append-only like the rest: the latest row of a session (or of an annotator's lease on an
+# item) is its state. Cookies and tokens are never stored, only their sha256.
+_ANNOTATION_SESSIONS = """
+CREATE TABLE annotation_sessions (
+    session_hash VARCHAR NOT NULL,     -- sha256 of the session cookie
+    annotator VARCHAR,                 -- NULL for an organiser session
+    role VARCHAR NOT NULL,             -- annotator | organiser
+    token_hash VARCHAR,                -- sha256 of the token used to log in (NULL: none)
+    event VARCHAR NOT NULL,            -- login | logout
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE annotation_leases (
+    annotator VARCHAR NOT NULL,
+    item_id VARCHAR NOT NULL,
+    expires_at DOUBLE NOT NULL,        -- the server clock, seconds since the epoch; 0: released
+    seq BIGINT NOT NULL,               -- order within one server process (a commit's rows
+                                       -- share created_at)
+    created_at TIMESTAMP NOT NULL
+);
+
+-- one row per extra annotator an organiser asked for on an item (to settle a tie)
+CREATE TABLE annotation_extra_places (
+    item_id VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL
+);
+"""
+
+# Pre-selection: a response that cannot be scored (empty, content-filtered) is kept here,
+# never in preselect_responses, so it never reaches the scorer or the annotators; a query
+# left with fewer than two usable responses, or whose scoring failed, is recorded unscored
+# with the reason (cause 'responses' stays so; cause 'scorer' is tried again on resume).
+_PRESELECT_UNSCORED = """
+CREATE TABLE preselect_dropped (
+    run_id VARCHAR NOT NULL,
+    query_key VARCHAR NOT NULL,
+    idx INTEGER NOT NULL,
+    reason VARCHAR NOT NULL,           -- empty | content_filter
+    response VARCHAR NOT NULL,         -- what came back (often "")
+    call_key VARCHAR,
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE preselect_unscored (
+    run_id VARCHAR NOT NULL,
+    query_key VARCHAR NOT NULL,
+    n_responses INTEGER NOT NULL,      -- usable responses it had
+    cause VARCHAR NOT NULL,            -- responses | scorer
+    reason VARCHAR NOT NULL,
+    scorer VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL
+);
+"""
+
+# Topic analysis: which eval run (model, strategy) the failures of an analysis came from.
+_TOPIC_SOURCE = """
+ALTER TABLE topic_results ADD COLUMN eval_run VARCHAR;
+ALTER TABLE topic_results ADD COLUMN eval_model VARCHAR;
+ALTER TABLE topic_results ADD COLUMN eval_strategy VARCHAR;
+"""
+
 # Batch mode (the providers' Batch APIs) and batch files for other engines (halugen/batch/).
 # A line's money is in the ledger under its call_id: 'batch_reserve' (committed with the line,
 # before its file is uploaded), then 'settle' (its own usage, at the batch price), 'release'
@@ -668,11 +852,46 @@ CREATE TABLE batch_lines (
     created_at TIMESTAMP NOT NULL
 );
 
+-- A batch line's reservation is money like any other call's: the money views count it
+-- (as unsettled until its batch ends), so they add up to the ledger in batch mode too.
+CREATE OR REPLACE VIEW call_money AS
+WITH attempts AS (
+    SELECT call_id, res_no,
+           any_value(run_id) AS run_id,
+           any_value(key) FILTER (WHERE event IN ('reserve', 'batch_reserve')) AS key,
+           any_value(stage) FILTER (WHERE event IN ('reserve', 'batch_reserve')) AS stage,
+           any_value(task) FILTER (WHERE event IN ('reserve', 'batch_reserve')) AS task,
+           any_value(model) FILTER (WHERE event IN ('reserve', 'batch_reserve')) AS model,
+           any_value(seed_key) FILTER (WHERE event IN ('reserve', 'batch_reserve')) AS seed_key,
+           min(created_at) FILTER (WHERE event IN ('reserve', 'batch_reserve')) AS reserved_at,
+           COALESCE(sum(pusd) FILTER (WHERE event IN ('reserve', 'batch_reserve')), 0) AS reserved,
+           COALESCE(sum(pusd) FILTER (WHERE event IN ('settle', 'consume', 'lost')), 0)
+               AS charged,
+           count(*) FILTER (WHERE event IN ('reserve', 'batch_reserve')) AS reserves,
+           count(*) FILTER (WHERE event NOT IN ('reserve', 'batch_reserve')) AS closes,
+           bool_or(event = 'lost') AS lost,
+           bool_or(event = 'consume') AS consumed
+    FROM ledger
+    GROUP BY call_id, res_no
+)
+SELECT call_id, any_value(run_id) AS run_id, any_value(key) AS key,
+       any_value(stage) AS stage, any_value(task) AS task, any_value(model) AS model,
+       any_value(seed_key) AS seed_key, min(reserved_at) AS created_at,
+       sum(reserved) AS reserved_pusd,
+       sum(CASE WHEN closes > 0 THEN charged ELSE reserved END) AS cost_pusd,
+       sum(CASE WHEN closes > 0 THEN 0 ELSE reserved END) AS open_pusd,
+       bool_or(lost) AS lost, bool_or(consumed) AS consumed,
+       count(*) AS attempts
+FROM attempts
+WHERE reserves > 0
+GROUP BY call_id;
+
 CREATE OR REPLACE VIEW batch_progress AS
 SELECT b.batch_id, b.run_id, b.kind, b.state, b.status, b.provider_batch_id, b.requests,
        b.completed, b.failed, b.reserved_pusd / 1e12 AS reserved_usd,
        COALESCE((SELECT sum(l.pusd) FROM ledger l JOIN batch_lines bl ON bl.call_id = l.call_id
-                 WHERE bl.batch_id = b.batch_id AND l.event IN ('settle', 'lost')), 0) / 1e12
+                 WHERE bl.batch_id = b.batch_id AND l.event IN ('settle', 'consume', 'lost')),
+                0) / 1e12
            AS spent_usd,
        b.bytes, b.detail, b.created_at, b.updated_at
 FROM batches b;
@@ -684,5 +903,10 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0003_long_documents", _TRUNCATION),
     ("0004_evaluation_preselection_annotation", _EVALUATION),
     ("0005_annotation_agreement", _AGREEMENT),
-    ("0006_batches", _BATCHES),
+    ("0006_money_views", _MONEY),
+    ("0007_endpoint_facts", _ENDPOINT_FACTS),
+    ("0008_annotation_sessions", _ANNOTATION_SESSIONS),
+    ("0009_preselect_unscored", _PRESELECT_UNSCORED),
+    ("0010_topic_results_eval_source", _TOPIC_SOURCE),
+    ("0011_batches", _BATCHES),
 )

@@ -27,9 +27,9 @@ def run_overview(store: Store) -> list[dict[str, Any]]:
                  WHERE p.run_id = r.run_id AND p.outcome = 'rejected') AS rejected,
                (SELECT count(*) FROM seed_progress p
                  WHERE p.run_id = r.run_id AND p.outcome IN ('pending', 'failed')) AS pending,
-               printf('$%.4f', s.spent_usd) AS spent,
-               CASE WHEN r.budget_pusd IS NULL THEN 'none'
-                    ELSE printf('$%.4f', r.budget_pusd / 1e12) END AS budget
+               round(s.spent_usd, 6) AS spent_usd,
+               round(s.unsettled_usd, 6) AS unsettled_usd,
+               round(r.budget_pusd / 1e12, 6) AS budget_usd
         FROM runs r JOIN run_spend s USING (run_id)
         ORDER BY r.created_at
     """,
@@ -43,7 +43,7 @@ def stage_costs(store: Store, run_id: str | None = None) -> list[dict[str, Any]]
         f"""
         SELECT run_id, task, stage, calls, cached_calls AS cached, failed_calls AS failed,
                prompt_tokens AS tokens_in, completion_tokens AS tokens_out,
-               printf('$%.6f', cost_usd) AS cost
+               round(cost_usd, 8) AS cost_usd
         FROM cost_by_stage {where}
         ORDER BY run_id, task, stage DESC
     """,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import threading
 import time
 from collections import deque
@@ -122,7 +123,7 @@ class _Lane:
             loop = futures[0].get_loop()
             # a closed loop means nobody is waiting any more
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(_resolve, futures, error)
+                loop.call_soon_threadsafe(_resolve, futures, error, owner.path)
         owner.done(len(batch))
 
     def _insert(self, table: str, rows: list[tuple[Any, ...]], stamp: datetime) -> None:
@@ -147,7 +148,9 @@ class StoreWriter:
         durable_seconds: float = 0.02,
         bulk_seconds: float = 0.5,
         max_rows: int = 50_000,
+        path: object = "the store",
     ) -> None:
+        self.path = path
         self.error: BaseException | None = None
         self.closing = False
         self._idle = threading.Condition()
@@ -217,14 +220,32 @@ class StoreWriter:
 
     def _check(self) -> None:
         if self.error is not None:
-            raise StoreError(f"writing to the store failed: {self.error}") from self.error
+            raise StoreError(write_failure(self.path, self.error)) from self.error
 
 
-def _resolve(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
+def write_failure(path: object, error: BaseException) -> str:
+    """One line for the user: what failed, on which file, and what to do."""
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    if "No space left" in text or getattr(error, "errno", None) == errno.ENOSPC:
+        return (
+            f"the disk holding {path} is full: free some space, then run the same command "
+            f"again (everything committed so far is kept)"
+        )
+    if "Permission denied" in text or getattr(error, "errno", None) == errno.EACCES:
+        return f"cannot write to {path} (permission denied): check the file's permissions"
+    return (
+        f"writing to {path} failed ({text}); the file may be damaged: keep a copy, then run "
+        f"the same command again, or move it aside and use another --db"
+    )
+
+
+def _resolve(
+    futures: list[asyncio.Future[None]], error: BaseException | None, path: object
+) -> None:
     for fut in futures:
         if fut.done():
             continue
         if error is None:
             fut.set_result(None)
         else:
-            fut.set_exception(StoreError(f"writing to the store failed: {error}"))
+            fut.set_exception(StoreError(write_failure(path, error)))

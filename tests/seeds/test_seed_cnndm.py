@@ -44,7 +44,7 @@ def test_csv_with_index_column_and_multi_line_article(tmp_path: Path) -> None:
     first, bad, last = out
     assert isinstance(first, Seed) and isinstance(last, Seed)
     assert dict(first.fields) == {
-        "document": "(NEWS) -- The harbour of Sollen reopened on Monday. Ships queued all day.",
+        "document": ARTICLE,  # as given, line breaks and double spaces included
         "right_summary": "Harbour of Sollen reopened on Monday. Ships queued all day. "
         "Who paid? Nobody knows.",
     }
@@ -85,7 +85,7 @@ def test_json_lines_with_the_same_keys(tmp_path: Path) -> None:
     file.write_bytes(b"\n".join(lines) + b"\n")
     out = list(read_cnndm(str(file)))
     assert isinstance(out[0], Seed) and out[0].seed_id == "j1"
-    assert out[0].fields["document"].startswith("(NEWS) -- The harbour of Sollen reopened")
+    assert out[0].fields["document"] == ARTICLE
     assert isinstance(out[1], BadRecord) and out[1].reason.startswith("invalid JSON (")
     assert isinstance(out[2], Seed)
     assert (out[2].seed_id, out[2].fields["right_summary"]) == ("7", "First. Second!")
@@ -126,7 +126,8 @@ def test_story_file(tmp_path: Path) -> None:
     assert isinstance(seed, Seed)
     assert (seed.seed_id, seed.source_line, seed.dataset) == ("0a1b2c", 1, "cnndm-story")
     assert dict(seed.fields) == {
-        "document": "(NEWS) -- The harbour of Sollen reopened on Monday. Ships queued all day.",
+        # the text before the first @highlight as written, its paragraph break kept
+        "document": "(NEWS) -- The harbour of Sollen reopened on Monday.\n\nShips queued all day.",
         "right_summary": "Harbour of Sollen reopened on Monday. Ships queued all day.",
     }
 
@@ -159,11 +160,25 @@ def test_story_without_article_or_highlights(tmp_path: Path, text: str, reason: 
     assert bad.reason.startswith(reason)
 
 
-def test_empty_story_file(tmp_path: Path) -> None:
+def test_empty_story_file_is_a_bad_record(tmp_path: Path) -> None:
     file = tmp_path / "empty.story"
     file.write_text("\n  \n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"empty\.story is empty$"):
-        list(read_cnndm_story(str(file)))
+    assert list(read_cnndm_story(str(file))) == [
+        BadRecord(str(file), 1, "empty file (no article, no highlights)")
+    ]
+
+
+def test_empty_story_file_in_a_glob_costs_only_itself(tmp_path: Path) -> None:
+    stories = tmp_path / "stories"
+    stories.mkdir()
+    (stories / "a.story").write_text(STORY, encoding="utf-8")
+    (stories / "b.story").write_bytes(b"")
+    (stories / "c.story").write_text(STORY.replace("Monday", "Friday"), encoding="utf-8")
+    out = list(read_seeds([str(stories / "*.story")], "summarization"))
+    assert [type(x) for x in out] == [Seed, BadRecord, Seed]
+    assert out[1] == BadRecord(
+        str(stories / "b.story"), 1, "empty file (no article, no highlights)"
+    )
 
 
 def test_story_that_is_not_utf8(tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ def test_fields_ids_and_lines(tmp_path: Path) -> None:
     }  # hallucinated_answer is dropped; the knowledge text is kept as the file has it
     assert (first.seed_id, first.source_line, first.dataset) == ("qa_data.json:1", 1, "halueval-qa")
     assert first.source_file == path
-    assert second.fields["question"] == "Where does it start?"
+    assert second.fields["question"] == "  Where\n does it  start? "  # as the file has it
     assert second.seed_id == "qa_data.json:2"
     assert first.key != second.key
 
@@ -115,7 +115,7 @@ def test_crlf_and_bom(tmp_path: Path) -> None:
     out = list(read_halueval_qa(str(path)))
     assert [type(x) for x in out] == [Seed, Seed]
     assert out[0].fields["knowledge"].startswith("The river")
-    assert out[1].fields["right_answer"] == "B"
+    assert out[1].fields["right_answer"] == "B\r"  # the value's own CR is text, kept
 
 
 def test_json_array_of_the_same_objects(tmp_path: Path) -> None:

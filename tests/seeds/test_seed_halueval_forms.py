@@ -46,7 +46,7 @@ def test_dialogue_lines(tmp_path: Path) -> None:
     assert dict(first.fields) == {
         "knowledge": "Sun Harbour is written by Ilse Varga",
         "dialogue_history": "[Human]: Do you know Sun Harbour? [Assistant]: I do. "
-        "[Human]: Who wrote it?",  # the released files' trailing space trimmed
+        "[Human]: Who wrote it? ",  # the released files' trailing space kept
         "right_response": "Ilse Varga wrote it.",
     }
     assert (first.seed_id, first.source_line, first.task, first.dataset) == (
@@ -72,9 +72,10 @@ def test_summarization_lines(tmp_path: Path) -> None:
     seed = out[0]
     assert isinstance(seed, Seed)
     assert dict(seed.fields) == {
-        "document": "The harbour of Sollen reopened on Monday. Ships queued all day.",
-        # the released right summaries end in a newline: a tell-tale, removed
-        "right_summary": "Sollen's harbour reopened and ships queued.",
+        "document": "The harbour of Sollen reopened on Monday.  Ships queued all day.",
+        # the released right summaries end in a newline: kept in the seed, trimmed where
+        # texts are compared or shown to a model under test
+        "right_summary": "Sollen's harbour reopened and ships queued.\n",
     }
     assert (seed.task, seed.dataset) == ("summarization", "halueval-summarization")
     assert out[1] == BadRecord(file, 2, "missing field right_summary")

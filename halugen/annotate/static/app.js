@@ -6,6 +6,11 @@
 // Offsets: the server counts Unicode code points of the response (Python string indices);
 // the DOM counts UTF-16 units. Everything kept in `state.spans` is in code points and is
 // converted at the two edges (reading a selection, drawing the highlights).
+//
+// A selection snaps to whole words: its edges move out to the word boundaries (Unicode word
+// segmentation through Intl.Segmenter, so "fo" inside "for" takes "for" and CJK text is cut
+// into words, not runs of characters), both on the screen when the mouse is released and
+// in the span that is stored.
 "use strict";
 
 (() => {
@@ -22,6 +27,8 @@
     inflight: null,      // the body of the latest save sent and not answered yet, as JSON
     chain: Promise.resolve(),  // saves go one after another, in order
     donePrev: null,      // on the "done" screen: the item behind the ← key
+    words: null,         // [[start, end], ...] UTF-16 word ranges of the current response
+    guidelinesShown: false,  // opened once for a newcomer (no labels yet)
   };
 
   const $ = (id) => document.getElementById(id);
@@ -81,6 +88,63 @@
     return n;
   }
 
+  // -- words ----------------------------------------------------------------------------
+  // Word ranges [start, end) in UTF-16 units; punctuation and spaces are not words.
+  function wordRanges(text) {
+    const out = [];
+    if (typeof Intl !== "undefined" && typeof Intl.Segmenter === "function") {
+      const seg = new Intl.Segmenter(undefined, { granularity: "word" });
+      for (const s of seg.segment(text)) {
+        if (s.isWordLike) out.push([s.index, s.index + s.segment.length]);
+      }
+      return out;
+    }
+    // fallback: letters, digits and marks, joined by an apostrophe or a decimal point
+    const re = /[\p{L}\p{N}\p{M}_]+(?:['’.,][\p{L}\p{N}\p{M}_]+)*/gu;
+    for (const m of text.matchAll(re)) out.push([m.index, m.index + m[0].length]);
+    return out;
+  }
+
+  // Move [start, end) out to whole words: an edge inside a word goes to that word's edge.
+  function snapToWords(start, end) {
+    for (const [a, b] of state.words || []) {
+      if (a < start && start < b) start = a;
+      if (a < end && end < b) end = b;
+      if (a >= end) break;
+    }
+    return [start, end];
+  }
+
+  // The (text node, offset) at UTF-16 offset `u` of the response's text.
+  function pointAt(u) {
+    const el = $("response");
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    let seen = 0;
+    let node = walker.nextNode();
+    let last = null;
+    while (node) {
+      const len = node.nodeValue.length;
+      if (u <= seen + len) return [node, u - seen];
+      seen += len;
+      last = node;
+      node = walker.nextNode();
+    }
+    return last ? [last, last.nodeValue.length] : [el, 0];
+  }
+
+  // On the screen: grow the selection in the response to whole words as the mouse is let go.
+  function snapSelection() {
+    if (!state.item) return;
+    const sel = window.getSelection();
+    const got = selectionRange();
+    if (!got || !sel) return;
+    const [start, end] = snapToWords(got[0], got[1]);
+    if (start === got[0] && end === got[1]) return;
+    const [n1, o1] = pointAt(start);
+    const [n2, o2] = pointAt(end);
+    sel.setBaseAndExtent(n1, o1, n2, o2);
+  }
+
   // -- status and progress ------------------------------------------------------------
   function setStatus(kind, text) {
     const el = $("status");
@@ -91,6 +155,10 @@
   function showProgress(p) {
     if (!p) return;
     const mine = p.mine;
+    if (!state.guidelinesShown) {
+      state.guidelinesShown = true;
+      if (mine.labelled === 0) $("guidelines").open = true;  // a newcomer reads them first
+    }
     const all = p.overall;
     const bar = $("progress-bar");
     bar.max = Math.max(1, mine.labelled + mine.available);
@@ -178,6 +246,7 @@
 
   function showItem(payload) {
     state.item = payload;
+    state.words = wordRanges(payload.response);
     const own = payload.label;
     state.label = own ? own.label : null;
     state.spans = own ? own.spans.map((s) => ({ start: s.start, end: s.end, kind: s.kind })) : [];
@@ -280,8 +349,8 @@
   }
 
   // -- editing ------------------------------------------------------------------------
-  // The selection inside the response as code-point offsets, whitespace trimmed, or null.
-  function selectionOffsets() {
+  // The selection inside the response as UTF-16 offsets, whitespace trimmed, or null.
+  function selectionRange() {
     const sel = window.getSelection();
     if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return null;
     const range = sel.getRangeAt(0);
@@ -305,6 +374,15 @@
     while (start < end && /\s/.test(text[start])) start++;
     while (end > start && /\s/.test(text[end - 1])) end--;
     if (start >= end) return null;
+    return [start, end];
+  }
+
+  // The selection as code-point offsets, snapped to whole words, or null.
+  function selectionOffsets() {
+    const got = selectionRange();
+    if (!got) return null;
+    const [start, end] = snapToWords(got[0], got[1]);
+    const text = state.item.response;
     return { start: u16ToCp(text, start), end: u16ToCp(text, end) };
   }
 
@@ -395,6 +473,68 @@
     }
   }
 
+  // -- guidelines ---------------------------------------------------------------------
+  // Laid out as text: "#" lines become headings, "- " lines list items, blank lines end a
+  // paragraph. Nothing in the file is read as HTML or markup beyond that.
+  function renderGuidelines(text) {
+    const out = [];
+    let para = null;
+    let list = null;
+    let item = null;
+    const end = () => { para = null; list = null; item = null; };
+    for (const raw of text.split("\n")) {
+      const line = raw.replace(/\s+$/, "");
+      const heading = /^(#{1,6})\s+(.*)$/.exec(line);
+      const bullet = /^\s*[-*]\s+(.*)$/.exec(line);
+      if (!line.trim()) {
+        end();
+      } else if (heading) {
+        end();
+        const h = document.createElement(heading[1].length === 1 ? "h3" : "h4");
+        h.textContent = heading[2];
+        out.push(h);
+      } else if (bullet) {
+        para = null;
+        if (!list) {
+          list = document.createElement("ul");
+          out.push(list);
+        }
+        item = document.createElement("li");
+        item.textContent = bullet[1];
+        list.append(item);
+      } else if (item && /^\s/.test(raw)) {
+        item.textContent += " " + line.trim();  // an indented line goes on with the item
+      } else {
+        list = null;
+        item = null;
+        if (!para) {
+          para = document.createElement("p");
+          para.textContent = line.trim();
+          out.push(para);
+        } else {
+          para.textContent += " " + line.trim();
+        }
+      }
+    }
+    $("guidelines-text").replaceChildren(...out);
+  }
+
+  function toggleGuidelines() {
+    state.guidelinesShown = true;  // the annotator decides from now on
+    $("guidelines").open = !$("guidelines").open;
+  }
+
+  async function loadGuidelines() {
+    try {
+      const g = await api("GET", "/api/guidelines");
+      renderGuidelines(g.text);
+      $("guidelines-source").textContent =
+        g.source === "default" ? "halugen's default guidelines" : "From " + g.source;
+    } catch (e) {
+      $("guidelines-source").textContent = "The guidelines cannot be loaded: " + e.message;
+    }
+  }
+
   // -- login --------------------------------------------------------------------------
   function showLogin(message) {
     state.annotator = null;
@@ -406,12 +546,18 @@
     $("login-name").focus();
   }
 
-  function showWork(name) {
+  // The guidelines and the progress come first, so the page does not move under the
+  // mouse once the item is there (a newcomer gets the guidelines opened).
+  async function showWork(name) {
     state.annotator = name;
+    state.guidelinesShown = false;
     $("annotator-name").textContent = name;
     $("who").hidden = false;
     $("login").hidden = true;
     $("work").hidden = false;
+    // the login field keeps the focus while hidden: let go, so the shortcuts work at once
+    if (document.activeElement instanceof HTMLElement) document.activeElement.blur();
+    await Promise.all([loadGuidelines(), refreshProgress()]);
   }
 
   async function login(ev) {
@@ -420,7 +566,7 @@
     const token = $("login-token").value;
     try {
       const res = await api("POST", "/api/login", { annotator: name, token: token || null });
-      showWork(res.annotator);
+      await showWork(res.annotator);
       await route();
     } catch (e) {
       $("login-error").textContent = "Cannot log in as “" + name + "”: " + e.message;
@@ -459,6 +605,7 @@
     else if (key === "Backspace") removeLast();
     else if (key === "Enter" || key === "ArrowRight") goNext();
     else if (key === "ArrowLeft") goPrev();
+    else if (key === "g") toggleGuidelines();
     else return;
     ev.preventDefault();
   }
@@ -481,6 +628,8 @@
     $("note").addEventListener("input", () => { state.note = $("note").value; });
     $("note").addEventListener("change", () => { state.note = $("note").value; save(); });
     document.addEventListener("keydown", onKey);
+    // after the browser has updated the selection for this release of the mouse
+    document.addEventListener("pointerup", () => setTimeout(snapSelection, 0));
 
     let session;
     try {
@@ -491,7 +640,7 @@
     }
     $("login-token-row").hidden = !session.tokens_required;
     if (session.annotator) {
-      showWork(session.annotator);
+      await showWork(session.annotator);
       try {
         await route();
       } catch (e) {

@@ -1,0 +1,129 @@
+"""The context window a run fits its records to, and what happens when it changes.
+
+Where the window comes from, first found wins:
+
+1. ``--context-window`` (the user knows best);
+2. what the server says about itself (vLLM's ``max_model_len``, llama.cpp's ``n_ctx``);
+3. what an earlier context-length error from the same server and model taught us, kept in
+   ``endpoint_facts``;
+4. the price card (OpenAI's published windows; a guess for anything else).
+
+A context-length error during a run lowers the window for the records admitted after it and
+is remembered. Seeds rejected for ``context_length`` were fitted to a window that turned out
+wrong, so when a later session of the run works with another window, they are put back in
+line (their latest outcome becomes ``pending``) and fitted again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .llm.endpoint import EndpointInfo
+from .store.db import Store, now
+from .store.writer import StoreWriter
+
+__all__ = [
+    "effective_window",
+    "remember_window",
+    "requeue_context_rejections",
+    "window_learner",
+]
+
+
+def effective_window(
+    store: Store,
+    *,
+    flag: int | None,
+    info: EndpointInfo | None,
+    base_url: str,
+    model: str,
+    card_window: int,
+) -> tuple[int, str]:
+    """(window, where it came from)."""
+    if flag:
+        return flag, "--context-window"
+    announced = info.window(model) if info is not None else None
+    if announced:
+        return announced, f"the server ({info.source if info else ''})"
+    row = store.conn.execute(
+        "SELECT context_window FROM endpoint_facts WHERE base_url = ? AND model = ? "
+        "ORDER BY created_at DESC LIMIT 1",
+        [base_url.rstrip("/"), model],
+    ).fetchone()
+    if row:
+        return int(row[0]), "an earlier context-length reply of the server"
+    return card_window, "the price card"
+
+
+def remember_window(
+    writer: StoreWriter, *, base_url: str, model: str, window: int, source: str
+) -> None:
+    writer.put(
+        [
+            (
+                "sql",
+                (
+                    "INSERT INTO endpoint_facts VALUES (?, ?, ?, ?, ?)",
+                    [base_url.rstrip("/"), model, window, source, now()],
+                ),
+            )
+        ]
+    )
+
+
+def requeue_context_rejections(store: Store, run_id: str, window: int) -> int:
+    """Put seeds rejected for context_length back in line if the window changed.
+
+    Returns how many. Records the window on the run either way.
+    """
+    row = store.conn.execute(
+        "SELECT context_window FROM runs WHERE run_id = ?", [run_id]
+    ).fetchone()
+    previous = row[0] if row else None
+    store.update_run(run_id, context_window=window)
+    if previous is None or previous == window:
+        return 0
+    rows = store.conn.execute(
+        """
+        SELECT task, seed_key FROM seed_outcomes WHERE run_id = ?
+        QUALIFY row_number() OVER (PARTITION BY task, seed_key ORDER BY created_at DESC) = 1
+            AND outcome = 'rejected' AND reason = 'context_length'
+        """,
+        [run_id],
+    ).fetchall()
+    if rows:
+        detail = f"the context window is now {window:,} tokens (was {previous:,})"
+        store.writer.put(
+            [
+                (
+                    "seed_outcomes",
+                    (
+                        run_id,
+                        task,
+                        seed_key,
+                        "pending",
+                        None,
+                        "context_window_changed",
+                        detail,
+                    ),
+                )
+                for task, seed_key in rows
+            ]
+        )
+        store.writer.flush_blocking()
+    return len(rows)
+
+
+def window_learner(
+    writer: StoreWriter, *, base_url: str, model: str, apply: Callable[[int], None]
+) -> Callable[[int], None]:
+    """What the call runner calls with the window a context-length error names."""
+    seen: set[int] = set()
+
+    def learned(window: int) -> None:
+        apply(window)
+        if window not in seen:
+            seen.add(window)
+            remember_window(writer, base_url=base_url, model=model, window=window, source="error")
+
+    return learned

@@ -1,0 +1,111 @@
+"""``halugen export``: what the store made, in the formats other tools read.
+
+Samples (``--what samples``, the default):
+
+- ``halueval``: HaluEval's released layout (``halueval``), UTF-8 JSON lines;
+- ``jsonl`` / ``parquet`` / ``csv``: every column, plus model, cost and seed provenance
+  (``samples``), with a dataset card (``card``) beside them;
+- ``lm-eval``: a task directory for EleutherAI's lm-evaluation-harness (``lm_eval``);
+- ``inspect``: an Inspect AI task file over the same items (``inspect_task``).
+
+Judgements (``--what judgements``): per-item recognition results as ``jsonl``, ``csv`` or
+``parquet`` (``judgements``).
+
+Runs are never mixed silently: by default one run per task (judgements: per task, model
+and strategy), the newest, and the notes say which (``selection``). ``--out DIR/`` (or an
+existing directory) always writes a directory (``target``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UsageError
+from ..store.db import Store
+from .halueval import HALUEVAL_FIELDS, export_halueval
+from .judgements import JUDGEMENT_COLUMNS, export_judgements
+from .selection import Selection
+from .target import Target, resolve_target
+
+__all__ = [
+    "FORMATS",
+    "HALUEVAL_FIELDS",
+    "JUDGEMENT_COLUMNS",
+    "ExportRequest",
+    "ExportResult",
+    "export",
+]
+
+FORMATS = ("halueval", "jsonl", "parquet", "csv", "lm-eval", "inspect")
+WHAT = ("samples", "judgements")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExportRequest:
+    fmt: str = "halueval"
+    what: str = "samples"
+    out: str | os.PathLike[str] | None = None  # a trailing "/" names a directory
+    run: str | None = None
+    all_runs: bool = False
+    task: str | None = None
+    where: str | None = None
+    card: bool = True  # the dataset card beside jsonl / parquet / csv samples
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    files: tuple[tuple[Path, int], ...]  # (path, rows); companion files have 0 rows
+    notes: tuple[str, ...] = ()  # which runs were taken, and which were left out
+    what: str = "samples"
+
+
+def export(store: Store, request: ExportRequest) -> ExportResult:
+    """Write what ``request`` asks for; ``files`` is empty when nothing matched."""
+    r = request
+    if r.what not in WHAT:
+        raise UsageError(f"unknown --what {r.what!r}: samples or judgements")
+    if r.fmt not in FORMATS:
+        raise UsageError(f"unknown export format {r.fmt!r}: {', '.join(FORMATS)}")
+    common = {"task": r.task, "where": r.where, "run": r.run, "all_runs": r.all_runs}
+    selection: Selection
+    if r.what == "judgements":
+        target = resolve_target(r.out, default=f"judgements.{r.fmt}")
+        files, selection = export_judgements(store, target, r.fmt, **common)
+    elif r.fmt == "halueval" and r.task == "general":
+        return _general(store, r)
+    elif r.fmt == "halueval":
+        target_or_none = None if r.out is None else resolve_target(r.out, default="")
+        files, selection = export_halueval(store, target_or_none, **common)
+    elif r.fmt in ("lm-eval", "inspect"):
+        default = "halugen-lm-eval" if r.fmt == "lm-eval" else "halugen-inspect"
+        target = resolve_target(r.out, default=default, default_is_dir=True, needs_dir=True)
+        if r.fmt == "lm-eval":
+            from .lm_eval import export_lm_eval
+
+            files, selection = export_lm_eval(store, target, **common)
+        else:
+            from .inspect_task import export_inspect
+
+            files, selection = export_inspect(store, target, **common)
+    else:
+        from .samples import export_sample_files
+
+        target = resolve_target(r.out, default=f"samples.{r.fmt}")
+        files, selection = export_sample_files(store, target, r.fmt, card=r.card, **common)
+    return ExportResult(tuple(files), selection.notes, r.what)
+
+
+def _general(store: Store, r: ExportRequest) -> ExportResult:
+    from ..annotate.formats import export_halueval_general
+
+    if r.run is not None or r.where is not None:
+        raise UsageError("the general track's HaluEval file takes no --run or --where")
+    target: Target | None = None if r.out is None else resolve_target(r.out, default="")
+    path = Path("general_data.json") if target is None else target.file("general_data.json")
+    rows = export_halueval_general(store, path)
+    if rows == 0:
+        path.unlink(missing_ok=True)
+        return ExportResult((), (), r.what)
+    return ExportResult(((path, rows),), (), r.what)

@@ -1,0 +1,169 @@
+"""The recognition test as data for other harnesses: one item per shown answer, with its label.
+
+A sample of the store becomes two items, one showing the right text (label ``No``: no
+hallucination) and one showing the hallucinated text (label ``Yes``), as ``halugen eval``
+would show either. An annotated general-track item becomes one item, labelled by its
+resolved human label. Each item carries the fields halugen's judge templates fill
+(``question``/``dialogue_history``/``document``/``user_query``, ``knowledge`` when the
+task has it, and the shown text as ``answer``/``response``/``summary``), so a harness
+prompt built from the same template reads the same fields.
+
+``data_file_rows`` writes them as ``<task>.jsonl``; ``prompt_messages`` gives a template's
+messages with ``{{field}}`` placeholders, from which the harness files are built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import UsageError
+from ..evaluate.items import EVAL_FIELDS
+from ..evaluate.judge import EvalItem, judge_template, judge_values, shown_texts
+from ..records import fingerprint
+from ..store.db import Store
+from .samples import sample_filters
+from .selection import Picked, Selection, pick_runs
+
+__all__ = [
+    "HARNESS_STRATEGIES",
+    "TaskData",
+    "harness_strategies",
+    "prompt_messages",
+    "write_task_data",
+]
+
+# Strategies a harness file is written for: one verdict per shown text. (cot needs its own
+# answer extraction, contrast shows two texts per item; both stay with `halugen eval`.)
+HARNESS_STRATEGIES = ("plain", "knowledge")
+
+
+@dataclass(frozen=True)
+class TaskData:
+    task: str
+    path: Path  # the data file
+    items: int
+    yes: int  # items whose label is Yes
+    runs: tuple[str, ...]
+
+
+def harness_strategies(task: str) -> tuple[str, ...]:
+    """``plain``, and ``knowledge`` where it differs from plain (qa, dialogue)."""
+    return ("plain", "knowledge") if task in ("qa", "dialogue") else ("plain",)
+
+
+def prompt_messages(task: str, strategy: str) -> list[tuple[str, str]]:
+    """(role, text) of the judge template, fields left as ``{{name}}``."""
+    template = judge_template(task, strategy)
+    return [
+        (role, "".join(s if isinstance(s, str) else "{{" + s[0] + "}}" for s in segs))
+        for role, segs in template.parts
+    ]
+
+
+def _item_fields(task: str, item: EvalItem, shown_text: str) -> dict[str, str]:
+    strategy = "knowledge" if task in ("qa", "dialogue") else "plain"
+    return judge_values(task, strategy, item, shown_text)
+
+
+def _sample_items(
+    store: Store, task: str, picked: Picked, filters: str, params: list[Any]
+) -> Iterator[dict[str, Any]]:
+    names = EVAL_FIELDS[task]
+    keep, keep_params = Selection((picked,)).clause(("task",))
+    predicate = " AND ".join(p for p in (filters, keep) if p)
+    sql = (
+        f"SELECT run_id, seed_id, seed_key, {', '.join(names)} FROM samples WHERE {predicate} "
+        f"ORDER BY run_id, source_file, source_line, seed_key"
+    )
+    for run_id, seed_id, seed_key, *values in store.iter_rows(sql, [*params, *keep_params]):
+        fields = {n: "" if v is None else str(v) for n, v in zip(names, values, strict=True)}
+        item = EvalItem(
+            task=task,
+            key=fingerprint({"task": task, "fields": fields}),
+            item_id=seed_id or seed_key,
+            fields=fields,
+        )
+        right, hallucinated = shown_texts(item)
+        for shown, text, label in (("right", right, "No"), ("hallucinated", hallucinated, "Yes")):
+            yield {
+                "id": f"{task}:{item.item_id}:{shown}",
+                "task": task,
+                "run_id": run_id,
+                "seed_id": item.item_id,
+                "item_key": item.key,
+                "shown": shown,
+                "label": label,
+                **_item_fields(task, item, text),
+            }
+
+
+def _general_items(store: Store) -> Iterator[dict[str, Any]]:
+    from ..evaluate.items import items_from_store
+
+    for item in items_from_store(store, "general"):
+        right, _ = shown_texts(item)
+        yield {
+            "id": f"general:{item.item_id}",
+            "task": "general",
+            "run_id": None,
+            "seed_id": item.item_id,
+            "item_key": item.key,
+            "shown": "response",
+            "label": "Yes" if item.human_label else "No",
+            **judge_values("general", "plain", item, right),
+        }
+
+
+def write_task_data(
+    store: Store,
+    directory: Path,
+    *,
+    task: str | None,
+    where: str | None,
+    run: str | None,
+    all_runs: bool,
+) -> tuple[list[TaskData], Selection]:
+    """``<task>.jsonl`` in ``directory`` for every task with samples (and for ``general``
+    when annotated items have resolved labels); returns what was written."""
+    if task is not None and task not in EVAL_FIELDS:
+        raise UsageError(f"unknown task {task!r}; known: {', '.join(EVAL_FIELDS)}")
+    filters, params = sample_filters(None if task == "general" else task, where)
+    selection = Selection(())
+    if task != "general":
+        selection = pick_runs(
+            store,
+            relation="samples",
+            unit=("task",),
+            what="samples",
+            run=run,
+            all_runs=all_runs,
+            filters=filters,
+            params=params,
+        )
+    sources: list[tuple[str, Iterator[dict[str, Any]], tuple[str, ...]]] = [
+        (p.unit[0], _sample_items(store, p.unit[0], p, filters, params), p.runs)
+        for p in sorted(selection.picked, key=lambda p: p.unit[0])
+        if p.unit[0] in EVAL_FIELDS
+    ]
+    if task in (None, "general") and not where and run is None:
+        sources.append(("general", _general_items(store), ()))
+    written: list[TaskData] = []
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, items, runs in sources:
+        path = directory / f"{name}.jsonl"
+        n = yes = 0
+        with path.open("wb") as f:
+            for record in items:
+                f.write(orjson.dumps(record) + b"\n")
+                n += 1
+                yes += record["label"] == "Yes"
+        if n == 0:
+            path.unlink()
+            continue
+        written.append(TaskData(name, path, n, yes, runs))
+    return written, selection

@@ -1,0 +1,158 @@
+"""Samples with every column: JSON lines, Parquet or CSV, written by DuckDB's ``COPY``.
+
+Each row is a ``samples`` row plus the run's model and the calls and cost spent on its
+seed. A directory target gets one file per task (``qa.parquet`` ...), a file target one
+file with every selected task. Parquet files carry ``halugen_version``, ``halugen_run_id``
+(comma-separated when several runs) and ``halugen_task`` in their key-value metadata.
+A dataset card (``README.md`` with Hugging Face's YAML header) is written beside them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from .. import __version__
+from ..store.db import Store
+from .card import CardFile, write_card
+from .selection import Selection, pick_runs, sql_error
+from .target import Target
+
+__all__ = ["SAMPLE_FILE_FORMATS", "copy_query", "export_sample_files", "sample_filters"]
+
+SAMPLE_FILE_FORMATS = {"jsonl": "jsonl", "parquet": "parquet", "csv": "csv"}
+
+_COPY_OPTIONS = {"jsonl": "FORMAT JSON", "parquet": "FORMAT PARQUET", "csv": "FORMAT CSV, HEADER"}
+
+
+def sample_filters(task: str | None, where: str | None) -> tuple[str, list[Any]]:
+    """The predicate over ``samples`` of ``--task`` and ``--where``."""
+    clauses, params = [], []
+    if task:
+        clauses.append("task = ?")
+        params.append(task)
+    if where:
+        clauses.append(f"({where})")
+    return " AND ".join(clauses), params
+
+
+# the text fields of each task; a one-task file leaves out the other tasks' (always empty)
+TASK_TEXT_FIELDS: dict[str, tuple[str, ...]] = {
+    "qa": ("knowledge", "question", "right_answer", "hallucinated_answer"),
+    "dialogue": ("knowledge", "dialogue_history", "right_response", "hallucinated_response"),
+    "summarization": ("document", "right_summary", "hallucinated_summary"),
+}
+
+
+def _columns(task: str | None) -> str:
+    if task not in TASK_TEXT_FIELDS:
+        return "s.*"
+    others = sorted(
+        {f for fields in TASK_TEXT_FIELDS.values() for f in fields} - set(TASK_TEXT_FIELDS[task])
+    )
+    return f"s.* EXCLUDE ({', '.join(others)})"
+
+
+def _rows_query(predicate: str, task: str | None = None) -> str:
+    return f"""
+SELECT {_columns(task)}, r.model AS run_model, c.calls AS calls_for_seed,
+       c.cost_usd AS cost_usd_for_seed
+FROM (SELECT * FROM samples WHERE {predicate}) s
+JOIN runs r USING (run_id)
+LEFT JOIN (
+    SELECT run_id, seed_key, count(*) AS calls, sum(cost_usd) AS cost_usd
+    FROM calls GROUP BY run_id, seed_key
+) c USING (run_id, seed_key)
+ORDER BY s.run_id, s.task, s.source_file, s.source_line, s.seed_key
+"""
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def copy_query(
+    store: Store,
+    query: str,
+    params: list[Any],
+    path: Path,
+    fmt: str,
+    metadata: dict[str, str] | None = None,
+) -> None:
+    """``COPY (query) TO path`` in ``fmt`` (jsonl, parquet, csv); Parquet gets ``metadata``."""
+    options = _COPY_OPTIONS[fmt]
+    if fmt == "parquet" and metadata:
+        pairs = ", ".join(f"{k}: {_sql_text(v)}" for k, v in metadata.items())
+        options += f", KV_METADATA {{{pairs}}}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        # through the store: also works while another halugen process holds it
+        store.copy_to(query, params, str(path), options)
+    except duckdb.Error as exc:
+        raise sql_error(exc) from None
+
+
+def export_sample_files(
+    store: Store,
+    target: Target,
+    fmt: str,
+    *,
+    task: str | None,
+    where: str | None,
+    run: str | None,
+    all_runs: bool,
+    card: bool = True,
+) -> tuple[list[tuple[Path, int]], Selection]:
+    """Write the selected samples; returns ((path, rows) per file, the selection)."""
+    filters, params = sample_filters(task, where)
+    selection = pick_runs(
+        store,
+        relation="samples",
+        unit=("task",),
+        what="samples",
+        run=run,
+        all_runs=all_runs,
+        filters=filters,
+        params=params,
+    )
+    if not selection.picked:
+        return [], selection
+    groups = (
+        [(p.unit[0], [p]) for p in selection.picked]
+        if target.is_dir
+        else [(None, list(selection.picked))]
+    )
+    files: list[tuple[Path, int]] = []
+    card_files: list[CardFile] = []
+    for name, picked in groups:
+        chosen = Selection(tuple(picked))
+        keep, keep_params = chosen.clause(("task",))
+        predicate = " AND ".join(p for p in (filters, keep) if p)
+        query = _rows_query(predicate, name)
+        all_params = [*params, *keep_params]
+        path = target.file(f"{name}.{fmt}") if name else target.path
+        metadata = {
+            "halugen_version": __version__,
+            "halugen_run_id": ",".join(chosen.runs),
+            "halugen_task": ",".join(p.unit[0] for p in picked),
+        }
+        copy_query(store, query, all_params, path, fmt, metadata)
+        rows = sum(p.rows for p in picked)
+        files.append((path, rows))
+        card_files.append(
+            CardFile(
+                path=path,
+                tasks=tuple(p.unit[0] for p in picked),
+                runs=chosen.runs,
+                rows=rows,
+                query=query,
+                params=tuple(all_params),
+            )
+        )
+    if card:
+        card_path = target.beside("README.md" if target.is_dir else f"{target.path.stem}.README.md")
+        write_card(store, card_path, card_files, fmt=fmt)
+        files.append((card_path, 0))
+    return files, selection

@@ -1,0 +1,169 @@
+"""What a server says about itself: the models it serves and its context window.
+
+Asked once, before a run, so that pointing ``--base-url`` at a local server is the only
+change a user makes:
+
+- ``GET {base}/models`` (every OpenAI-compatible server): the model ids. vLLM adds
+  ``max_model_len`` to each model; some servers give ``context_length`` or ``n_ctx``.
+- ``GET {root}/props`` (llama.cpp's server, at the root, not under ``/v1``):
+  ``default_generation_settings.n_ctx``.
+
+A server that answers neither is fine: OpenAI's windows come from the price card, and a
+context-length error teaches the window during the run (see ``context_window_from_error``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+
+from ..config import Timeouts
+from ..errors import ConnectFailed, EndpointUnreachable, LLMError, UsageError
+from .transport import Transport
+
+__all__ = [
+    "EndpointInfo",
+    "context_window_from_error",
+    "describe_endpoint",
+    "is_openai",
+    "pick_model",
+]
+
+_PROBE_TIMEOUTS = Timeouts(connect=5.0, read=10.0, total=15.0)
+OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointInfo:
+    models: tuple[str, ...] = ()
+    context_windows: dict[str, int] | None = None  # per model id, where the server says
+    source: str = ""  # which answer gave the windows: "models" | "props"
+    unreachable: str = ""  # why no connection could be made, when none could
+
+    def window(self, model: str) -> int | None:
+        windows = self.context_windows or {}
+        if model in windows:
+            return windows[model]
+        if len(windows) == 1 and len(self.models) <= 1:
+            return next(iter(windows.values()))
+        return None
+
+
+def is_openai(base_url: str) -> bool:
+    host = (urlsplit(base_url).hostname or "").lower()
+    return host == "api.openai.com"
+
+
+def _headers(api_key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+async def describe_endpoint(
+    transport: Transport, base_url: str, api_key: str | None
+) -> EndpointInfo:
+    """Ask the server; anything it cannot answer is simply not known (never an error)."""
+    base = base_url.rstrip("/")
+    models: list[str] = []
+    windows: dict[str, int] = {}
+    source = ""
+    try:
+        data = await _get_json(transport, f"{base}/models", api_key)
+    except ConnectFailed as exc:
+        return EndpointInfo(unreachable=str(exc))
+    entries = data.get("data") if isinstance(data, dict) else None
+    if isinstance(entries, list):
+        for entry in entries:
+            if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+                continue
+            models.append(entry["id"])
+            for name in ("max_model_len", "context_length", "context_window", "n_ctx"):
+                value = entry.get(name) or (entry.get("meta") or {}).get(name)
+                if isinstance(value, int) and value > 0:
+                    windows[entry["id"]] = value
+                    source = "models"
+                    break
+    if not windows:
+        parts = urlsplit(base)
+        root = f"{parts.scheme}://{parts.netloc}"
+        props = await _get_json(transport, f"{root}/props", api_key)
+        settings = props.get("default_generation_settings") if isinstance(props, dict) else None
+        n_ctx = (settings or {}).get("n_ctx") if isinstance(settings, dict) else None
+        if n_ctx is None and isinstance(props, dict):
+            n_ctx = props.get("n_ctx")
+        if isinstance(n_ctx, int) and n_ctx > 0:
+            for model in models or [""]:
+                windows[model] = n_ctx
+            source = "props"
+    return EndpointInfo(tuple(models), windows or None, source)
+
+
+async def _get_json(transport: Transport, url: str, api_key: str | None) -> Any:
+    try:
+        response = await transport.get(url, _headers(api_key), _PROBE_TIMEOUTS)
+    except ConnectFailed:
+        raise
+    except LLMError:
+        return None
+    if response.status != 200:
+        return None
+    try:
+        return orjson.loads(response.body)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def pick_model(given: str, base_url: str, info: EndpointInfo | None) -> tuple[str, str | None]:
+    """The model to use and a note saying where it came from (None when it was given)."""
+    if given:
+        return given, None
+    if is_openai(base_url):
+        return OPENAI_DEFAULT_MODEL, None
+    models = info.models if info is not None else ()
+    if info is not None and info.unreachable:
+        raise EndpointUnreachable(
+            f"cannot reach {base_url}: {info.unreachable}; check --base-url (or "
+            f"OPENAI_BASE_URL) and the network"
+        )
+    if len(models) == 1:
+        return models[0], f"model {models[0]!r}: the only one {base_url} serves"
+    if models:
+        listed = ", ".join(models[:10]) + (" ..." if len(models) > 10 else "")
+        raise UsageError(f"{base_url} serves several models ({listed}); choose one with --model")
+    raise UsageError(
+        f"give --model: {base_url} is not OpenAI's API and did not list its models (GET /models)"
+    )
+
+
+_NUMBERS = (
+    # OpenAI and vLLM: "maximum context length is 2048 tokens. However, you requested 2300
+    # tokens" / "your messages resulted in 2300 tokens"
+    re.compile(
+        r"maximum context length is (\d[\d,]*) tokens.*?(?:requested|resulted in) (\d[\d,]*)"
+    ),
+    # llama.cpp: "request (4476 tokens) exceeds the available context size (4096 tokens)"
+    re.compile(r"request \((\d[\d,]*) tokens\) exceeds the available context size \((\d[\d,]*)"),
+)
+
+
+def context_window_from_error(message: str, body: Any) -> tuple[int | None, int | None]:
+    """(the server's window, the tokens the request needed) from a context-length error."""
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and isinstance(err.get("n_ctx"), int):
+            needed = err.get("n_prompt_tokens")
+            return err["n_ctx"], needed if isinstance(needed, int) else None
+    m = _NUMBERS[0].search(message)
+    if m:
+        return _int(m.group(1)), _int(m.group(2))
+    m = _NUMBERS[1].search(message)
+    if m:
+        return _int(m.group(2)), _int(m.group(1))
+    return None, None
+
+
+def _int(text: str) -> int:
+    return int(text.replace(",", ""))

@@ -1,0 +1,193 @@
+"""Sample exports: one run per task unless told otherwise, directories, UTF-8, metadata, card."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+from halugen import __version__
+from halugen.cli import main
+from tests.export.stores import TRICKY, two_runs_store
+
+
+@pytest.fixture
+def db(tmp_path):
+    path = tmp_path / "s.duckdb"
+    two_runs_store(path).close()
+    return path
+
+
+def lines(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_default_takes_the_newest_run_per_task_and_says_so(db, tmp_path, capsys):
+    out = tmp_path / "qa.jsonl"
+    assert (
+        main(["export", "--format", "jsonl", "--task", "qa", "--db", str(db), "--out", str(out)])
+        == 0
+    )
+    rows = lines(out)
+    assert len(rows) == 4  # not 8: the same seeds from two runs are not pooled
+    assert {r["run_id"] for r in rows} == {"new"}
+    err = capsys.readouterr().err
+    assert "qa: run new (4 samples), the newest of 2 runs" in err
+    assert "left out: old (4 samples)" in err and "--all-runs" in err
+
+
+def test_run_and_all_runs(db, tmp_path, capsys):
+    out = tmp_path / "a.jsonl"
+    assert (
+        main(
+            [
+                "export",
+                "--format",
+                "jsonl",
+                "--task",
+                "qa",
+                "--run",
+                "old",
+                "--db",
+                str(db),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    assert {r["run_id"] for r in lines(out)} == {"old"}
+    assert (
+        main(["export", "--format", "jsonl", "--all-runs", "--db", str(db), "--out", str(out)]) == 0
+    )
+    rows = lines(out)
+    assert len(rows) == 4 + 4 + 3
+    assert "all 2 runs" in capsys.readouterr().err
+    assert main(["export", "--run", "old", "--all-runs", "--db", str(db)]) == 2
+    assert main(["export", "--run", "nope", "--db", str(db)]) == 2
+
+
+def test_halueval_export_pools_no_runs_and_writes_utf8(db, tmp_path):
+    out = tmp_path / "qa_data.json"
+    assert main(["export", "--task", "qa", "--db", str(db), "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "\\u" not in text and "café ünïcode" in text and TRICKY in text
+    rows = lines(out)
+    assert len(rows) == 4 and len({r["question"] for r in rows}) == 4
+    assert list(rows[0]) == ["knowledge", "question", "right_answer", "hallucinated_answer"]
+
+
+def test_out_with_a_slash_is_a_directory_even_for_one_task(db, tmp_path):
+    target = tmp_path / "hal"
+    assert main(["export", "--task", "qa", "--db", str(db), "--out", f"{target}/"]) == 0
+    assert target.is_dir() and sorted(p.name for p in target.iterdir()) == ["qa_data.json"]
+    pq_dir = tmp_path / "pq"
+    assert (
+        main(
+            [
+                "export",
+                "--format",
+                "parquet",
+                "--task",
+                "qa",
+                "--db",
+                str(db),
+                "--out",
+                f"{pq_dir}/",
+            ]
+        )
+        == 0
+    )
+    assert sorted(p.name for p in pq_dir.iterdir()) == ["README.md", "qa.parquet"]
+    # several tasks into one file is refused for HaluEval's layout
+    assert main(["export", "--db", str(db), "--out", str(tmp_path / "x.json")]) == 2
+
+
+def test_parquet_carries_version_and_run_in_its_metadata(db, tmp_path):
+    out = tmp_path / "d"
+    assert main(["export", "--format", "parquet", "--db", str(db), "--out", f"{out}/"]) == 0
+    qa = pq.read_metadata(out / "qa.parquet").metadata
+    assert qa[b"halugen_version"] == __version__.encode()
+    assert qa[b"halugen_run_id"] == b"new"
+    assert qa[b"halugen_task"] == b"qa"
+    assert pq.read_metadata(out / "dialogue.parquet").metadata[b"halugen_run_id"] == b"new"
+    n = duckdb.connect().execute(f"SELECT count(*) FROM '{out}/qa.parquet'").fetchone()[0]
+    assert n == 4
+
+
+def test_csv_export(db, tmp_path):
+    out = tmp_path / "s.csv"
+    assert (
+        main(
+            ["export", "--format", "csv", "--task", "dialogue", "--db", str(db), "--out", str(out)]
+        )
+        == 0
+    )
+    header = out.read_text(encoding="utf-8").splitlines()[0]
+    assert "hallucinated_response" in header and "run_model" in header
+
+
+def test_nothing_to_export_is_an_error(db, tmp_path, capsys):
+    assert (
+        main(
+            [
+                "export",
+                "--format",
+                "jsonl",
+                "--where",
+                "task = 'none'",
+                "--db",
+                str(db),
+                "--out",
+                str(tmp_path / "n.jsonl"),
+            ]
+        )
+        == 1
+    )
+    assert "no samples match" in capsys.readouterr().err
+    assert not (tmp_path / "n.jsonl").exists()
+
+
+def _front_matter(text: str) -> dict:
+    yaml = pytest.importorskip("yaml")
+    assert text.startswith("---\n")
+    return yaml.safe_load(text.split("---\n", 2)[1])
+
+
+def test_dataset_card_has_the_hub_header_and_the_figures(db, tmp_path):
+    out = tmp_path / "card"
+    assert main(["export", "--format", "parquet", "--db", str(db), "--out", f"{out}/"]) == 0
+    text = (out / "README.md").read_text(encoding="utf-8")
+    meta = _front_matter(text)
+    assert sorted(meta["license"]) == ["cc-by-nc-4.0", "cc-by-sa-4.0"]  # HotpotQA, OpenDialKG
+    configs = {c["config_name"]: c for c in meta["configs"]}
+    assert configs["qa"]["data_files"] == [{"split": "test", "path": "qa.parquet"}]
+    info = {c["config_name"]: c for c in meta["dataset_info"]}
+    features = {f["name"]: f["dtype"] for f in info["qa"]["features"]}
+    assert features["hallucinated_answer"] == "string"
+    assert features["source_line"] == "int64" and features["length_ratio"] == "float64"
+    assert info["qa"]["splits"] == [{"name": "test", "num_examples": 4}]
+    assert info["dialogue"]["splits"][0]["num_examples"] == 3
+    assert meta["size_categories"] == ["n<1K"]
+    # the body: runs, licences, baselines; no absolute path of the user's machine
+    assert "run `new`" in text and "HotpotQA" in text
+    assert "length only" in text and "| qa | 8 | 50.0% | 50.0% |" in text
+    assert "/home/someone" not in text
+
+
+def test_card_beside_a_single_file_and_no_card(db, tmp_path):
+    out = tmp_path / "all.jsonl"
+    assert main(["export", "--format", "jsonl", "--db", str(db), "--out", str(out)]) == 0
+    card = tmp_path / "all.README.md"
+    meta = _front_matter(card.read_text(encoding="utf-8"))
+    assert meta["configs"] == [
+        {"config_name": "default", "data_files": [{"split": "test", "path": "all.jsonl"}]}
+    ]
+    other = tmp_path / "other.jsonl"
+    assert (
+        main(["export", "--format", "jsonl", "--no-card", "--db", str(db), "--out", str(other)])
+        == 0
+    )
+    assert not (tmp_path / "other.README.md").exists()
