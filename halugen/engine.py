@@ -137,10 +137,11 @@ async def generate(
             from .batch.run import run_in_batches
 
             return await run_in_batches(
-                lambda b, first: generate(
+                lambda b, first, quiet: generate(
                     dataclasses.replace(cfg, batch=b, progress=False),
                     transport=transport,
                     on_run=first,
+                    console=quiet,
                 ),
                 cfg,
                 transport=transport,

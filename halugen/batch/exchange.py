@@ -19,6 +19,7 @@ Lines already imported are skipped, so importing a file twice changes nothing.
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import uuid
 from collections import Counter
@@ -27,10 +28,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from rich.console import Console
 
 from ..budget import ModelPrice, find_price, format_usd
 from ..config import BatchOptions, RunConfig
 from ..errors import InputError, UsageError
+from ..llm.transport import HandlerTransport, HttpResponse
 from ..records import canonical_json
 from ..store.db import Store, open_store
 from ..tokens import get_counter
@@ -68,7 +71,12 @@ async def export_requests(cfg: RunConfig, out: Path, *, stage: str | None = None
 
     plan = PassPlan()
     options = dataclasses.replace(cfg.batch or BatchOptions(), plan=plan)
-    outcome = await generate(dataclasses.replace(cfg, batch=options, progress=False))
+    # an export never touches the network: the engine that runs the file may be anywhere
+    outcome = await generate(
+        dataclasses.replace(cfg, batch=options, progress=False),
+        transport=_OFFLINE,
+        console=Console(file=io.StringIO()),  # the pass's own figures are not the export's
+    )
     if outcome.status in ("failed", "input_error"):
         raise UsageError(outcome.message)
     by_stage = Counter(p.stage for p in plan.requests.values())
@@ -113,6 +121,17 @@ async def export_requests(cfg: RunConfig, out: Path, *, stage: str | None = None
     return ExportOutcome(
         outcome.run_id, batch_id, out, len(chosen), dict(by_stage), outcome.message
     )
+
+
+async def _refuse(path: str, headers: Any, body: bytes = b"") -> HttpResponse:
+    raise ConnectionRefusedError(f"batch export sends nothing ({path})")
+
+
+async def _not_found(path: str, headers: Any) -> HttpResponse:
+    return HttpResponse(404, {}, b'{"error": {"message": "not asked: batch export is offline"}}')
+
+
+_OFFLINE = HandlerTransport(_refuse, _not_found)
 
 
 def import_results(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import signal
 import sys
 import time
@@ -44,7 +45,8 @@ from .planner import PassPlan
 __all__ = ["ask_on_interrupt", "run_in_batches"]
 
 Out = TypeVar("Out")  # the kind's outcome: a dataclass with run_id, status, message, exit_code
-PassRunner = Callable[[BatchOptions, Callable[[str, bool], None] | None], Awaitable[Out]]
+# run_pass(options, on_run, console): one planning pass of the kind's pipeline
+PassRunner = Callable[[BatchOptions, Callable[[str, bool], None] | None, Console], Awaitable[Out]]
 
 
 @dataclass
@@ -81,7 +83,7 @@ async def run_in_batches(
     console: Console | None = None,
     on_run: Callable[[str, bool], None] | None = None,
 ) -> Out:
-    """Run a kind's pipeline in batch mode; ``run_pass(options, on_run)`` runs one pass."""
+    """Run a kind's pipeline in batch mode; ``run_pass`` runs one planning pass."""
     opts = cfg.batch
     assert opts is not None
     console = console or Console(stderr=True)
@@ -95,7 +97,7 @@ async def run_in_batches(
                 failures=state.failures, reported=state.reported, stats=state.pass_stats
             )
             outcome = await run_pass(
-                dataclasses.replace(opts, plan=plan), on_run if first else None
+                dataclasses.replace(opts, plan=plan), on_run if first else None, _quiet()
             )
             first = False
             state.reported.update(
@@ -122,6 +124,11 @@ async def run_in_batches(
     finally:
         if own_transport:
             await transport.aclose()
+
+
+def _quiet() -> Console:
+    """The console of a planning pass: its figures are not the session's (one line after)."""
+    return Console(file=io.StringIO(), stderr=False)
 
 
 async def _send_and_wait(

@@ -130,7 +130,7 @@ def _export(args: argparse.Namespace) -> int:
     from ..batch.exchange import export_requests
     from .common import run_config
 
-    cfg = run_config(args)
+    cfg = run_config(args, calls=False)  # an export sends nothing: no key needed
     if not cfg.seeds:
         from ..errors import UsageError
 

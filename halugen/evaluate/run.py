@@ -238,10 +238,11 @@ async def evaluate(
         from ..batch.run import run_in_batches
 
         return await run_in_batches(
-            lambda b, first: evaluate(
+            lambda b, first, quiet: evaluate(
                 replace(cfg, run=replace(cfg.run, batch=b, progress=False)),
                 transport=transport,
                 on_run=first,
+                console=quiet,
             ),
             cfg.run,
             transport=transport,

@@ -328,10 +328,11 @@ async def preselect(
         from ..batch.run import run_in_batches
 
         return await run_in_batches(
-            lambda b, first: preselect(
+            lambda b, first, quiet: preselect(
                 replace(cfg, run=replace(cfg.run, batch=b, progress=False)),
                 transport=transport,
                 on_run=first,
+                console=quiet,
                 scorer=scorer,
             ),
             cfg.run,

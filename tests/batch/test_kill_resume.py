@@ -40,6 +40,8 @@ def command(base_url: str, seeds: Path, db: Path) -> list[str]:
         "--no-progress",
         "--max-attempts",
         "4",
+        "--model",
+        "gpt-4o-mini",
     ]
 
 

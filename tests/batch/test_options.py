@@ -33,6 +33,7 @@ def test_the_batch_price_is_the_cards_discount_rounded_up():
 
 def test_batch_flags_and_settings_make_batch_options(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
     parser = build_parser()
     args = parser.parse_args(["run", "--batch", "--batch-poll", "5", "--batch-max-mb", "1"])
     opts = run_config(args).batch
