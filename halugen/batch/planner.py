@@ -225,10 +225,11 @@ def adapt_session(session: CallSession, batch: BatchOptions | None) -> None:
     if batch is None or batch.plan is None:
         summary = live_batch_summary(session.store, session.run_id)
         if summary:
+            them = "it" if summary.startswith("1 ") else "them"
             raise UsageError(
                 f"run {session.run_id} has {summary} at the provider that may still complete; "
-                f"run the same command with --batch to wait for them and use their answers "
-                f"('halugen batch cancel' stops them early)"
+                f"run the same command with --batch to wait for {them} and use the answers "
+                f"('halugen batch cancel' stops {them} early)"
             )
         return
     plan: PassPlan = batch.plan

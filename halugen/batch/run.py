@@ -216,6 +216,9 @@ async def _send_and_wait(
                     return "collected" if changed else "nothing"
                 if view is not None:
                     view.start()
+                store.update_run(
+                    run_id, status="running", status_detail=f"{len(jobs.live)} batch(es) running"
+                )
                 while True:
                     if await jobs.poll():
                         return "collected"
