@@ -134,11 +134,11 @@ async def generate(
     try:
         cfg, info, endpoint_notes = await prepare_endpoint(cfg, transport)
         if cfg.batch is not None and cfg.batch.plan is None:  # --batch: stage after stage
-            from .batch.run import run_in_batches
+            from .batch.run import pass_config, run_in_batches
 
             return await run_in_batches(
                 lambda b, first, quiet: generate(
-                    dataclasses.replace(cfg, batch=b, progress=False),
+                    pass_config(cfg, b),
                     transport=transport,
                     on_run=first,
                     console=quiet,

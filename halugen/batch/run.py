@@ -42,7 +42,7 @@ from ..tokens import get_counter
 from .jobs import BatchJobs
 from .planner import PassPlan
 
-__all__ = ["ask_on_interrupt", "run_in_batches"]
+__all__ = ["ask_on_interrupt", "pass_config", "run_in_batches"]
 
 Out = TypeVar("Out")  # the kind's outcome: a dataclass with run_id, status, message, exit_code
 # run_pass(options, on_run, console): one planning pass of the kind's pipeline
@@ -61,6 +61,16 @@ class _Session:
     batches: int = 0
     requests: int = 0
     settled_pusd: int = 0
+
+
+def pass_config(cfg: RunConfig, options: BatchOptions) -> RunConfig:
+    """The settings of one planning pass: after the first, the run the first one opened."""
+    plan: PassPlan = options.plan
+    if plan.run_id:  # later passes resume that run (never --fresh again)
+        return dataclasses.replace(
+            cfg, batch=options, progress=False, run_id=plan.run_id, fresh=False
+        )
+    return dataclasses.replace(cfg, batch=options, progress=False)
 
 
 def ask_on_interrupt(live: int) -> str:
@@ -92,14 +102,19 @@ async def run_in_batches(
     state = _Session()
     try:
         first = True
+        run_id = ""  # known once the first pass has opened the run
         while True:
             plan = PassPlan(
-                failures=state.failures, reported=state.reported, stats=state.pass_stats
+                failures=state.failures,
+                reported=state.reported,
+                stats=state.pass_stats,
+                run_id=run_id,
             )
             outcome = await run_pass(
                 dataclasses.replace(opts, plan=plan), on_run if first else None, _quiet()
             )
             first = False
+            run_id = getattr(outcome, "run_id", "") or run_id
             state.reported.update(
                 k for k, seed in plan.returned.items() if seed not in plan.deferred_seeds
             )

@@ -235,11 +235,11 @@ async def evaluate(
         next(iter(items_from_files(list(cfg.data), cfg.task)), None)
     cfg = replace(cfg, run=await resolve_model(cfg.run, transport))  # before its identity
     if cfg.run.batch is not None and cfg.run.batch.plan is None:  # --batch
-        from ..batch.run import run_in_batches
+        from ..batch.run import pass_config, run_in_batches
 
         return await run_in_batches(
             lambda b, first, quiet: evaluate(
-                replace(cfg, run=replace(cfg.run, batch=b, progress=False)),
+                replace(cfg, run=pass_config(cfg.run, b)),
                 transport=transport,
                 on_run=first,
                 console=quiet,

@@ -325,11 +325,11 @@ async def preselect(
     scorer = scorer or PairwiseScorer(cfg.scorer)  # loaded once, before any money is spent
     cfg = replace(cfg, run=await resolve_model(cfg.run, transport))  # before its identity
     if cfg.run.batch is not None and cfg.run.batch.plan is None:  # --batch
-        from ..batch.run import run_in_batches
+        from ..batch.run import pass_config, run_in_batches
 
         return await run_in_batches(
             lambda b, first, quiet: preselect(
-                replace(cfg, run=replace(cfg.run, batch=b, progress=False)),
+                replace(cfg, run=pass_config(cfg.run, b)),
                 transport=transport,
                 on_run=first,
                 console=quiet,

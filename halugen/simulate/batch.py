@@ -631,6 +631,8 @@ def in_process_handlers(sim: Any) -> tuple[Callable[..., Any], Callable[..., Any
         response = await service.handle("GET", path, headers, b"")
         if response is not None:
             return response
+        if path.split("?", 1)[0].rstrip("/").endswith("/models"):
+            return _json(sim.models())
         return error_response(404, f"Unknown request URL: GET {path}.", "invalid_request_error")
 
     return post, get
