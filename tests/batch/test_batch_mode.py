@@ -58,6 +58,8 @@ def assert_books_agree(db: Path, env: InProcess) -> dict[str, Any]:
     (by_stage,) = query(db, "SELECT sum(cost_usd) FROM cost_by_stage")[0]
     (run_spend,) = query(db, "SELECT sum(spent_usd) FROM run_spend")[0]
     assert by_stage == pytest.approx(run_spend, abs=1e-12)
+    assert run_spend == pytest.approx(spent_usd(db), abs=1e-12)
+    assert query(db, "SELECT count(*) FROM calls WHERE status = 'unsettled'") == [(0,)]
     return stats
 
 
@@ -224,6 +226,10 @@ def test_ctrl_c_leaves_the_batches_running_or_cancels_them(tmp_path, monkeypatch
     assert out.status == "interrupted" and out.exit_code == 130, out.message
     assert asked == [1]
     assert query(db, "SELECT state FROM batches") == [("submitted",)]
+    # the money views count the running batch's worst case as unsettled, like calls in flight
+    (unsettled,) = query(db, "SELECT unsettled_usd FROM run_spend")[0]
+    (reserved,) = query(db, "SELECT reserved_usd FROM batch_progress")[0]
+    assert unsettled == pytest.approx(reserved) and reserved > 0
     stats = env.stats()
     assert stats["batch"]["cancel_requests"] == (1 if choice == "cancel" else 0)
     # an interactive session must not pay again for what the batch may still answer
