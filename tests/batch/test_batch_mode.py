@@ -375,3 +375,18 @@ def test_preselect_in_batch_mode_learns_that_n_is_ignored_and_asks_the_rest(tmp_
     assert stats["batch"]["batches_created"] >= 3
     assert stats["requests"] == 0
     assert query(db, "SELECT count(*) FROM preselect_responses") == [(30,)]
+
+
+def test_a_run_begun_interactively_is_finished_in_batch_mode_paying_nothing_twice(tmp_path):
+    seeds = seeds_file(tmp_path, 20)
+    env = in_process()
+    db = tmp_path / "h.duckdb"
+    first = run(config(db, seeds, batch=None, budget_usd=0.003), env)
+    assert first.status == "budget_exhausted", first.message
+    assert env.stats()["requests"] > 0  # interactive calls were made and paid
+    done = run(config(db, seeds), env)
+    assert done.status == "done", done.message
+    stats = assert_books_agree(db, env)  # no request billed in both modes
+    assert stats["batch"]["billed_requests"] > 0
+    assert query(db, "SELECT count(*) FROM samples") == [(20,)]
+    assert query(db, "SELECT count(*) FROM runs") == [(1,)]
