@@ -286,9 +286,13 @@ class CallRunner:
         await self.writer.put_durable(
             [
                 ("ledger", (call.call_id, res_no, self.run_id, "settle", cost, *common)),
-                self._log_row(call, status, result=result, message=_retry_history(call.errors)),
+                self._log_row(
+                    call, status, result=result, message=_retry_history(call.errors), body=False
+                ),
             ]
         )
+        # the request body is most of the bytes and not needed to reuse the answer
+        self.writer.put([("call_requests", (call.call_id, call.body.decode()))])
         if status == "ok":
             self._known.add(call.key)
         st.done += 1
@@ -337,6 +341,7 @@ class CallRunner:
         result: ChatResult | None = None,
         error: LLMError | None = None,
         message: str | None = None,
+        body: bool = True,
     ) -> Row:
         """A call's ``call_log`` row: with the answer, or with why it has none."""
         return (
@@ -364,7 +369,7 @@ class CallRunner:
                 error.error_class if error is not None else None,
                 message,
                 result.finish_reason if result else None,
-                call.body.decode(),
+                call.body.decode() if body else None,
                 result.raw.decode("utf-8", "replace") if result else None,
             ),
         )

@@ -7,6 +7,7 @@ the run knows which seeds were in progress and finishes them before reading on.
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import cache
@@ -48,22 +49,35 @@ async def run_seed_stage(
             ctx.flags.input_error = exc
 
 
+# Seeds are read, fitted and counted in a worker thread, a batch at a time: parsing and
+# tokenising (tiktoken releases the GIL) then overlap with the event loop's calls instead of
+# taking its time. A batch is small, so memory stays flat and stopping is prompt.
+_BATCH = 32
+
+
 async def _admit(ctx: GenContext, sources: list[SeedSource], send: ObjectSendStream[Seed]) -> None:
     for source in sources:  # resume finishes pending work first
         for seed in source.pending:
             if ctx.flags.stop_admitting:
                 return
+            refitted = _refit(ctx, source.task, seed)
+            if refitted is None:
+                continue
             ctx.stats.bump(ctx.stats.admitted, source.task)
-            await send.send(seed)
+            await send.send(refitted)
     # then new seeds, one task after the other in turn, so that several tasks in one run
     # progress together and share the budget
-    streams = [_new_seeds(ctx, source) for source in sources]
+    streams = [(_new_seeds(ctx, source), deque[Seed | None]()) for source in sources]
     while streams:
-        for stream in list(streams):
-            item = next(stream, _DONE)
-            if item is _DONE:
-                streams.remove(stream)
-            elif item is None:
+        for entry in list(streams):
+            stream, ready = entry
+            if not ready:
+                ready.extend(await anyio.to_thread.run_sync(_take, stream))
+                if not ready:
+                    streams.remove(entry)
+                    continue
+            item = ready.popleft()  # one seed per task in turn
+            if item is None:
                 await anyio.sleep(0)  # a long stretch of skipped records: stay responsive
             elif ctx.flags.stop_admitting:
                 return
@@ -71,7 +85,39 @@ async def _admit(ctx: GenContext, sources: list[SeedSource], send: ObjectSendStr
                 await send.send(item)
 
 
-_DONE = object()
+def _take(stream: Iterator[Seed | None]) -> list[Seed | None]:
+    """Up to a batch of the stream's items; empty when it has ended."""
+    out: list[Seed | None] = []
+    for item in stream:
+        out.append(item)
+        if item is None or len(out) >= _BATCH:
+            break
+    return out
+
+
+def _refit(ctx: GenContext, task: str, seed: Seed) -> Seed | None:
+    """A pending seed fitted again: the context window may have changed since it was read."""
+    fit = fit_to_context(
+        seed,
+        ctx.tasks[task],
+        ctx.runner.counter,
+        context_window=ctx.context_window,
+        max_tokens=max(ctx.sampling.max_tokens, ctx.judge.max_tokens),
+        policy=ctx.long_documents,
+    )
+    if fit.seed is not None:
+        return fit.seed
+    reason = fit.bad.reason if fit.bad is not None else "does not fit the context window"
+    ctx.writer.put(
+        [
+            (
+                "seed_outcomes",
+                (ctx.run_id, task, seed.key, "rejected", "fit", "context_length", reason[:500]),
+            )
+        ]
+    )
+    ctx.stats.bump(ctx.stats.rejected, task)
+    return None
 
 
 def _new_seeds(ctx: GenContext, source: SeedSource) -> Iterator[Seed | None]:

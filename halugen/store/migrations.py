@@ -74,6 +74,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "created_at",
     ),
     "bad_records": ("run_id", "task", "source_file", "source_line", "reason", "created_at"),
+    "call_requests": ("call_id", "request_json", "created_at"),
     "candidates": (
         "run_id",
         "task",
@@ -805,6 +806,39 @@ ALTER TABLE topic_results ADD COLUMN eval_model VARCHAR;
 ALTER TABLE topic_results ADD COLUMN eval_strategy VARCHAR;
 """
 
+# The request bodies of successful calls, apart from their answers: an answer must be durable
+# before its call counts as done (the durable lane, waited for), its request body need not
+# (the bulk lane), and bodies are most of the bytes. The calls view shows them together.
+_CALL_REQUESTS = """
+CREATE TABLE call_requests (
+    call_id BIGINT NOT NULL,
+    request_json VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE OR REPLACE VIEW calls AS
+SELECT l.key, l.run_id, l.stage, l.task, l.model, l.seed_key,
+       CASE WHEN m.lost THEN 'lost' WHEN m.open_pusd > 0 THEN 'unsettled' ELSE l.status END
+           AS status,
+       l.prompt_tokens, l.completion_tokens, l.cached_tokens, l.usage_estimated,
+       COALESCE(m.cost_pusd, 0) / 1e12 AS cost_usd,
+       COALESCE(m.reserved_pusd, 0) / 1e12 AS reserved_usd,
+       l.latency_ms, l.attempts, l.http_status, l.error_class, l.error, l.finish_reason,
+       COALESCE(l.request_json, q.request_json) AS request_json, l.response_json, l.created_at,
+       l.call_id
+FROM call_log l
+LEFT JOIN call_money m USING (call_id)
+LEFT JOIN call_requests q USING (call_id)
+UNION ALL
+SELECT m.key, m.run_id, m.stage, m.task, m.model, m.seed_key,
+       CASE WHEN m.lost THEN 'lost' WHEN m.open_pusd > 0 THEN 'unsettled'
+            WHEN m.consumed THEN 'consumed' ELSE 'released' END AS status,
+       NULL, NULL, NULL, NULL, m.cost_pusd / 1e12, m.reserved_pusd / 1e12, NULL,
+       m.attempts, NULL, NULL, NULL, NULL, NULL, NULL, m.created_at, m.call_id
+FROM call_money m
+WHERE NOT EXISTS (SELECT 1 FROM call_log l WHERE l.call_id = m.call_id);
+"""
+
 # Batch mode (the providers' Batch APIs) and batch files for other engines (halugen/batch/).
 # A line's money is in the ledger under its call_id: 'batch_reserve' (committed with the line,
 # before its file is uploaded), then 'settle' (its own usage, at the batch price), 'release'
@@ -908,5 +942,6 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0008_annotation_sessions", _ANNOTATION_SESSIONS),
     ("0009_preselect_unscored", _PRESELECT_UNSCORED),
     ("0010_topic_results_eval_source", _TOPIC_SOURCE),
-    ("0011_batches", _BATCHES),
+    ("0011_call_requests", _CALL_REQUESTS),
+    ("0012_batches", _BATCHES),
 )

@@ -74,7 +74,7 @@ def test_kill_9_then_resume_finishes_every_seed_once(simulator, hotpot_file, tmp
         }
         bodies = dict(
             conn.execute(
-                "SELECT key, any_value(request_json) FROM call_log WHERE request_json IS NOT NULL "
+                "SELECT key, any_value(request_json) FROM calls WHERE request_json IS NOT NULL "
                 "GROUP BY key"
             ).fetchall()
         )
@@ -135,7 +135,7 @@ def test_several_kills_at_random_moments_repay_only_what_was_in_flight(
         ).fetchall()
         bodies = dict(
             conn.execute(
-                "SELECT key, any_value(request_json) FROM call_log WHERE status = 'ok' GROUP BY key"
+                "SELECT key, any_value(request_json) FROM calls WHERE status = 'ok' GROUP BY key"
             ).fetchall()
         )
         n_samples, n_seeds = conn.execute(
@@ -147,14 +147,22 @@ def test_several_kills_at_random_moments_repay_only_what_was_in_flight(
     lost_fingerprints = {
         hashlib.sha256(canonical_json(orjson.loads(bodies[k]))).hexdigest()
         for k, _ in lost
-        if k in bodies
+        if bodies.get(k)
     }
     print(f"kills={kills} lost={len(lost)} billed twice={len(twice)} samples={n_samples}")
     assert n_samples == n_seeds
     # only requests in flight at a kill can be paid twice: each kill leaves at most one open
     # reservation per worker, and every request billed twice is one of those
     assert len(lost) <= kills * workers
-    assert twice <= lost_fingerprints
+    # (a kill can also drop the last half second of request bodies, which are kept apart
+    # from the answers: a request whose body is gone cannot be matched, only counted)
+    known = {
+        hashlib.sha256(canonical_json(orjson.loads(body))).hexdigest()
+        for body in bodies.values()
+        if body
+    }
+    assert twice & known <= lost_fingerprints
+    assert len(twice) <= len(lost)
     assert stats["duplicate_bills"] <= len(lost)
     assert stats["billed_usd"] <= spent + 1e-12
 
