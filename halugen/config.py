@@ -16,6 +16,7 @@ from typing import Any
 __all__ = [
     "AUTH_SCHEMES",
     "DEFAULT_BASE_URL",
+    "BatchOptions",
     "Endpoint",
     "RateLimit",
     "RetryPolicy",
@@ -70,6 +71,17 @@ class Sampling:
     top_p: float | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchOptions:
+    """Batch mode (``--batch``): a run's calls go through the provider's Batch API."""
+
+    poll_seconds: float = 30.0  # between looks at the batches in progress
+    max_requests: int = 50_000  # per batch file (OpenAI's limit)
+    max_bytes: int = 200 * 2**20  # per batch file (OpenAI's limit)
+    # set by halugen/batch/run.py for one planning pass of the pipeline (never by users)
+    plan: Any = field(default=None, compare=False, repr=False)
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
     """Everything a generation run needs. Build it with keywords only."""
@@ -101,6 +113,9 @@ class RunConfig:
     long_documents: str = "truncate"  # truncate | skip
     context_window: int | None = None  # tokens; None: from the server, else the price card
     prompts_dir: Path | None = None  # templates found here win over the bundled ones
+    # None: interactive calls. Not part of the identity: a run may switch between batch and
+    # interactive, and pays nothing twice (answers are found by request key either way)
+    batch: BatchOptions | None = None
 
     def __post_init__(self) -> None:
         # With a fleet, base_url and api_key are its first endpoint's: where the run asks

@@ -133,6 +133,21 @@ async def generate(
     transport = transport or AiohttpTransport()
     try:
         cfg, info, endpoint_notes = await prepare_endpoint(cfg, transport)
+        if cfg.batch is not None and cfg.batch.plan is None:  # --batch: stage after stage
+            from .batch.run import pass_config, run_in_batches
+
+            return await run_in_batches(
+                lambda b, first, quiet: generate(
+                    pass_config(cfg, b),
+                    transport=transport,
+                    on_run=first,
+                    console=quiet,
+                ),
+                cfg,
+                transport=transport,
+                console=console,
+                on_run=on_run,
+            )
         return await _generate(cfg, files_of, tasks, info, endpoint_notes, transport, console,
                                on_run)  # fmt: skip
     finally:

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -43,11 +43,22 @@ from .stats import RunStats, StageStats
 if TYPE_CHECKING:
     from .llm.limiter import LimiterSnapshot
 
-__all__ = ["ProgressView", "format_eta"]
+__all__ = ["BatchRow", "ProgressView", "format_eta"]
 
 _STAGE_ORDER = {"sample": 0, "filter": 1}
 _LOW_MONEY = 0.10  # share of the budget under which "remaining" is highlighted
 _NONE = "—"  # shown where a ratio has no denominator yet
+
+
+class BatchRow(NamedTuple):
+    """One batch at a provider, as batch mode shows it (halugen/batch/)."""
+
+    batch: str
+    status: str  # validating, in_progress, finalizing, completed, expired, failed, ...
+    completed: int
+    failed: int
+    total: int
+    elapsed: float  # seconds since it was sent
 
 
 def format_eta(seconds: float | None) -> str:
@@ -190,7 +201,9 @@ class ProgressView:
         live: bool | None = None,
         plain_interval: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        batches: Callable[[], Sequence[BatchRow]] | None = None,
     ) -> None:
+        self._batches = batches
         self._stats = stats
         self._ledger = ledger
         self._snapshot = limiter_snapshot
@@ -262,12 +275,14 @@ class ProgressView:
     # --- rendering ---------------------------------------------------------------------------
     def render(self) -> RenderableType:
         f = self._figures()
+        if self._batches is not None:
+            return Group(self._header(f), self._table(f), _batch_table(self._batches()))
         return Group(self._header(f), self._table(f))
 
     def _header(self, f: _Figures) -> Panel:
         width = max((len(t) for t in f.tasks), default=0)
         lines = [self._task_line(f, task, width) for task in f.tasks]
-        if not f.tasks:
+        if not f.tasks and self._batches is None:
             lines.append(Text("no seeds yet", style="dim"))
         lines.append(self._money_line(f))
         lines.append(self._rate_line(f))
@@ -404,7 +419,40 @@ class ProgressView:
         parts.append(eta)
         if f.exhausted:
             parts.append("budget exhausted")
+        if self._batches is not None:
+            rows = self._batches()
+            parts.append(
+                "batches: "
+                + (
+                    "; ".join(
+                        f"{b.batch} {b.status} {_int(b.completed)}+{_int(b.failed)} failed"
+                        f"/{_int(b.total)} {format_eta(b.elapsed)}"
+                        for b in rows
+                    )
+                    or "none running"
+                )
+            )
         return "[halugen] " + " | ".join(parts)
+
+
+def _batch_table(rows: Sequence[BatchRow]) -> Table:
+    table = Table(title="batches", expand=False, show_edge=False, pad_edge=False)
+    table.add_column("batch")
+    table.add_column("status")
+    for name in ("completed", "failed", "total", "elapsed"):
+        table.add_column(name, justify="right")
+    for b in rows:
+        table.add_row(
+            b.batch,
+            b.status,
+            _int(b.completed),
+            _int(b.failed),
+            _int(b.total),
+            format_eta(b.elapsed),
+        )
+    if not rows:
+        table.add_row("none running", "", "", "", "", "")
+    return table
 
 
 def _pairs(line: Text, pairs: Iterable[tuple[str, str]]) -> None:

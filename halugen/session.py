@@ -260,6 +260,9 @@ async def call_session(
         if ledger.remaining is not None and ledger.remaining <= 0:
             ledger.exhausted = True
             session.flags.budget_exhausted = True
+        from .batch.planner import adapt_session
+
+        adapt_session(session, cfg.batch)  # a batch-mode planning pass; else: no live batch
         yield session
         store.writer.flush_blocking()
     finally:

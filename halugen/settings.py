@@ -56,6 +56,10 @@ KNOWN_KEYS: dict[str, type | tuple[type, ...]] = {
     "max_attempts": int,
     "long_documents": str,
     "prompts": str,
+    "batch": bool,
+    "batch_poll": (int, float),
+    "batch_max_requests": int,
+    "batch_max_mb": (int, float),
     "endpoints": list,
 }
 
@@ -90,6 +94,7 @@ concurrency = 64                     # most requests in flight
 # rpm = 5000                         # your account's requests/min (learned from headers if unset)
 # tpm = 2000000                      # your account's tokens/min
 # limit = 1000                       # only the first N seeds
+# batch = true                       # calls through the provider's Batch API (half price, 24 h)
 seed = 0                             # run seed: candidate order and request seeds derive from it
 temperature = 1.0                    # sampling temperature (HaluEval: 1)
 max_tokens = 256                     # per sampled answer (HaluEval: 256)

@@ -16,12 +16,12 @@ from collections.abc import Callable, Sequence
 
 from .. import __version__
 from ..errors import HalugenError
-from . import audit, data, evaluation, general, generation, simulator
+from . import audit, batch, data, evaluation, general, generation, simulator
 from .common import err
 
 __all__ = ["build_parser", "main"]
 
-_AREAS = (generation, evaluation, audit, general, data, simulator)
+_AREAS = (generation, evaluation, audit, general, data, simulator, batch)
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     name: fn for area in _AREAS for name, fn in area.COMMANDS.items()
 }

@@ -325,7 +325,14 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
         progress=not args.no_progress and settings.get("progress", True),
         long_documents=_pick(args, settings, "long_documents", default="truncate"),
         prompts_dir=Path(p) if (p := _pick(args, settings, "prompts")) else None,
+        batch=_batch_options(args, settings),
     )
+
+
+def _batch_options(args: argparse.Namespace, settings: dict[str, Any]) -> Any:
+    from .batch import batch_options  # cli/batch.py imports this module
+
+    return batch_options(args, settings)
 
 
 # -- commands ---------------------------------------------------------------------------

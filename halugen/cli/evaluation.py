@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..tables import TableData, plain, render_tables
+from .batch import add_batch_flags
 from .common import db_path, err, llm_flags, out, run_config
 from .data import add_format_flag
 
@@ -41,6 +42,7 @@ def add_parsers(sub: Any) -> None:
     ev.add_argument("--fresh", action="store_true", help="start a new eval run")
     ev.add_argument("--run-id", help="resume this eval run")
     llm_flags(ev)
+    add_batch_flags(ev)
 
     rep = sub.add_parser("report", help="tables of the recognition results")
     add_format_flag(rep)

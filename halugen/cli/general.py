@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..tables import TableData, render_tables
+from .batch import add_batch_flags
 from .common import db_path, err, llm_flags, out, run_config
 from .data import add_format_flag
 
@@ -50,6 +51,7 @@ def add_parsers(sub: Any) -> None:
     pre.add_argument("--temperature", type=float)
     pre.add_argument("--max-tokens", type=int)
     llm_flags(pre)
+    add_batch_flags(pre)
 
     ann = sub.add_parser(
         "annotate", help="human annotation: serve the page, import, export, resolve"

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..settings import INIT_TEMPLATE
+from .batch import add_batch_flags
 from .common import err, llm_flags, out, print_table, run_config
 
 
@@ -42,6 +43,7 @@ def add_parsers(sub: Any) -> None:
     run.add_argument("--temperature", type=float, help="sampling temperature (default: 1.0)")
     run.add_argument("--max-tokens", type=int, help="max tokens per sampled answer (default 256)")
     llm_flags(run)
+    add_batch_flags(run)
 
     est = sub.add_parser("estimate", help="projected cost of a run, without any call")
     est.add_argument("-t", "--task", help="task(s), comma-separated, or all (default: qa)")

@@ -246,6 +246,21 @@ async def evaluate(
     if cfg.data:  # fail fast on unreadable input, before a run is opened
         next(iter(items_from_files(list(cfg.data), cfg.task)), None)
     cfg = replace(cfg, run=await resolve_model(cfg.run, transport))  # before its identity
+    if cfg.run.batch is not None and cfg.run.batch.plan is None:  # --batch
+        from ..batch.run import pass_config, run_in_batches
+
+        return await run_in_batches(
+            lambda b, first, quiet: evaluate(
+                replace(cfg, run=pass_config(cfg.run, b)),
+                transport=transport,
+                on_run=first,
+                console=quiet,
+            ),
+            cfg.run,
+            transport=transport,
+            console=console,
+            on_run=on_run,
+        )
     async with call_session(
         cfg.run,
         kind="eval",

@@ -324,6 +324,22 @@ async def preselect(
     )  # fail fast on bad input
     scorer = scorer or PairwiseScorer(cfg.scorer)  # loaded once, before any money is spent
     cfg = replace(cfg, run=await resolve_model(cfg.run, transport))  # before its identity
+    if cfg.run.batch is not None and cfg.run.batch.plan is None:  # --batch
+        from ..batch.run import pass_config, run_in_batches
+
+        return await run_in_batches(
+            lambda b, first, quiet: preselect(
+                replace(cfg, run=pass_config(cfg.run, b)),
+                transport=transport,
+                on_run=first,
+                console=quiet,
+                scorer=scorer,
+            ),
+            cfg.run,
+            transport=transport,
+            console=console,
+            on_run=on_run,
+        )
     async with call_session(
         cfg.run,
         kind="preselect",

@@ -2,8 +2,9 @@
 
 Routes: ``POST /v1/chat/completions`` (also ``/chat/completions`` for base URLs without
 ``/v1``), ``GET /v1/models``, ``GET /_sim/stats`` (``?keys=0`` leaves out ``billed_keys``)
-and ``POST /_sim/reset``. No access log and no per-request logging: at benchmark rates
-the log alone would cost more than the answers.
+and ``POST /_sim/reset``, and the Batch API (``/v1/files``, ``/v1/batches``: batch.py).
+No access log and no per-request logging: at benchmark rates the log alone would cost
+more than the answers.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable
 import orjson
 from aiohttp import web
 
+from .batch import add_batch_routes, batch_service, with_batch_stats
 from .simulator import SimConfig, SimulatedDrop, Simulator
 
 __all__ = ["SIMULATOR", "build_app", "run_server", "serve"]
@@ -57,11 +59,14 @@ def build_app(sim: Simulator) -> web.Application:
 
     async def stats(request: web.Request) -> web.Response:
         keys = request.query.get("keys", "1").lower() not in ("0", "false", "no")
-        data = orjson.dumps(sim.stats(keys=keys), option=orjson.OPT_NON_STR_KEYS)
+        data = orjson.dumps(
+            with_batch_stats(sim, sim.stats(keys=keys)), option=orjson.OPT_NON_STR_KEYS
+        )
         return web.Response(body=data, content_type=_JSON)
 
     async def reset(request: web.Request) -> web.Response:
         sim.reset()
+        batch_service(sim).reset()
         return web.Response(body=b'{"reset":true}', content_type=_JSON)
 
     app = web.Application(client_max_size=_MAX_BODY)
@@ -73,6 +78,7 @@ def build_app(sim: Simulator) -> web.Application:
     app.router.add_get("/props", props)
     app.router.add_get("/_sim/stats", stats)
     app.router.add_post("/_sim/reset", reset)
+    add_batch_routes(app, sim)  # /v1/files and /v1/batches (simulate/batch.py)
     return app
 
 

@@ -41,6 +41,7 @@ from ..errors import UsageError
 from ..llm.transport import HttpResponse
 from ..records import canonical_json
 from . import answers
+from .batch import BatchSimConfig
 from .keys import key64, mix, unit
 from .limits import Admission, RateLimits
 from .request import BadRequest, ChatBody, error_response, parse_body
@@ -89,6 +90,7 @@ class SimConfig:
     served_models: tuple[str, ...] = ("halugen-sim",)  # GET /v1/models lists these
     clock: Callable[[], float] = time.monotonic  # rate-limit time; inject a fake in tests
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep  # latency and hangs
+    batch: BatchSimConfig = field(default_factory=BatchSimConfig)  # /v1/files, /v1/batches
 
     def __post_init__(self) -> None:
         for name in ("fail_rate", "garbage_rate"):

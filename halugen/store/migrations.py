@@ -248,6 +248,43 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "detail_json",
         "created_at",
     ),
+    # batch mode and batch files (halugen/batch/): one row per batch, one per line
+    "batches": (
+        "batch_id",
+        "run_id",
+        "kind",
+        "state",
+        "status",
+        "provider_batch_id",
+        "input_file_id",
+        "output_file_id",
+        "error_file_id",
+        "requests",
+        "completed",
+        "failed",
+        "reserved_pusd",
+        "bytes",
+        "base_url",
+        "detail",
+        "updated_at",
+        "created_at",
+    ),
+    "batch_lines": (
+        "batch_id",
+        "line_no",
+        "call_id",
+        "custom_id",
+        "run_id",
+        "stage",
+        "task",
+        "model",
+        "seed_key",
+        "est_prompt_tokens",
+        "max_output_tokens",
+        "reserved_pusd",
+        "request_json",
+        "created_at",
+    ),
     "sample_rows": (
         "run_id",
         "task",
@@ -857,6 +894,98 @@ CREATE TABLE audit_results (
 );
 """
 
+# Batch mode (the providers' Batch APIs) and batch files for other engines (halugen/batch/).
+# A line's money is in the ledger under its call_id: 'batch_reserve' (committed with the line,
+# before its file is uploaded), then 'settle' (its own usage, at the batch price), 'release'
+# (failed, expired, cancelled: not billed) or 'lost' (the provider lost the batch: counted as
+# spent). 'batch_reserve' is not 'reserve' on purpose: a batch outlives the session that sent
+# it, so a resume must poll it, not count its lines lost the way it does calls in flight.
+_BATCHES = """
+CREATE TABLE batches (
+    batch_id VARCHAR NOT NULL,         -- halugen's id (hb-...)
+    run_id VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,             -- api (sent to a Batch API) | export (a batch file)
+    state VARCHAR NOT NULL,            -- submitting | submitted | collected | abandoned | lost
+                                       -- | exported
+    status VARCHAR,                    -- the provider's: validating | in_progress | finalizing
+                                       -- | completed | failed | expired | cancelling | cancelled
+    provider_batch_id VARCHAR,
+    input_file_id VARCHAR,
+    output_file_id VARCHAR,
+    error_file_id VARCHAR,
+    requests INTEGER NOT NULL,
+    completed INTEGER,
+    failed INTEGER,
+    reserved_pusd BIGINT NOT NULL,     -- worst case of all its lines, at the batch price
+    bytes BIGINT,                      -- size of its input file
+    base_url VARCHAR,
+    detail VARCHAR,
+    updated_at TIMESTAMP,
+    created_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE batch_lines (
+    batch_id VARCHAR NOT NULL,
+    line_no INTEGER NOT NULL,
+    call_id BIGINT NOT NULL,           -- its ledger rows and its call_log row
+    custom_id VARCHAR NOT NULL,        -- the request key
+    run_id VARCHAR NOT NULL,
+    stage VARCHAR,
+    task VARCHAR,
+    model VARCHAR,
+    seed_key VARCHAR,
+    est_prompt_tokens INTEGER,
+    max_output_tokens INTEGER,
+    reserved_pusd BIGINT,
+    request_json VARCHAR NOT NULL,     -- the body, exactly as in the file
+    created_at TIMESTAMP NOT NULL
+);
+
+-- A batch line's reservation is money like any other call's: the money views count it
+-- (as unsettled until its batch ends), so they add up to the ledger in batch mode too.
+CREATE OR REPLACE VIEW call_money AS
+WITH attempts AS (
+    SELECT call_id, res_no,
+           any_value(run_id) AS run_id,
+           any_value(key) FILTER (WHERE event IN ('reserve', 'batch_reserve')) AS key,
+           any_value(stage) FILTER (WHERE event IN ('reserve', 'batch_reserve')) AS stage,
+           any_value(task) FILTER (WHERE event IN ('reserve', 'batch_reserve')) AS task,
+           any_value(model) FILTER (WHERE event IN ('reserve', 'batch_reserve')) AS model,
+           any_value(seed_key) FILTER (WHERE event IN ('reserve', 'batch_reserve')) AS seed_key,
+           min(created_at) FILTER (WHERE event IN ('reserve', 'batch_reserve')) AS reserved_at,
+           COALESCE(sum(pusd) FILTER (WHERE event IN ('reserve', 'batch_reserve')), 0) AS reserved,
+           COALESCE(sum(pusd) FILTER (WHERE event IN ('settle', 'consume', 'lost')), 0)
+               AS charged,
+           count(*) FILTER (WHERE event IN ('reserve', 'batch_reserve')) AS reserves,
+           count(*) FILTER (WHERE event NOT IN ('reserve', 'batch_reserve')) AS closes,
+           bool_or(event = 'lost') AS lost,
+           bool_or(event = 'consume') AS consumed
+    FROM ledger
+    GROUP BY call_id, res_no
+)
+SELECT call_id, any_value(run_id) AS run_id, any_value(key) AS key,
+       any_value(stage) AS stage, any_value(task) AS task, any_value(model) AS model,
+       any_value(seed_key) AS seed_key, min(reserved_at) AS created_at,
+       sum(reserved) AS reserved_pusd,
+       sum(CASE WHEN closes > 0 THEN charged ELSE reserved END) AS cost_pusd,
+       sum(CASE WHEN closes > 0 THEN 0 ELSE reserved END) AS open_pusd,
+       bool_or(lost) AS lost, bool_or(consumed) AS consumed,
+       count(*) AS attempts
+FROM attempts
+WHERE reserves > 0
+GROUP BY call_id;
+
+CREATE OR REPLACE VIEW batch_progress AS
+SELECT b.batch_id, b.run_id, b.kind, b.state, b.status, b.provider_batch_id, b.requests,
+       b.completed, b.failed, b.reserved_pusd / 1e12 AS reserved_usd,
+       COALESCE((SELECT sum(l.pusd) FROM ledger l JOIN batch_lines bl ON bl.call_id = l.call_id
+                 WHERE bl.batch_id = b.batch_id AND l.event IN ('settle', 'consume', 'lost')),
+                0) / 1e12
+           AS spent_usd,
+       b.bytes, b.detail, b.created_at, b.updated_at
+FROM batches b;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
@@ -871,4 +1000,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0011_call_requests", _CALL_REQUESTS),
     ("0012_endpoint_capabilities", _CAPABILITIES),
     ("0013_audit_results", _AUDIT),
+    ("0014_batches", _BATCHES),
 )

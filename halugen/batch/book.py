@@ -1,0 +1,284 @@
+"""The batches of a run in the store: their rows, their lines, and the ledger rows of lines.
+
+Reads happen on the caller's connection; writes are groups for the store writer, so that a
+batch's lines land with their reservations, and a batch's settlement with its new state,
+in one transaction each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..store.db import Store, key_prefix, now
+from ..store.writer import Row
+
+__all__ = [
+    "LIVE_STATES",
+    "BatchRecord",
+    "LineRecord",
+    "batch_row",
+    "call_log_row",
+    "error_class",
+    "ledger_row",
+    "line_row",
+    "lines_of",
+    "live_batch_summary",
+    "live_batches",
+    "live_keys",
+    "open_reserved",
+    "run_batches",
+    "update_row",
+]
+
+# a batch in these states may still be answered (and billed) by the provider
+LIVE_STATES = ("submitting", "submitted")
+
+
+@dataclass
+class BatchRecord:
+    batch_id: str
+    run_id: str
+    kind: str
+    state: str
+    status: str | None
+    provider_batch_id: str | None
+    input_file_id: str | None
+    requests: int
+    completed: int
+    failed: int
+    reserved_pusd: int
+    created_at: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class LineRecord:
+    line_no: int
+    call_id: int
+    custom_id: str
+    run_id: str
+    stage: str
+    task: str
+    model: str
+    seed_key: str
+    est_prompt_tokens: int
+    max_output_tokens: int
+    reserved_pusd: int
+    request_json: str
+
+
+_BATCH_COLUMNS = (
+    "batch_id, run_id, kind, state, status, provider_batch_id, input_file_id, requests, "
+    "COALESCE(completed, 0), COALESCE(failed, 0), reserved_pusd, created_at"
+)
+
+
+def live_batches(store: Store, run_id: str) -> list[BatchRecord]:
+    """Batches of the run sent to a provider and not yet settled, oldest first."""
+    rows = store.query(
+        f"SELECT {_BATCH_COLUMNS} FROM batches WHERE run_id = ? AND kind = 'api' "
+        f"AND state IN {LIVE_STATES} ORDER BY created_at",
+        [run_id],
+    )
+    return [BatchRecord(*r) for r in rows]
+
+
+def live_keys(store: Store, run_id: str) -> set[str]:
+    """Request keys in batches of the run that may still complete."""
+    rows = store.query(
+        "SELECT l.custom_id FROM batch_lines l JOIN batches b USING (batch_id) "
+        f"WHERE b.run_id = ? AND b.kind = 'api' AND b.state IN {LIVE_STATES}",
+        [run_id],
+    )
+    return {r[0] for r in rows}
+
+
+def live_batch_summary(store: Store, run_id: str) -> str:
+    """'2 batches (batch_abc in_progress, ...)' for a run's live batches; '' when none."""
+    batches = live_batches(store, run_id)
+    if not batches:
+        return ""
+    shown = ", ".join(
+        f"{b.provider_batch_id or b.batch_id} {b.status or b.state}" for b in batches[:3]
+    )
+    more = f", {len(batches) - 3} more" if len(batches) > 3 else ""
+    noun = "batch" if len(batches) == 1 else "batches"
+    return f"{len(batches)} {noun} ({shown}{more})"
+
+
+def lines_of(store: Store, batch_id: str) -> list[LineRecord]:
+    rows = store.query(
+        "SELECT line_no, call_id, custom_id, run_id, stage, task, model, seed_key, "
+        "est_prompt_tokens, max_output_tokens, reserved_pusd, request_json "
+        "FROM batch_lines WHERE batch_id = ? ORDER BY line_no",
+        [batch_id],
+    )
+    return [LineRecord(*r) for r in rows]
+
+
+def open_reserved(store: Store, batch_id: str) -> int:
+    """Money still reserved by the lines of a batch (reservations not yet closed)."""
+    (value,) = store.conn.execute(
+        """
+        SELECT COALESCE(sum(r.pusd), 0) FROM ledger r JOIN batch_lines l ON l.call_id = r.call_id
+        WHERE l.batch_id = ? AND r.event = 'batch_reserve' AND NOT EXISTS (
+            SELECT 1 FROM ledger c WHERE c.call_id = r.call_id AND c.res_no = r.res_no
+            AND c.event <> 'batch_reserve')
+        """,
+        [batch_id],
+    ).fetchone()
+    return int(value)
+
+
+def batch_row(
+    batch_id: str,
+    run_id: str,
+    *,
+    kind: str,
+    state: str,
+    requests: int,
+    reserved_pusd: int,
+    size: int,
+    base_url: str | None,
+    detail: str | None = None,
+) -> Row:
+    return (
+        "batches",
+        (
+            batch_id,
+            run_id,
+            kind,
+            state,
+            None,
+            None,
+            None,
+            None,
+            None,
+            requests,
+            0,
+            0,
+            reserved_pusd,
+            size,
+            base_url,
+            detail,
+            None,
+        ),
+    )
+
+
+def line_row(
+    batch_id: str, run_id: str, line_no: int, call_id: int, planned: Any, reserved: int
+) -> Row:
+    """A batch line (``planned`` is a planner.Planned)."""
+    return (
+        "batch_lines",
+        (
+            batch_id,
+            line_no,
+            call_id,
+            planned.key,
+            run_id,
+            planned.stage,
+            planned.task,
+            planned.model,
+            planned.seed_key,
+            planned.est_prompt_tokens,
+            planned.max_output_tokens,
+            reserved,
+            planned.body.decode(),
+        ),
+    )
+
+
+def ledger_row(line: LineRecord, event: str, pusd: int) -> Row:
+    return (
+        "ledger",
+        (
+            line.call_id,
+            1,
+            line.run_id,
+            event,
+            pusd,
+            line.custom_id,
+            line.stage,
+            line.task,
+            line.model,
+            line.seed_key,
+        ),
+    )
+
+
+def call_log_row(
+    line: LineRecord,
+    *,
+    status: str,
+    cost: int,
+    attempts: int,
+    http_status: int | None,
+    prompt_tokens: int | None = None,
+    completion_tokens: int | None = None,
+    cached_tokens: int | None = None,
+    usage_estimated: bool | None = None,
+    error_class: str | None = None,
+    error: str | None = None,
+    finish_reason: str | None = None,
+    response_json: str | None = None,
+) -> Row:
+    return (
+        "call_log",
+        (
+            line.call_id,
+            line.custom_id,
+            key_prefix(line.custom_id),
+            line.run_id,
+            line.stage,
+            line.task,
+            line.model,
+            line.seed_key,
+            status,
+            prompt_tokens,
+            completion_tokens,
+            cached_tokens,
+            usage_estimated,
+            line.est_prompt_tokens,
+            cost,
+            line.reserved_pusd,
+            None,
+            attempts,
+            http_status,
+            error_class,
+            error,
+            finish_reason,
+            line.request_json,
+            response_json,
+        ),
+    )
+
+
+def error_class(out: Any) -> str:
+    """The error class of a failed output line (batch/files.OutputLine), as calls.py names them."""
+    if out.code == "context_length_exceeded" or "context length" in out.error.lower():
+        return "ContextTooLong"  # its seed is rejected for good, as an interactive call's
+    return "RetryableError" if out.retryable else "FatalCallError"
+
+
+def update_row(batch_id: str, **values: Any) -> Row:
+    """An UPDATE of a batch's columns, as a row for the writer."""
+    values["updated_at"] = now()
+    sets = ", ".join(f"{k} = ?" for k in values)
+    return ("sql", (f"UPDATE batches SET {sets} WHERE batch_id = ?", [*values.values(), batch_id]))
+
+
+def run_batches(store: Store, run_ids: Iterable[str] | None = None) -> list[tuple[Any, ...]]:
+    """Every batch (of the given runs), newest first, as the batch_progress view shows it."""
+    sql = (
+        "SELECT batch_id, run_id, kind, state, status, provider_batch_id, requests, completed, "
+        "failed, reserved_usd, spent_usd, created_at FROM batch_progress"
+    )
+    params: list[Any] = []
+    ids = list(run_ids or [])
+    if ids:
+        sql += f" WHERE run_id IN ({', '.join('?' for _ in ids)})"
+        params = ids
+    return store.query(sql + " ORDER BY created_at DESC", params)

@@ -1,0 +1,358 @@
+"""Batch mode, stage after stage: plan, send, wait, collect, plan again.
+
+    planning pass (the kind's own pipeline; calls answered from the store or planned)
+        -> nothing planned and nothing at the provider: that pass wrote everything, done
+        -> else: send the planned requests in batches (limits, budget), wait until one
+           ends, settle its lines into the store, and plan again
+
+Sampling requests come first; once their answers are in the store, the next pass plans the
+filter requests of the seeds they completed, and so on. Batches are polled every
+``BatchOptions.poll_seconds``; the live view shows them beside the budget. Ctrl-C asks
+whether to leave the batches running (the default; the next run collects them) or cancel
+them; a kill leaves them running, and the same command picks them up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+from rich.console import Console
+
+from ..budget import Ledger, format_usd
+from ..config import BatchOptions, RunConfig, Timeouts
+from ..errors import HalugenError
+from ..llm.batch_client import BatchClient
+from ..llm.calls import CallFailure
+from ..llm.limiter import RateLimiter
+from ..llm.transport import AiohttpTransport, Transport
+from ..progress import ProgressView
+from ..session import EXIT_CODES, resolve_price
+from ..stats import RunStats
+from ..store.db import open_store
+from ..tokens import get_counter
+from .jobs import BatchJobs
+from .planner import PassPlan
+
+__all__ = ["ask_on_interrupt", "pass_config", "run_in_batches"]
+
+Out = TypeVar("Out")  # the kind's outcome: a dataclass with run_id, status, message, exit_code
+# run_pass(options, on_run, console): one planning pass of the kind's pipeline
+PassRunner = Callable[[BatchOptions, Callable[[str, bool], None] | None, Console], Awaitable[Out]]
+
+
+@dataclass
+class _Session:
+    """What batch mode did in this session, across its passes."""
+
+    failures: dict[str, CallFailure] = field(default_factory=dict)
+    reported: set[str] = field(default_factory=set)
+    attempts: dict[str, int] = field(default_factory=dict)
+    stats: RunStats = field(default_factory=RunStats)  # the batches' lines, for the view
+    pass_stats: RunStats = field(default_factory=RunStats)  # what the passes did, together
+    batches: int = 0
+    requests: int = 0
+    settled_pusd: int = 0
+
+
+def pass_config(cfg: RunConfig, options: BatchOptions) -> RunConfig:
+    """The settings of one planning pass: after the first, the run the first one opened."""
+    plan: PassPlan = options.plan
+    if plan.run_id:  # later passes resume that run (never --fresh again)
+        return dataclasses.replace(
+            cfg, batch=options, progress=False, run_id=plan.run_id, fresh=False
+        )
+    return dataclasses.replace(cfg, batch=options, progress=False)
+
+
+def ask_on_interrupt(live: int) -> str:
+    """After Ctrl-C: 'leave' (the default) or 'cancel'; asked only on a terminal."""
+    if not sys.stdin.isatty():
+        return "leave"
+    noun = "batch is" if live == 1 else "batches are"
+    answer = input(
+        f"\n{live} {noun} still running at the provider. Leave them running and use their "
+        f"answers the next time you run this command [L], or cancel them [c]? "
+    )
+    return "cancel" if answer.strip().lower() in ("c", "cancel") else "leave"
+
+
+async def run_in_batches(
+    run_pass: PassRunner[Out],
+    cfg: RunConfig,
+    *,
+    transport: Transport | None = None,
+    console: Console | None = None,
+    on_run: Callable[[str, bool], None] | None = None,
+) -> Out:
+    """Run a kind's pipeline in batch mode; ``run_pass`` runs one planning pass."""
+    opts = cfg.batch
+    assert opts is not None
+    console = console or Console(stderr=True)
+    own_transport = transport is None
+    transport = transport or AiohttpTransport()
+    state = _Session()
+    try:
+        first = True
+        run_id = ""  # known once the first pass has opened the run
+        while True:
+            plan = PassPlan(
+                failures=state.failures,
+                reported=state.reported,
+                stats=state.pass_stats,
+                run_id=run_id,
+            )
+            outcome = await run_pass(
+                dataclasses.replace(opts, plan=plan), on_run if first else None, _quiet()
+            )
+            first = False
+            run_id = getattr(outcome, "run_id", "") or run_id
+            state.reported.update(
+                k for k, seed in plan.returned.items() if seed not in plan.deferred_seeds
+            )
+            if getattr(outcome, "status", "") in ("failed", "interrupted", "input_error"):
+                return _finish(outcome, state)
+            if plan.requests or plan.waiting:
+                console.print(
+                    f"[halugen] batch planning: {len(plan.requests):,} request(s) to send, "
+                    f"{plan.waiting:,} waiting for batches already sent, {plan.answered:,} "
+                    f"answered from the store",
+                    markup=False,
+                    highlight=False,
+                )
+            try:
+                step = await _send_and_wait(cfg, opts, plan, outcome, transport, console, state)
+            except HalugenError as exc:
+                return _stop(cfg, outcome, state, "failed", f"{_what(outcome)} failed: {exc}")
+            if step == "nothing":
+                return _finish(outcome, state)
+            if step != "collected":
+                return _stop(cfg, outcome, state, step[0], step[1])
+    finally:
+        if own_transport:
+            await transport.aclose()
+
+
+def _quiet() -> Console:
+    """The console of a planning pass: its figures are not the session's (one line after)."""
+    return Console(file=io.StringIO(), stderr=False)
+
+
+async def _send_and_wait(
+    cfg: RunConfig,
+    opts: BatchOptions,
+    plan: PassPlan,
+    outcome: Any,
+    transport: Transport,
+    console: Console,
+    state: _Session,
+) -> Any:
+    """Send what was planned, then poll until a batch is collected.
+
+    Returns "collected" (plan again), "nothing" (no batch and nothing to send: done), or
+    (status, message) for a stop: budget_exhausted or interrupted.
+    """
+    price, _ = resolve_price(cfg)
+    run_id = outcome.run_id
+    store = open_store(cfg.db)
+    try:
+        run = store.get_run(run_id)
+        assert run is not None
+        ledger = Ledger(run["budget_pusd"], spent=store.spent(run_id))
+        timeouts = Timeouts(
+            connect=cfg.timeouts.connect,
+            read=max(cfg.timeouts.read, 600.0),  # batch files are large
+            total=max(cfg.timeouts.total, 3600.0),
+        )
+        client = BatchClient(
+            base_url=cfg.base_url, api_key=cfg.api_key, transport=transport, timeouts=timeouts
+        )
+        jobs = BatchJobs(
+            store=store,
+            run_id=run_id,
+            client=client,
+            ledger=ledger,
+            price=price,
+            counter=get_counter(price.tokenizer),
+            stats=state.stats,
+            retry=cfg.retry,
+            base_url=cfg.base_url,
+            failures=state.failures,
+            attempts=state.attempts,
+        )
+        state.stats.run_id = run_id
+        # the view's seed counters are the passes' (what they finished); its stage rows are
+        # the batches' lines
+        for name in ("seeds_total", "sampled", "rejected", "failed", "bad_records", "words"):
+            setattr(state.stats, name, getattr(state.pass_stats, name))
+        view = (
+            ProgressView(
+                stats=state.stats,
+                ledger=ledger,
+                limiter_snapshot=RateLimiter(cfg.rate).snapshot,
+                console=console,
+                batches=jobs.rows,
+            )
+            if cfg.progress
+            else None
+        )
+        presses = 0
+        scope = anyio.CancelScope()
+
+        def on_sigint() -> None:
+            nonlocal presses
+            presses += 1
+            if presses > 1:
+                scope.cancel()  # a second Ctrl-C: stop at once, batches stay running
+
+        failures_before = len(state.failures)
+        try:
+            with _sigint(on_sigint), scope:
+                await jobs.resume()
+                if plan.requests:
+                    await jobs.submit(plan.requests.values(), opts, stop=lambda: presses > 0)
+                if not jobs.live:
+                    if presses:
+                        return ("interrupted", _interrupted(outcome, jobs, ledger, left=0))
+                    if jobs.budget_short:
+                        ledger.exhausted = True
+                        return ("budget_exhausted", _exhausted(outcome, plan, ledger))
+                    # requests waited for batches that turned out never to have been made,
+                    # or failed for good (too large for any batch): the next pass sees that
+                    changed = plan.waiting or len(state.failures) > failures_before
+                    return "collected" if changed else "nothing"
+                if view is not None:
+                    view.start()
+                store.update_run(
+                    run_id, status="running", status_detail=f"{len(jobs.live)} batch(es) running"
+                )
+                while True:
+                    if await jobs.poll():
+                        return "collected"
+                    if presses:
+                        break
+                    await _wait(opts.poll_seconds, lambda: presses > 0, view)
+                    if presses:
+                        break
+        finally:
+            if view is not None:
+                view.stop()
+            state.batches += jobs.submitted_batches
+            state.requests += jobs.submitted_requests
+            state.settled_pusd += jobs.settled_pusd
+            store.writer.flush_blocking()
+        # Ctrl-C while batches run: leave them (default) or cancel them
+        left = len(jobs.live)
+        if presses == 1 and ask_on_interrupt(left) == "cancel":
+            problems = await jobs.cancel_all()
+            store.writer.flush_blocking()
+            for problem in problems:
+                console.print(f"note: {problem}", markup=False, highlight=False)
+            return ("interrupted", _interrupted(outcome, jobs, ledger, left=left, cancelled=True))
+        return ("interrupted", _interrupted(outcome, jobs, ledger, left=left))
+    finally:
+        store.close()
+
+
+async def _wait(seconds: float, stop: Callable[[], bool], view: ProgressView | None) -> None:
+    """Sleep ``seconds`` (ticking the view), or less when ``stop()`` becomes true."""
+    deadline = time.monotonic() + seconds
+    while True:  # at least one turn of the event loop, so that Ctrl-C is seen
+        await anyio.sleep(max(0.0, min(0.25, deadline - time.monotonic())))
+        if view is not None:
+            view.tick()
+        if stop() or time.monotonic() >= deadline:
+            return
+
+
+@contextlib.contextmanager
+def _sigint(handler: Callable[[], None]) -> Any:
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    installed = False
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, handler)
+        installed = True
+    try:
+        yield
+    finally:
+        if installed:
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+# -- outcomes --------------------------------------------------------------------------------
+
+
+def _what(outcome: Any) -> str:
+    return f"run {outcome.run_id}"
+
+
+def _interrupted(
+    outcome: Any, jobs: BatchJobs, ledger: Ledger, *, left: int, cancelled: bool = False
+) -> str:
+    spent = format_usd(ledger.spent)
+    if not left:
+        return f"{_what(outcome)} interrupted (spent {spent}). Run the same command to resume"
+    noun = "batch" if left == 1 else "batches"
+    if cancelled:
+        return (
+            f"{_what(outcome)} interrupted: {left} {noun} asked to cancel (spent {spent} so "
+            f"far). Run the same command again to use what they finished and continue"
+        )
+    return (
+        f"{_what(outcome)} interrupted: {left} {noun} left running at the provider (spent "
+        f"{spent} so far, {format_usd(ledger.reserved)} reserved). Run the same command again "
+        f"to use their answers and continue"
+    )
+
+
+def _exhausted(outcome: Any, plan: PassPlan, ledger: Ledger) -> str:
+    return (
+        f"{_what(outcome)} stopped: the budget of {format_usd(ledger.budget)} is used up "
+        f"({len(plan.requests):,} request(s) wait for money; spent {format_usd(ledger.spent)}). "
+        f"State is saved: run the same command with a larger --budget to continue"
+    )
+
+
+def _notes(outcome: Any, state: _Session) -> tuple[str, ...]:
+    notes = tuple(getattr(outcome, "notes", ()) or ())
+    if state.batches:
+        notes += (
+            f"batch mode: {state.requests:,} request(s) in {state.batches} batch(es) this "
+            f"session, {format_usd(state.settled_pusd)} settled at the batch price",
+        )
+    return notes
+
+
+def _finish(outcome: Out, state: _Session) -> Out:
+    if not dataclasses.is_dataclass(outcome) or not hasattr(outcome, "notes"):
+        return outcome
+    return dataclasses.replace(outcome, notes=_notes(outcome, state))  # type: ignore[type-var]
+
+
+def _stop(cfg: RunConfig, outcome: Out, state: _Session, status: str, message: str) -> Out:
+    """The outcome of a batch session that stopped (budget, Ctrl-C, a Batch API failure)."""
+    run_id = outcome.run_id  # type: ignore[attr-defined]
+    with open_store(cfg.db) as store:
+        store.update_run(run_id, status=status, status_detail=message[:1000])
+        spent = store.spent(run_id)
+    changes: dict[str, Any] = {
+        "status": status,
+        "message": message,
+        "exit_code": EXIT_CODES.get(status, 1),
+    }
+    names = {f.name for f in dataclasses.fields(outcome)}  # type: ignore[arg-type]
+    if "spent_pusd" in names:
+        changes["spent_pusd"] = spent
+    if "notes" in names:
+        changes["notes"] = _notes(outcome, state)
+    return dataclasses.replace(outcome, **changes)  # type: ignore[type-var]
