@@ -19,6 +19,7 @@ from .budget import Ledger, format_usd
 from .config import RunConfig
 from .context_window import effective_window, requeue_context_rejections, window_learner
 from .errors import InputError, UsageError
+from .llm.capabilities import structured_outputs
 from .llm.endpoint import EndpointInfo, is_openai
 from .llm.transport import AiohttpTransport, Transport
 from .pipeline import run_pipeline
@@ -248,6 +249,9 @@ async def _generate(
             progress=cfg.progress,
             console=console,
         )
+        note = structured_outputs(session.runner, cfg.model).note
+        if note:
+            session.notes.append(f"filter {note}")
         store.writer.flush_blocking()
         return _finish(store, ctx, session.ledger, status, message, session.notes)
 

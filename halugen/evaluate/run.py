@@ -28,6 +28,7 @@ from ..session import CallSession, call_session, closing, drive, resolve_model
 from ..store.db import KeyIndex, key_prefix
 from . import judge
 from .items import check_task, items_from_files, items_from_store
+from .logprobs_check import LogprobsCheck
 from .verdicts import parse_contrast, parse_verdict, verdict_from_logprobs
 
 __all__ = ["EvalConfig", "EvalOutcome", "evaluate"]
@@ -131,15 +132,20 @@ async def _judge_one(
         top_logprobs=5 if logprobs else None,
     )
     est = template.estimate_tokens(values, session.counter)
-    structured = structured_outputs(session.runner, cfg.run.model, cfg.structured)
-    result, _ = await structured.call(
-        request,
-        judge.response_format(cfg.strategy),
-        stage="judge",
-        task=cfg.task,
-        seed_key=item.key,
-        est_prompt_tokens=est,
-    )
+    if logprobs:  # the verdict is read from the logprobs: no JSON schema, and a check first
+        result = await _logprobs_check(session, cfg).call(
+            request, stage="judge", task=cfg.task, seed_key=item.key, est_prompt_tokens=est
+        )
+    else:
+        structured = structured_outputs(session.runner, cfg.run.model, cfg.structured)
+        result, _ = await structured.call(
+            request,
+            judge.response_format(cfg.strategy),
+            stage="judge",
+            task=cfg.task,
+            seed_key=item.key,
+            est_prompt_tokens=est,
+        )
     if isinstance(result, CallFailure):
         return None  # logged in calls; the item stays unjudged and a resume retries it
     p_yes = None
@@ -162,6 +168,16 @@ async def _judge_one(
         result.text[:4000],
         request.key,
     )
+
+
+_CHECKS: dict[int, LogprobsCheck] = {}
+
+
+def _logprobs_check(session: CallSession, cfg: EvalConfig) -> LogprobsCheck:
+    check = _CHECKS.get(id(session.runner))
+    if check is None or check._runner is not session.runner:
+        check = _CHECKS[id(session.runner)] = LogprobsCheck(session.runner, cfg.run.base_url)
+    return check
 
 
 async def _worker(
@@ -301,6 +317,16 @@ async def evaluate(
             "SELECT count(*) FROM judgements WHERE run_id = ?", [session.run_id]
         )[0][0]
         spent = format_usd(session.store.spent(session.run_id))
+        if status == "done" and session.stats.seeds_total.get(cfg.task) == 0:
+            status = "input_error"
+            where = (
+                "the data files hold no items"
+                if cfg.data
+                else f"the store has no {cfg.task} samples"
+                + (f" of run {cfg.gen_run}" if cfg.gen_run else "")
+                + " (run 'halugen run' first, or give --data)"
+            )
+            message = f"nothing to judge: {where}"
         message, exit_code = closing(
             status,
             message,

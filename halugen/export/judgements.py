@@ -3,7 +3,7 @@
 One row per judged item and shown side, the latest judgement of it within its eval run
 (a resumed run may have written an item twice). Columns, in order:
 
-``run_id, task, item_id, item_key, model, strategy, shown, truth, verdict, correct, p_yes,
+``run_id, task, item_id, item_key, model, strategy, scoring, shown, truth, verdict, correct, p_yes,
 raw, shown_length, template_hash, call_key, created_at``
 
 ``shown`` is the side the judge saw (``right``, ``hallucinated``; ``both`` for contrast,
@@ -12,7 +12,7 @@ raw, shown_length, template_hash, call_key, created_at``
 the hallucinated one), ``correct`` whether the verdict matches the truth (invalid replies are
 not correct), ``p_yes`` P(Yes) when scored from logprobs, ``raw`` the model's reply.
 
-By default one eval run per (task, model, strategy): the newest (see ``selection``).
+By default one eval run per (task, model, strategy, scoring): the newest (see ``selection``).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ JUDGEMENT_COLUMNS = (
     "item_key",
     "model",
     "strategy",
+    "scoring",
     "shown",
     "truth",
     "verdict",
@@ -47,10 +48,13 @@ JUDGEMENT_COLUMNS = (
     "created_at",
 )
 
+# scoring (parse | logprobs) is a setting of the eval run, kept in its config
 _LATEST = (
-    "SELECT *, (verdict = 'yes') = truth AND verdict <> 'invalid' AS correct FROM judgements "
-    "QUALIFY row_number() OVER (PARTITION BY run_id, task, model, strategy, item_key, shown "
-    "ORDER BY created_at DESC) = 1"
+    "SELECT j.*, (j.verdict = 'yes') = j.truth AND j.verdict <> 'invalid' AS correct, "
+    "COALESCE(json_extract_string(r.config_json, '$.scoring'), 'parse') AS scoring "
+    "FROM judgements j LEFT JOIN runs r USING (run_id) "
+    "QUALIFY row_number() OVER (PARTITION BY j.run_id, j.task, j.model, j.strategy, "
+    "j.item_key, j.shown ORDER BY j.created_at DESC) = 1"
 )
 
 
@@ -77,7 +81,7 @@ def export_judgements(
     selection = pick_runs(
         store,
         relation=relation,
-        unit=("task", "model", "strategy"),
+        unit=("task", "model", "strategy", "scoring"),
         what="judgements",
         run=run,
         all_runs=all_runs,
@@ -86,7 +90,7 @@ def export_judgements(
     )
     if not selection.picked:
         return [], selection
-    keep, keep_params = selection.clause(("task", "model", "strategy"))
+    keep, keep_params = selection.clause(("task", "model", "strategy", "scoring"))
     predicate = " AND ".join(p for p in (filters, keep) if p)
     query = (
         f"SELECT {', '.join(JUDGEMENT_COLUMNS)} FROM {relation} j WHERE {predicate} "

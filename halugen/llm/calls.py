@@ -114,7 +114,9 @@ class CallRunner:
         task: str,
         seed_key: str = "",
         est_prompt_tokens: int | None = None,
+        max_attempts: int | None = None,
     ) -> ChatResult | CallFailure:
+        """One logical call; ``max_attempts`` overrides the retry policy (probes use 1)."""
         key = request.key
         shared = self._inflight.get(key)
         if shared is not None:  # the same request is already on its way: share its answer
@@ -122,7 +124,9 @@ class CallRunner:
         fut: asyncio.Future[ChatResult | CallFailure] = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
-            result = await self._call(request, key, stage, task, seed_key, est_prompt_tokens)
+            result = await self._call(
+                request, key, stage, task, seed_key, est_prompt_tokens, max_attempts
+            )
         except BaseException as exc:
             if not fut.done():
                 fut.set_exception(exc)
@@ -141,6 +145,7 @@ class CallRunner:
         task: str,
         seed_key: str,
         est_prompt_tokens: int | None,
+        max_attempts: int | None = None,
     ) -> ChatResult | CallFailure:
         st = self.stats.stage(task, stage)
         call_id = self._next_call_id
@@ -159,6 +164,7 @@ class CallRunner:
             else (self.estimate_prompt_tokens(request))
         )
         call = _Call(call_id, key, stage, task, seed_key, request, est, self.pool.body(request))
+        call.max_attempts = max_attempts or self.retry.max_attempts
         st.started += 1
         try:
             return await self._attempts(call, st)
@@ -209,7 +215,7 @@ class CallRunner:
                 self._reached = self._reached or exc.status != 0
                 call.errors.append(_describe(exc))
                 await self._close(call, st, reservation, res_no, exc.billed_maybe)
-                if call.attempts >= self.retry.max_attempts:
+                if call.attempts >= call.max_attempts:
                     break
                 st.retries += 1
                 await self._sleep(
@@ -460,6 +466,7 @@ class _Call:
     reserved: int = 0
     errors: list[str] = field(default_factory=list)
     logged: bool = False
+    max_attempts: int = 1
 
 
 def _close_row(call_id: int, res_no: int, run_id: str, event: str, pusd: int) -> Any:

@@ -87,6 +87,9 @@ class SimConfig:
     # where the server tells its window: "models" (vLLM's max_model_len in GET /v1/models),
     # "props" (llama.cpp's GET /props n_ctx), or "none" (only its 400 replies say it)
     announce_window: str = "none"
+    # True: a prompt that fits but leaves less room than max_tokens gets a shorter reply
+    # (finish "length"), as llama.cpp's server does; False: a 400, as vLLM and OpenAI do
+    shorten_to_fit: bool = False
     served_models: tuple[str, ...] = ("halugen-sim",)  # GET /v1/models lists these
     clock: Callable[[], float] = time.monotonic  # rate-limit time; inject a fake in tests
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep  # latency and hangs
@@ -265,6 +268,12 @@ class Simulator:
             req = parse_body(body)
             if req.response_format is not None and not cfg.structured_outputs:
                 raise BadRequest(UNSUPPORTED_FORMAT, "response_format", "unsupported_parameter")
+            fits_prompt = req.prompt_tokens < cfg.context_window
+            if cfg.shorten_to_fit and fits_prompt and req.max_tokens is not None:
+                # llama.cpp's way: the reply stops where the context is full
+                room = cfg.context_window - req.prompt_tokens
+                if req.max_tokens > room:
+                    req = replace(req, max_tokens=room)
             if req.prompt_tokens + (req.max_tokens or 0) > cfg.context_window:
                 raise BadRequest(
                     f"This model's maximum context length is {cfg.context_window} tokens. "

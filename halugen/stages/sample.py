@@ -89,6 +89,14 @@ async def _sample_one(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int) -
         )
     else:
         cand = _candidate_from_reply(spec, seed, base, result.text, result.finish_reason)
+        if cand.status == "truncated" and result.completion_tokens < request.max_tokens:
+            # cut before max_tokens: the server shortened the reply to fit its context
+            cand = replace(
+                cand,
+                detail=f"the server cut the reply at {result.completion_tokens} tokens to fit "
+                f"its context window (max_tokens was {request.max_tokens}); a larger window "
+                f"or a shorter record avoids it",
+            )
     _store(ctx, seed, cand)
     return cand
 
@@ -123,6 +131,15 @@ def _candidate_from_reply(
     if finish == "content_filter":
         return Candidate(**base, text="", pattern="", status="content_filter", raw=text)
     parsed = spec.parse_candidate(text)
+    if parsed.problem and finish == "length":  # cut off before its answer: not malformed
+        return Candidate(
+            **base,
+            text="",
+            pattern=parsed.pattern,
+            status="truncated",
+            detail="the reply hit max_tokens before its answer",
+            raw=text,
+        )
     if parsed.problem:
         status = "refusal" if parsed.problem == "refusal" else "unparseable"
         return Candidate(

@@ -113,3 +113,18 @@ def test_the_context_window_flag_wins(simulator, tmp_path):
     assert outcome.status == "done", outcome.message
     assert _query(db, "SELECT context_window FROM runs") == [(1500,)]
     assert _query(db, "SELECT count(*) FROM seeds WHERE truncated_tokens > 0") == [(2,)]
+
+
+def test_a_reply_the_server_cut_to_fit_its_context_is_reported_as_that(
+    simulator, hotpot_file, tmp_path
+):
+    # llama.cpp's way: no 400, the reply stops where the context is full
+    sim = simulator(context_window=975, shorten_to_fit=True)
+    db = tmp_path / "h.duckdb"
+    cfg = _cfg(sim.base_url, hotpot_file(3), db, tasks=("qa",), model="halugen-sim",
+               context_window=100_000)  # fmt: skip
+    outcome = _run(cfg)
+    assert outcome.status in ("done", "incomplete"), outcome.message
+    details = [r[0] for r in _query(db, "SELECT detail FROM candidates WHERE status = 'truncated'")]
+    assert details, "no reply was cut"
+    assert all("the server cut the reply at" in d and "max_tokens was 256" in d for d in details)

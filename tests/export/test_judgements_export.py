@@ -71,7 +71,7 @@ def test_jsonl_has_every_column_and_one_run_per_model_and_strategy(db, tmp_path,
     assert sorted(r["correct"] for r in new) == [False, True, True]
     assert any(r["raw"] == TRICKY for r in new)
     err = capsys.readouterr().err
-    assert "qa/gpt-4o-mini/plain: run ev-new" in err and "left out: ev-old" in err
+    assert "qa/gpt-4o-mini/plain/parse: run ev-new" in err and "left out: ev-old" in err
 
 
 def test_csv_and_parquet(db, tmp_path):
