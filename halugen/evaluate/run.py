@@ -76,8 +76,7 @@ def _identity(cfg: EvalConfig, template: Template) -> dict[str, object]:
         "data": list(cfg.data),
         "gen_run": cfg.gen_run,
         "scoring": cfg.scoring,
-        "model": r.model,
-        "base_url": r.base_url.rstrip("/"),
+        "model": r.model,  # not the endpoint: a moved server or a fleet continues the run
         "seed": r.run_seed,
         "template": template.hash,
         # only when forced, so runs made before the option existed resume as they were

@@ -90,8 +90,7 @@ def _identity(cfg: PreselectConfig, scorer_name: str) -> dict[str, object]:
         "format": cfg.query_format,
         "fields": [cfg.query_field, cfg.input_field, cfg.id_field],
         "responses": cfg.responses,
-        "model": r.model,
-        "base_url": r.base_url.rstrip("/"),
+        "model": r.model,  # not the endpoint: a moved server or a fleet continues the run
         "sampling": [r.sampling.temperature, r.sampling.max_tokens],
         "seed": r.run_seed,
         "scorer": scorer_name,
