@@ -4,7 +4,9 @@ Everything a real run does is included: durable reservations in DuckDB, token co
 request keys, the rate limiter, retries, the store writer. The server runs in its own
 process: halugen's simulator (at 0 ms and 50 ms latency), and a minimal stub that costs the
 server side almost nothing, so the last figure is halugen's own ceiling on this machine.
-Prints calls/s (median of repeats) and halugen's CPU per call (all its threads).
+Prints calls/s (median of repeats) and halugen's CPU per call (all its threads, and the event
+loop's own thread), and, against the same server in the same run, a bare aiohttp client
+sending the very bodies halugen sent.
 
     python bench/throughput.py [--seeds 2000] [--concurrency 256] [--repeat 3]
 """
@@ -57,6 +59,45 @@ def one_run(
     return wall, calls, cpu, loop_cpu
 
 
+def bare_client(url: str, db: Path, concurrency: int) -> tuple[float, int, float]:
+    """A bare aiohttp client sending the bodies halugen sent, at the same concurrency.
+
+    No store, no budget, no keys, no counting: the floor of what any Python client pays.
+    """
+    import asyncio
+
+    import aiohttp
+    import duckdb
+
+    with duckdb.connect(str(db), read_only=True) as conn:
+        bodies = [
+            r[0].encode()
+            for r in conn.execute(
+                "SELECT request_json FROM calls WHERE request_json IS NOT NULL"
+            ).fetchall()
+        ]
+
+    async def go() -> None:
+        queue = list(reversed(bodies))
+        headers = {"Content-Type": "application/json", "Authorization": "Bearer bench"}
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector) as session:
+
+            async def worker() -> None:
+                while queue:
+                    body = queue.pop()
+                    async with session.post(
+                        f"{url}/chat/completions", data=body, headers=headers
+                    ) as resp:
+                        await resp.read()
+
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+    cpu0, t0 = cpu_seconds(), time.perf_counter()
+    asyncio.run(go())
+    return time.perf_counter() - t0, len(bodies), cpu_seconds() - cpu0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=2000)
@@ -99,6 +140,17 @@ def main() -> None:
                         f"{calls / wall:,.0f} calls/s",
                         flush=True,
                     )
+                bare = [
+                    bare_client(url, Path(tmp) / f"{name}0.duckdb", args.concurrency)
+                    for _ in range(args.repeat)
+                ]
+                bare_rate = statistics.median(calls / wall for wall, calls, _ in bare)
+                bare_cpu = statistics.median(cpu / calls * 1e6 for _, calls, cpu in bare)
+                print(
+                    f"{label}: bare aiohttp client, the same bodies: {bare_rate:,.0f} calls/s, "
+                    f"{bare_cpu:,.0f} us CPU/call",
+                    flush=True,
+                )
                 print(
                     f"{label}: median {statistics.median(rates):,.0f} calls/s; halugen CPU "
                     f"{statistics.median(cpus):,.0f} us/call (event loop thread "

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
-import pyarrow as pa
+import numpy as np
 
 from ..errors import StoreError
 from .migrations import TABLE_COLUMNS
@@ -132,11 +132,17 @@ class _Lane:
         for r in rows:
             if len(r) != width:
                 raise ValueError(f"{table} row has {len(r)} values, expected {width}")
-        arrays = [pa.array([r[i] for r in rows]) for i in range(width)]
-        arrays.append(pa.array([stamp] * len(rows), pa.timestamp("us")))
-        halugen_rows = pa.Table.from_arrays(arrays, names=list(columns))  # noqa: F841
+        # A dict of NumPy object columns, which DuckDB scans directly: about 4x cheaper than
+        # building Arrow arrays from Python lists, and it does not make pyarrow import pandas
+        # (~80 MB) to check whether a list is a pandas object.
+        halugen_rows = {
+            name: np.array([r[i] for r in rows], dtype=object)
+            for i, name in enumerate(columns[:width])
+        }
+        halugen_rows[columns[width]] = np.full(len(rows), stamp, dtype=object)
         # DuckDB reads the local variable by name (its replacement scan)
-        self._conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM halugen_rows")
+        names = ", ".join(columns)
+        self._conn.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM halugen_rows")
 
 
 class StoreWriter:
