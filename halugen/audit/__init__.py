@@ -13,7 +13,15 @@ from .balance import Balanced, balance, write_balanced
 from .classifiers import MEASURES, Score, answer_only, examples_of, length_only, overlap
 from .generation import pattern_shares, position_bias
 from .items import Item, items_from_file, items_from_store
-from .report import AuditRow, audit_items, render_csv, render_markdown, render_rich, save
+from .report import (
+    AuditRow,
+    audit_items,
+    audit_tables,
+    render_csv,
+    render_markdown,
+    render_rich,
+    save,
+)
 
 __all__ = [
     "MEASURES",
@@ -23,6 +31,7 @@ __all__ = [
     "Score",
     "answer_only",
     "audit_items",
+    "audit_tables",
     "balance",
     "examples_of",
     "items_from_file",

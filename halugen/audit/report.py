@@ -19,6 +19,7 @@ import orjson
 from rich.table import Table
 
 from ..records import fingerprint
+from ..tables import TableData
 from .classifiers import MEASURES, examples_of
 from .generation import Share
 from .items import Item
@@ -27,6 +28,7 @@ __all__ = [
     "AuditRow",
     "audit_id",
     "audit_items",
+    "audit_tables",
     "render_csv",
     "render_markdown",
     "render_rich",
@@ -198,6 +200,21 @@ def render_csv(rows: Sequence[AuditRow]) -> str:
             ]
         )
     return buf.getvalue()
+
+
+def audit_tables(rows: Sequence[AuditRow]) -> list[TableData]:
+    """One table per source, for halugen/tables.py (table, json, latex)."""
+    return [
+        TableData(
+            f"Audit: {source}",
+            _HEADERS,
+            [_cells(r) for r in rows if r.source == source],
+            name=f"audit {source}",
+            caption=NOTE,
+            align=("l", "l", "l", "r", "r", "r", "r", "r"),
+        )
+        for source in dict.fromkeys(r.source for r in rows)
+    ]
 
 
 def render_rich(rows: Sequence[AuditRow]) -> list[Table]:

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .common import db_path, err, out
+from .common import db_path, err
+from .data import add_format_flag
 
 
 def add_parsers(sub: Any) -> None:
@@ -35,7 +36,7 @@ def add_parsers(sub: Any) -> None:
         default=20,
         help="a pattern with fewer items gets no row of its own (default: 20)",
     )
-    au.add_argument("--format", choices=("table", "markdown", "csv"), default="table")
+    add_format_flag(au)
     au.add_argument(
         "--balance",
         action="store_true",
@@ -70,13 +71,13 @@ def _measures(text: str) -> tuple[str, ...]:
 def cmd_audit(args: argparse.Namespace) -> int:
     from ..audit import (
         audit_items,
+        audit_tables,
         items_from_file,
         items_from_store,
         pattern_shares,
         position_bias,
         render_csv,
         render_markdown,
-        render_rich,
         save,
     )
     from ..audit.report import audit_id, rows_from_shares
@@ -139,9 +140,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
         sys.stdout.write(render_markdown(shown))
     elif args.format == "csv":
         sys.stdout.write(render_csv(shown))
-    else:
-        for table in render_rich(shown):
-            out.print(table)
+    else:  # table, json, latex: the renderer every command shares
+        from ..tables import render_tables
+
+        render_tables(audit_tables(shown), args.format)
     return 0
 
 
