@@ -32,13 +32,12 @@ from typing import Any
 
 import duckdb
 import orjson
-import pyarrow as pa
 
 from ..errors import InputError, StoreError, UsageError
 from ..records import canonical_json, fingerprint
 from ..seeds.jsonl import kind_of
 from ..store.db import Store, now
-from ..store.migrations import TABLE_COLUMNS
+from ..store.rows import insert_rows
 
 __all__ = [
     "KINDS",
@@ -171,17 +170,6 @@ def text_of(record: dict[str, Any], name: str, *, required: bool = True) -> str:
 
 # -- writing -------------------------------------------------------------------------------
 # Arrow types of the annotation tables' columns (an all-NULL column needs one); text otherwise.
-_TYPES = {
-    "n_labels": pa.int32(),
-    "agreement": pa.float64(),
-    "items": pa.int32(),
-    "kappa_items": pa.int32(),
-    "kappa_raters": pa.int32(),
-    "fleiss_kappa": pa.float64(),
-    "percent_agreement": pa.float64(),
-    "krippendorff_alpha": pa.float64(),
-    "span_agreement": pa.float64(),
-}
 
 
 def append_rows(store: Store, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -193,31 +181,18 @@ def append_rows(store: Store, table: str, rows: Sequence[tuple[Any, ...]]) -> No
     """
     if not rows:
         return
-    columns = TABLE_COLUMNS[table]
-    width = len(columns) - 1
     start = now()
-    arrays = [
-        pa.array([r[i] for r in rows], _TYPES.get(columns[i], pa.string())) for i in range(width)
-    ]
-    arrays.append(
-        pa.array([start + timedelta(microseconds=i) for i in range(len(rows))], pa.timestamp("us"))
-    )
-    batch = pa.Table.from_arrays(arrays, names=list(columns))
     conn = store.conn
     try:
-        conn.register("halugen_annotate_rows", batch)
+        conn.execute("BEGIN TRANSACTION")
         try:
-            conn.execute("BEGIN TRANSACTION")
-            conn.execute(
-                f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM halugen_annotate_rows"
-            )
+            stamps = [start + timedelta(microseconds=i) for i in range(len(rows))]
+            insert_rows(conn, table, rows, stamps)
             conn.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(duckdb.Error):
                 conn.execute("ROLLBACK")
             raise
-        finally:
-            conn.unregister("halugen_annotate_rows")
     except duckdb.Error as exc:
         raise StoreError(f"writing {table} failed: {str(exc).splitlines()[0]}") from None
 

@@ -28,10 +28,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
-import numpy as np
 
 from ..errors import StoreError
-from .migrations import TABLE_COLUMNS
+from .rows import insert_rows
 
 __all__ = ["Row", "StoreWriter"]
 
@@ -127,22 +126,7 @@ class _Lane:
         owner.done(len(batch))
 
     def _insert(self, table: str, rows: list[tuple[Any, ...]], stamp: datetime) -> None:
-        columns = TABLE_COLUMNS[table]
-        width = len(columns) - 1  # created_at comes from the commit
-        for r in rows:
-            if len(r) != width:
-                raise ValueError(f"{table} row has {len(r)} values, expected {width}")
-        # A dict of NumPy object columns, which DuckDB scans directly: about 4x cheaper than
-        # building Arrow arrays from Python lists, and it does not make pyarrow import pandas
-        # (~80 MB) to check whether a list is a pandas object.
-        halugen_rows = {
-            name: np.array([r[i] for r in rows], dtype=object)
-            for i, name in enumerate(columns[:width])
-        }
-        halugen_rows[columns[width]] = np.full(len(rows), stamp, dtype=object)
-        # DuckDB reads the local variable by name (its replacement scan)
-        names = ", ".join(columns)
-        self._conn.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM halugen_rows")
+        insert_rows(self._conn, table, rows, stamp)
 
 
 class StoreWriter:
