@@ -10,6 +10,7 @@ register it in ``FORMATS`` here and give its keys and layouts to ``detect.SIGNAT
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -136,9 +137,7 @@ def _expand_one(given: str) -> list[str]:
     if kind is not None:
         raise InputError(special_file_message(given, kind))
     if not _GLOB_CHARS & set(given):
-        raise InputError(
-            f"seed file {given} not found (check the path; relative paths start at {os.getcwd()})"
-        )
+        raise InputError(_unreachable(given, path))
     matches = sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
     if not matches:
         raise InputError(
@@ -146,6 +145,33 @@ def _expand_one(given: str) -> list[str]:
             "it so the shell does not expand it first)"
         )
     return matches
+
+
+def _unreachable(given: str, path: str) -> str:
+    """Why ``path`` (neither a file nor a directory) cannot be read: the real cause."""
+    try:
+        os.stat(path)
+    except OSError as err:
+        cause = err.errno
+    else:
+        cause = None
+    if cause == errno.ELOOP:
+        return (
+            f"seed file {given} is a symbolic link that loops (following it leads back to "
+            "a link already followed); point it at the real file"
+        )
+    if cause == errno.ENOENT and os.path.islink(path):
+        return (
+            f"seed file {given} is a symbolic link to {os.readlink(path)}, which does not "
+            "exist; point it at the real file"
+        )
+    if cause == errno.EACCES:
+        return f"seed file {given} cannot be reached: permission denied on a folder of its path"
+    if cause == errno.ENOTDIR:
+        return f"seed file {given} cannot exist: a part of its path is a file, not a folder"
+    if cause not in (None, errno.ENOENT):
+        return f"seed file {given} cannot be read: {os.strerror(cause)}"
+    return f"seed file {given} not found (check the path; relative paths start at {os.getcwd()})"
 
 
 def _check_task(path: str, name: str, task: str, *, given: bool) -> None:

@@ -61,6 +61,7 @@ class MarkedBytes:
     """A binary file read through, with bytes no JSON parser takes rewritten as marks.
 
     ``marked`` counts the rewrites so far; while it is 0 no record can hold a mark.
+    ``consumed`` counts the bytes read from the file so far.
     """
 
     def __init__(self, raw: BinaryIO) -> None:
@@ -70,6 +71,7 @@ class MarkedBytes:
         self._out = b""
         self._eof = False
         self.marked = 0
+        self.consumed = 0  # bytes read from ``raw`` so far
 
     def read(self, size: int = -1) -> bytes:
         want = _CHUNK if size is None or size < 0 else size
@@ -80,6 +82,7 @@ class MarkedBytes:
 
     def _next_chunk(self) -> bytes:
         data = self._raw.read(_CHUNK)
+        self.consumed += len(data)
         if not data:
             self._eof = True
             tail = self._held

@@ -197,23 +197,44 @@ def iter_array(path: str) -> Iterator[tuple[int, Any]]:
                 problem = find_mark(item) if marked.marked else None
                 yield count, (BadRecord(path, count, problem) if problem else item)
         except (ijson.JSONError, UnicodeDecodeError) as err:
-            reason = one_line(err)
-            # Trailing garbage after a complete array is what JSON lines starting with a
-            # line that holds a list look like; say so, it is otherwise puzzling.
-            hint = (
-                " (JSON lines must hold one object per line)"
-                if "trailing garbage" in reason
-                else ""
-            )
-            raise InputError(
-                f"{path}: invalid JSON after record {count} ({reason}); "
-                f"the records before it were read{hint}"
-            ) from None
+            raise InputError(_array_damage(path, count, err, marked.consumed)) from None
         except _READ_ERRORS as err:
             raise InputError(
-                f"{path}: cannot read past record {count} ({one_line(err)}); "
-                "the records before it were read"
+                f"{path}: cannot read past record {count} ({one_line(err)}); {_read_before(count)}"
             ) from None
+
+
+def _array_damage(path: str, count: int, err: BaseException, consumed: int) -> str:
+    """What broke a JSON array, where, and how many records before it were read."""
+    reason = one_line(err)
+    near = _near(err)
+    where = f" near {near!r}" if near else ""
+    if "premature EOF" in reason or "Incomplete JSON" in reason:
+        return (
+            f"{path}: the JSON array is cut short: the file ends (after {consumed:,} bytes) "
+            f"before the array closes, after record {count}; {_read_before(count)}"
+        )
+    if "trailing garbage" in reason or "Additional data" in reason:
+        # Also what JSON lines look like when their first line holds a list: say so.
+        return (
+            f"{path}: bytes after the end of the JSON array{where}; its {count} record(s) "
+            "were read (a file holds one JSON array; JSON lines must hold one object per line)"
+        )
+    return f"{path}: invalid JSON after record {count} ({reason}{where}); {_read_before(count)}"
+
+
+def _read_before(count: int) -> str:
+    return f"the {count} record(s) before it were read" if count else "no record was read"
+
+
+def _near(err: BaseException) -> str:
+    """The text around a parse error, from the C parser's diagram ("" when there is none)."""
+    lines = str(err).replace("\\n", "\n").split("\n")
+    if len(lines) < 3 or "right here" not in lines[2]:
+        return ""
+    # the diagram may come as a bytes repr (backslashes doubled); bad bytes show as marks
+    near = lines[1].strip().replace("\\\\", "\\")
+    return near.replace("\\uffff", "\ufffd").replace("\\ufffe", "\ufffd")
 
 
 def iter_records(path: str) -> Iterator[tuple[int, Any]]:

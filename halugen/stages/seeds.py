@@ -67,14 +67,15 @@ async def _admit(ctx: GenContext, sources: list[SeedSource], send: ObjectSendStr
             await send.send(refitted)
     # then new seeds, one task after the other in turn, so that several tasks in one run
     # progress together and share the budget
-    streams = [(_new_seeds(ctx, source), deque[tuple[Seed | None, int]]()) for source in sources]
+    streams = [(_Batches(_new_seeds(ctx, source)), deque[tuple[Seed | None, int]]())
+               for source in sources]  # fmt: skip
     while streams:
         for entry in list(streams):
-            stream, ready = entry
+            batches, ready = entry
             if not ready:
                 window = ctx.context_window
                 ready.extend(
-                    (item, window) for item in await anyio.to_thread.run_sync(_take, stream)
+                    (item, window) for item in await anyio.to_thread.run_sync(batches.take)
                 )
                 if not ready:
                     streams.remove(entry)
@@ -92,14 +93,31 @@ async def _admit(ctx: GenContext, sources: list[SeedSource], send: ObjectSendStr
                 await send.send(item)
 
 
-def _take(stream: Iterator[Seed | None]) -> list[Seed | None]:
-    """Up to a batch of the stream's items; empty when it has ended."""
-    out: list[Seed | None] = []
-    for item in stream:
-        out.append(item)
-        if item is None or len(out) >= _BATCH:
-            break
-    return out
+class _Batches:
+    """A stream of seeds taken a batch at a time. When the input breaks off (``InputError``)
+    the seeds read before the break are handed out first and the error comes with the next
+    batch: a batch is never lost with the error that ends it."""
+
+    def __init__(self, stream: Iterator[Seed | None]) -> None:
+        self._stream = stream
+        self._error: InputError | None = None
+
+    def take(self) -> list[Seed | None]:
+        """Up to a batch of the stream's items; empty when it has ended."""
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        out: list[Seed | None] = []
+        try:
+            for item in self._stream:
+                out.append(item)
+                if item is None or len(out) >= _BATCH:
+                    break
+        except InputError as error:
+            if not out:
+                raise
+            self._error = error
+        return out
 
 
 def fit_seed(ctx: GenContext, task: str, seed: Seed) -> FitResult:

@@ -1,10 +1,15 @@
-"""Seed paths are stored relative to where the run was started, not as absolute paths."""
+"""Seed paths as a run sees them: stored relative to where it started, damaged files read up to
+the damage, links that lead nowhere named for what they are."""
 
 from __future__ import annotations
 
 import json
 
+import orjson
+import pytest
+
 from halugen.cli import main
+from tests.conftest import hotpot_record
 from tests.e2e.test_generate import config, query, run
 
 
@@ -23,3 +28,45 @@ def test_absolute_seed_paths_are_stored_relative(simulator, hotpot_file, tmp_pat
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert {r["source_file"] for r in rows} == {expected}
     assert str(tmp_path) not in (tmp_path / "s.README.md").read_text()
+
+
+def _args(sim, seeds, db, *extra: str) -> list[str]:
+    return ["run", "--seeds", str(seeds), "--base-url", sim.base_url, "--api-key", "k",
+            "--model", "gpt-4o-mini", "--db", str(db), "--no-progress", *extra]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (lambda whole: whole[:-25], "the JSON array is cut short"),  # inside the sixth record
+        (lambda whole: whole + b"\n garbage", "bytes after the end of the JSON array"),
+    ],
+    ids=["cut-short", "bytes-after-the-end"],
+)
+def test_records_before_damage_in_a_json_array_are_read(simulator, tmp_path, capsys, damage, says):
+    sim = simulator()
+    records = [hotpot_record(i) for i in range(6)]
+    whole = orjson.dumps(records)
+    seeds = tmp_path / "hotpot.json"
+    seeds.write_bytes(damage(whole))
+    good = 5 if seeds.stat().st_size < len(whole) else 6
+    db = tmp_path / "h.duckdb"
+    code = main(_args(sim, seeds, db))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert says in err and str(seeds) in err and "Traceback" not in err
+    assert f"{good} record(s)" in err  # how many were read, as the run did
+    assert query(db, "SELECT count(*) FROM samples") == [(good,)]
+    assert {r[0] for r in query(db, "SELECT seed_id FROM samples")} == {
+        r["_id"] for r in records[:good]
+    }
+
+
+def test_a_seed_symlink_loop_is_named_with_exit_2(simulator, tmp_path, capsys):
+    sim = simulator()
+    loop = tmp_path / "seeds.json"
+    loop.symlink_to(loop)
+    assert main(_args(sim, loop, tmp_path / "h.duckdb")) == 2
+    err = capsys.readouterr().err
+    assert "symbolic link that loops" in err and "not found" not in err
+    assert sim.stats(keys=False)["requests"] == 0

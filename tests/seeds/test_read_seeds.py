@@ -131,3 +131,21 @@ def test_registry_entries_are_task_and_reader_pairs() -> None:
 def test_home_directory_is_expanded(files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(files))
     assert expand_paths(["~/a.json"]) == [os.path.join(str(files), "a.json")]
+
+
+def test_a_symlink_loop_is_named_as_such_not_as_missing(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.symlink_to(b)
+    b.symlink_to(a)
+    with pytest.raises(InputError) as err:
+        read_seeds([str(a)], "qa")
+    message = str(err.value)
+    assert "symbolic link that loops" in message and str(a) in message
+    assert "not found" not in message
+
+
+def test_a_dangling_symlink_names_its_target(tmp_path: Path) -> None:
+    link = tmp_path / "seeds.json"
+    link.symlink_to(tmp_path / "moved-away.json")
+    with pytest.raises(InputError, match=r"symbolic link to .*moved-away\.json, which does not"):
+        read_seeds([str(link)], "qa")
