@@ -153,7 +153,7 @@ def test_utf16_json_array_with_a_cut_final_character(tmp_path: Path) -> None:
     path = tmp_path / "hotpot.json"
     path.write_bytes(b"\xff\xfe" + text.encode("utf-16-le") + b"\x00")  # one odd byte at the end
     out: list[object] = []
-    with pytest.raises(InputError, match="bytes after the end of the JSON array near '.*\ufffd"):
+    with pytest.raises(InputError, match=r"bytes after the end of the JSON array near '.*\ufffd"):
         out.extend(read_seeds([str(path)], "qa"))
     assert len(out) == 2  # the records before the damage are read
 
