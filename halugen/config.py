@@ -89,6 +89,9 @@ class RunConfig:
     tasks: tuple[str, ...] = ("qa",)
     seeds: tuple[str, ...] = ()  # files or globs
     seed_format: str | None = None  # None: detect from content
+    # (seed field, table column) pairs from --map / halugen.toml: which column fills which
+    # field when seeds are read from a table; sorted by field
+    seed_map: tuple[tuple[str, str], ...] = ()
     # "" until resolved: gpt-4o-mini on OpenAI's API, else the one model a server lists
     # (llm/endpoint.py); never a guess that would price a local model as OpenAI's
     model: str = ""
@@ -146,8 +149,16 @@ class RunConfig:
             return self.base_url
         return "fleet: " + ", ".join(e.url for e in self.endpoints)
 
+    @property
+    def seed_mapping(self) -> dict[str, str] | None:
+        """``--map`` as ``{seed field: column}`` for ``read_seeds``; None when not given."""
+        return dict(self.seed_map) or None
+
     def identity(self, template_hashes: dict[str, str]) -> dict[str, Any]:
         """The settings that define a run's output; their hash names the run."""
+        # A mapping changes the seeds, so it is part of the identity; left out when there is
+        # none, so the runs of stores made before it existed keep their hash.
+        mapping = {"seed_map": dict(sorted(self.seed_map))} if self.seed_map else {}
         return {
             "tasks": list(self.tasks),
             "seeds": list(self.seeds),
@@ -160,4 +171,5 @@ class RunConfig:
             "run_seed": self.run_seed,
             "templates": dict(sorted(template_hashes.items())),
             "long_documents": self.long_documents,
+            **mapping,
         }

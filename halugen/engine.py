@@ -78,7 +78,7 @@ def resolve_tasks(cfg: RunConfig) -> tuple[RunConfig, dict[str, list[str]]]:
         raise UsageError(f"--long-documents must be truncate or skip, not {cfg.long_documents!r}")
     names = tuple(dict.fromkeys(cfg.tasks))
     if names == ("all",) or len(names) > 1:
-        groups = formats_by_task(list(cfg.seeds), fmt=cfg.seed_format)
+        groups = formats_by_task(list(cfg.seeds), fmt=cfg.seed_format, mapping=cfg.seed_mapping)
         if names == ("all",):
             names = tuple(t for t in TASK_NAMES if t in groups)
         for name in names:
@@ -91,7 +91,7 @@ def resolve_tasks(cfg: RunConfig) -> tuple[RunConfig, dict[str, list[str]]]:
         get_task(names[0])
         files_of = {names[0]: list(cfg.seeds)}
     for name in names:  # fail fast: detect formats, open the first record
-        for _ in read_seeds(files_of[name], name, fmt=cfg.seed_format):
+        for _ in read_seeds(files_of[name], name, fmt=cfg.seed_format, mapping=cfg.seed_mapping):
             break
     return dataclasses.replace(cfg, tasks=names), files_of
 
@@ -232,7 +232,9 @@ async def _generate(
             sources.append(
                 SeedSource(
                     task=task,
-                    read=lambda task=task: read_seeds(files_of[task], task, fmt=cfg.seed_format),
+                    read=lambda task=task: read_seeds(
+                        files_of[task], task, fmt=cfg.seed_format, mapping=cfg.seed_mapping
+                    ),
                     pending=pending,
                     admitted=store.admitted_seeds(run_id, task),
                     bad_seen=bad_seen,

@@ -40,7 +40,10 @@ def estimate_task(
     count = counter.count
     spec = task.spec
     est = TaskEstimate(task=spec.name, tokens_exact=counter.exact)
-    for item in read_seeds(files or list(cfg.seeds), spec.name, fmt=cfg.seed_format):
+    seeds = read_seeds(
+        files or list(cfg.seeds), spec.name, fmt=cfg.seed_format, mapping=cfg.seed_mapping
+    )
+    for item in seeds:
         if not isinstance(item, Seed):
             est.bad_records += 1
             continue

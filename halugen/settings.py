@@ -37,6 +37,7 @@ KNOWN_KEYS: dict[str, type | tuple[type, ...]] = {
     "task": (str, list),
     "seeds": (str, list),
     "seed_format": str,
+    "map": dict,  # seed field -> table column, as --map FIELD=COLUMN
     "model": str,
     "base_url": str,
     "db": str,
@@ -82,6 +83,7 @@ INIT_TEMPLATE = """\
 task = "qa"                          # qa (more tasks: see `halugen run --help`)
 seeds = ["hotpot_train_v1.1.json"]   # files or glob patterns
 # seed_format = "hotpotqa"           # detected from the content when left out
+# map = { question = "query", knowledge = "context.sentences" }  # table columns -> seed fields
 model = "gpt-4o-mini"
 # base_url = "https://api.openai.com/v1"   # or $OPENAI_BASE_URL; vLLM/llama.cpp/Ollama work too
 # The API key is read from $OPENAI_API_KEY (or --api-key); it is never stored.

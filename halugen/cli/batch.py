@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .common import db_path, err, llm_flags, out, print_table
+from .common import db_path, err, llm_flags, map_flag, out, print_table
 
 __all__ = ["COMMANDS", "add_batch_flags", "add_parsers", "batch_options"]
 
@@ -76,6 +76,7 @@ def add_parsers(sub: Any) -> None:
     ex.add_argument("--task", help="task(s), as for 'halugen run' (default: qa)")
     ex.add_argument("--seeds", nargs="+", help="seed files or glob patterns, as for 'halugen run'")
     ex.add_argument("--seed-format", help="seed file format (default: detected)")
+    map_flag(ex)
     ex.add_argument("--run-id", help="the run (default: the run these settings make)")
     ex.add_argument("--long-documents", choices=("truncate", "skip"))
     ex.add_argument("--prompts", help="directory of prompt templates, as for 'halugen run'")

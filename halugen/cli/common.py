@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..config import DEFAULT_BASE_URL, RateLimit, RetryPolicy, RunConfig, Sampling, Timeouts
-from ..errors import UsageError
+from ..errors import ConfigError, UsageError
 from ..settings import load_settings, parse_endpoint_flag, resolve_endpoints
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "first_json",
     "is_local_endpoint",
     "llm_flags",
+    "map_flag",
     "out",
     "print_table",
     "require_api_key",
@@ -84,6 +85,37 @@ class LazyConsole:
 # Text from data or a provider is printed as is: never read as Rich markup or emoji codes.
 out: Any = LazyConsole(highlight=False, soft_wrap=True, markup=False, emoji=False)
 err: Any = LazyConsole(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
+
+
+def map_flag(p: argparse.ArgumentParser) -> None:
+    """``--map FIELD=COLUMN``, beside ``--seeds`` wherever seeds are read."""
+    p.add_argument(
+        "--map",
+        action="append",
+        metavar="FIELD=COLUMN",
+        help="read seeds from a table (JSONL, CSV, Parquet, a saved HF dataset): the column "
+        "that fills a seed field, e.g. question=query or knowledge=context.sentences (a "
+        "nested column; lists are joined with spaces); repeat per field; id=COLUMN names "
+        "the seed ids. Columns named as the fields need none",
+    )
+
+
+def _seed_map(
+    args: argparse.Namespace, settings: dict[str, Any], settings_path: Path
+) -> tuple[tuple[str, str], ...]:
+    """``map`` of halugen.toml under the ``--map`` flags (a flag wins for its field)."""
+    from ..seeds.table import parse_map
+
+    mapping: dict[str, str] = {}
+    for field, column in (settings.get("map") or {}).items():
+        if not isinstance(column, str) or not column.strip():
+            raise ConfigError(
+                f"settings file {settings_path}: map.{field} must be a column name in quotes "
+                f"(got {column!r})"
+            )
+        mapping[field] = column.strip()
+    mapping.update(parse_map(getattr(args, "map", None) or ()))
+    return tuple(sorted(mapping.items()))
 
 
 def llm_flags(p: argparse.ArgumentParser) -> None:
@@ -304,6 +336,7 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
         tasks=tuple(tasks),
         seeds=tuple(seeds),
         seed_format=_pick(args, settings, "seed_format"),
+        seed_map=_seed_map(args, settings, settings_path),
         model=_pick(args, settings, "model", default=""),
         context_window=_pick(args, settings, "context_window"),
         base_url=base_url,

@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import UsageError
 from ..settings import INIT_TEMPLATE
 from .batch import add_batch_flags
-from .common import err, llm_flags, out, print_table, run_config
+from .common import err, llm_flags, map_flag, out, print_table, run_config
 
 
 def add_parsers(sub: Any) -> None:
@@ -23,6 +23,7 @@ def add_parsers(sub: Any) -> None:
     )
     run.add_argument("--seeds", nargs="+", help="seed files or glob patterns")
     run.add_argument("--seed-format", help="seed file format (default: detected)")
+    map_flag(run)
     run.add_argument(
         "--fresh",
         action="store_true",
@@ -50,6 +51,7 @@ def add_parsers(sub: Any) -> None:
     est.add_argument("--prompts", help="directory of prompt templates replacing bundled ones")
     est.add_argument("--seeds", nargs="+", help="seed files or glob patterns")
     est.add_argument("--seed-format", help="seed file format (default: detected)")
+    map_flag(est)
     est.add_argument("--temperature", type=float, help=argparse.SUPPRESS)
     est.add_argument("--max-tokens", type=int, help="max tokens per sampled answer (default 256)")
     llm_flags(est)

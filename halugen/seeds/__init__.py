@@ -6,6 +6,11 @@ money is spent) and then reads the files one after the other as a generator, in 
 over several tasks can send each file to its task. To add a format: write its reader module,
 register it in ``FORMATS`` here and give its keys and layouts to ``detect.SIGNATURES`` and
 ``detect.LAYOUTS``.
+
+A file no dataset layout fits, a Parquet or Arrow file, and every file when a mapping
+(``--map FIELD=COLUMN``) is given are read as a ``table`` (``table.py``): any task reads one,
+its columns named as the task's seed fields or mapped. A folder given as a seed path is a
+``save_to_disk`` dataset or a folder of Parquet shards (``table.dataset_files``).
 """
 
 from __future__ import annotations
@@ -13,13 +18,13 @@ from __future__ import annotations
 import errno
 import glob
 import os
-from collections.abc import Callable, Iterator, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from ..errors import InputError, UsageError
 from ..records import BadRecord, Seed
-from . import cnndm, halueval, hotpotqa, opendialkg
-from .detect import detect_format
+from . import cnndm, halueval, hotpotqa, opendialkg, table
+from .detect import accepted_formats, detect_format, detect_layout
 from .jsonl import special_file_kind, special_file_message
 
 __all__ = [
@@ -29,13 +34,17 @@ __all__ = [
     "expand_paths",
     "formats_by_task",
     "read_seeds",
+    "seed_fields",
     "task_of_format",
 ]
 
+ANY_TASK = ""  # the task of a format any task reads (a table, through its mapping)
+
 
 class SeedFormat(NamedTuple):
-    task: str  # the task whose seeds the format holds, e.g. "qa"
-    reader: Callable[[str], Iterator[Seed | BadRecord]]  # path -> seeds and bad records
+    task: str  # the task whose seeds the format holds, e.g. "qa"; ANY_TASK for a table
+    # path -> seeds and bad records; a table's reader takes (path, task, fields, mapping)
+    reader: Callable[..., Iterator[Seed | BadRecord]]
 
 
 FORMATS: dict[str, SeedFormat] = {
@@ -51,52 +60,95 @@ FORMATS: dict[str, SeedFormat] = {
     ),
     cnndm.FORMAT: SeedFormat(cnndm.TASK, cnndm.read_cnndm),
     cnndm.STORY_FORMAT: SeedFormat(cnndm.TASK, cnndm.read_cnndm_story),
+    table.FORMAT: SeedFormat(ANY_TASK, table.read_table),
 }
 
 _GLOB_CHARS = frozenset("*?[")
 
 
 def read_seeds(
-    paths: Sequence[str], task: str, *, fmt: str | None = None
+    paths: Sequence[str],
+    task: str,
+    *,
+    fmt: str | None = None,
+    mapping: Mapping[str, str] | None = None,
 ) -> Iterator[Seed | BadRecord]:
-    """Seeds of ``task`` from ``paths`` (files or glob patterns), in order, lazily.
+    """Seeds of ``task`` from ``paths`` (files, folders or glob patterns), in order, lazily.
 
-    ``fmt`` names the format of every file; None detects it per file from its first record.
-    Raises ``InputError`` at once for a missing file, an undetectable format or a format of
-    another task, and later, while iterating, for a file that turns out to be broken.
+    ``fmt`` names the format of every file; None detects it per file from its first record
+    (a file no dataset layout fits is read as a table). ``mapping`` is ``{seed field:
+    column}`` for tables (``--map``); with one, every file is read as a table.
+    Raises ``InputError`` / ``UsageError`` at once for a missing file, an undetectable
+    format, a format of another task or a column that does not exist, and later, while
+    iterating, for a file that turns out to be broken.
     """
-    plan = _plan(paths, fmt)
-    for path, name in plan:
+    plan = _plan(paths, fmt, mapping)
+    fields = seed_fields(task) if any(FORMATS[n].task == ANY_TASK for _, n, _ in plan) else ()
+    for path, name, seen in plan:
         _check_task(path, name, task, given=fmt is not None)
-    return _read(plan)
+        if FORMATS[name].task == ANY_TASK:
+            _check_table(path, task, fields, mapping, seen)
+    return _read([(path, name) for path, name, _ in plan], task, fields, mapping)
 
 
 def formats_by_task(
-    paths: Sequence[str], *, fmt: str | None = None
+    paths: Sequence[str], *, fmt: str | None = None, mapping: Mapping[str, str] | None = None
 ) -> dict[str, list[tuple[str, str]]]:
     """``task -> [(file, format), ...]`` for the files named by ``paths``, in their order.
 
     Each file's format is ``fmt`` or detected, and the file goes to the task its format
-    belongs to; a run over several tasks reads each task's files with ``read_seeds``.
+    belongs to; a table goes to the first built-in task whose seed fields are all among
+    its columns. A run over several tasks reads each task's files with ``read_seeds``.
     Raises ``InputError`` / ``UsageError`` as ``read_seeds`` does, before anything is read.
     """
+    if mapping:
+        raise UsageError(
+            "--map names the columns of one task's seed fields: run one task at a time "
+            "(--task NAME) when seeds are read through a mapping"
+        )
     groups: dict[str, list[tuple[str, str]]] = {}
-    for path, name in _plan(paths, fmt):
-        groups.setdefault(FORMATS[name].task, []).append((path, name))
+    for path, name, seen in _plan(paths, fmt, None):
+        task = FORMATS[name].task or _task_of_table(path, seen)
+        groups.setdefault(task, []).append((path, name))
     return groups
 
 
+def seed_fields(task: str) -> tuple[str, ...]:
+    """The seed fields of ``task``: what a table's columns must give."""
+    from ..tasks import get_task
+
+    return tuple(get_task(task).seed_fields)
+
+
 def task_of_format(name: str) -> str:
-    """The task whose seeds the format ``name`` holds; ``UsageError`` for an unknown name."""
+    """The task whose seeds the format ``name`` holds ("" for a table, which any task reads);
+    ``UsageError`` for an unknown name."""
     return FORMATS[_known(name)].task
 
 
-def _plan(paths: Sequence[str], fmt: str | None) -> list[tuple[str, str]]:
+def _plan(
+    paths: Sequence[str], fmt: str | None, mapping: Mapping[str, str] | None
+) -> list[tuple[str, str, str | None]]:
+    """``(file, format, what it starts with when detected as a table, else None)``."""
     if isinstance(paths, str):  # a lone path is an easy slip; it is not a list of characters
         paths = [paths]
     if fmt is not None:
         _known(fmt)
-    return [(path, fmt or detect_format(path)) for path in expand_paths(paths)]
+        if mapping and FORMATS[fmt].task != ANY_TASK:
+            raise UsageError(
+                f"--map reads a table's columns, but seed format {fmt} has its own fields: "
+                f"leave out --seed-format (or name --seed-format {table.FORMAT})"
+            )
+    plan: list[tuple[str, str, str | None]] = []
+    for path in expand_paths(paths):
+        if fmt is not None:
+            plan.append((path, fmt, None))
+        elif mapping or table.is_binary_table(path):
+            plan.append((path, table.FORMAT, None))
+        else:
+            name, seen = detect_layout(path)
+            plan.append((path, name, None) if name else (path, table.FORMAT, seen))
+    return plan
 
 
 def _known(fmt: str) -> str:
@@ -130,9 +182,13 @@ def _expand_one(given: str) -> list[str]:
     if os.path.isfile(path):
         return [path]
     if os.path.isdir(path):
-        raise InputError(
-            f"seed file {given} is a directory (name the files in it, e.g. {given}/*.json)"
-        )
+        files = table.dataset_files(path)
+        if files is None:
+            raise InputError(
+                f"seed file {given} is a directory that holds neither Parquet shards nor a "
+                f"dataset saved with save_to_disk (name the files in it, e.g. {given}/*.json)"
+            )
+        return files
     kind = special_file_kind(path)
     if kind is not None:
         raise InputError(special_file_message(given, kind))
@@ -176,7 +232,7 @@ def _unreachable(given: str, path: str) -> str:
 
 def _check_task(path: str, name: str, task: str, *, given: bool) -> None:
     fmt = FORMATS[name]
-    if fmt.task == task:
+    if fmt.task in (task, ANY_TASK):
         return
     fitting = [n for n, f in FORMATS.items() if f.task == task]
     where = f"seed format {name}" if given else f"{path} is in the {name} format, which"
@@ -186,6 +242,52 @@ def _check_task(path: str, name: str, task: str, *, given: bool) -> None:
     )
 
 
-def _read(plan: list[tuple[str, str]]) -> Iterator[Seed | BadRecord]:
+def _check_table(
+    path: str,
+    task: str,
+    fields: Sequence[str],
+    mapping: Mapping[str, str] | None,
+    seen: str | None,
+) -> None:
+    try:
+        table.check_table(path, task, fields, mapping)
+    except InputError as err:
+        if seen is None:
+            raise
+        # detected: the file fits no dataset layout, and as a table it lacks a field
+        problem = str(err).removeprefix(f"{path} ")
+        raise InputError(
+            f"cannot tell the seed format of {path}: it holds {seen}. Accepted formats: "
+            f"{accepted_formats()}. Read as a table, it {problem}"
+        ) from None
+
+
+def _task_of_table(path: str, seen: str | None) -> str:
+    from ..tasks import TASK_NAMES
+
+    for task in TASK_NAMES:
+        try:
+            table.check_table(path, task, seed_fields(task), None)
+        except InputError:
+            continue
+        return task
+    raise InputError(
+        f"cannot tell the seed format of {path}: it holds {seen or 'a table'}. Accepted "
+        f"formats: {accepted_formats()}. A table whose columns are not one task's seed "
+        "fields is read by one task at a time (--task NAME, with --map FIELD=COLUMN)"
+    )
+
+
+def _read(
+    plan: list[tuple[str, str]],
+    task: str,
+    fields: Sequence[str],
+    mapping: Mapping[str, str] | None,
+) -> Iterator[Seed | BadRecord]:
     for path, name in plan:
-        yield from FORMATS[name].reader(path)
+        fmt = FORMATS[name]
+        reader: Any = fmt.reader
+        if fmt.task == ANY_TASK:
+            yield from reader(path, task, fields, mapping)
+        else:
+            yield from reader(path)

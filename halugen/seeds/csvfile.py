@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..records import BadRecord
 from .jsonl import one_line, open_seed_file
 
-__all__ = ["FIELD_LIMIT", "header_columns", "iter_csv", "normalise_column"]
+__all__ = ["FIELD_LIMIT", "csv_columns", "header_columns", "iter_csv", "normalise_column"]
 
 FIELD_LIMIT = 1 << 30  # 1 GiB: far above any real cell, and valid for the C long on every OS
 _READ_ERRORS = (OSError, EOFError, zlib.error)
@@ -37,6 +37,20 @@ def header_columns(line: str) -> list[str]:
         return [normalise_column(c) for c in next(csv.reader([line]), [])]
     except csv.Error:
         return []
+
+
+def csv_columns(path: str) -> list[str]:
+    """The normalised column names of the CSV file ``path``'s header row (quoted line breaks
+    and all); ``InputError`` when the file is empty or its header cannot be read."""
+    _raise_field_limit()
+    raw = open_seed_file(path)
+    with io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="") as text:
+        header = next(_rows(csv.reader(text, strict=True), path), None)
+    if header is None:
+        raise InputError(f"{path} is empty")
+    if isinstance(header[1], BadRecord):
+        raise InputError(f"{path}: cannot read its CSV header ({header[1].reason})")
+    return [normalise_column(n) for n in header[1]]
 
 
 def iter_csv(

@@ -17,7 +17,7 @@ import ijson
 import orjson
 
 from ..errors import InputError
-from . import cnndm, halueval, hotpotqa, opendialkg
+from . import cnndm, halueval, hotpotqa, opendialkg, table
 from .badbytes import MarkedBytes
 from .csvfile import header_columns
 from .jsonl import IJSON, first_char, kind_of, one_line, open_seed_file
@@ -27,6 +27,7 @@ __all__ = [
     "SIGNATURES",
     "accepted_formats",
     "detect_format",
+    "detect_layout",
     "first_keys",
     "sniff",
 ]
@@ -70,8 +71,7 @@ _SHOWN_KEYS = 12
 
 def detect_format(path: str) -> str:
     """The name of the seed format of ``path``; ``InputError`` when no format fits."""
-    layout, keys, seen = sniff(path)
-    name = _match(layout, keys)
+    name, seen = detect_layout(path)
     if name is not None:
         return name
     raise InputError(
@@ -81,9 +81,20 @@ def detect_format(path: str) -> str:
     )
 
 
+def detect_layout(path: str) -> tuple[str | None, str]:
+    """``(the dataset format of path or None, what the file starts with)``.
+
+    None when no dataset's own layout fits: the file may still be a table that a mapping
+    (``--map``) reads. ``InputError`` when the file is empty or its first record broken.
+    """
+    layout, keys, seen = sniff(path)
+    return _match(layout, keys), seen
+
+
 def accepted_formats() -> str:
-    """The formats and their shapes, for messages."""
-    return "; ".join(f"{name} ({description})" for name, _, description in SIGNATURES)
+    """The formats and their shapes, for messages; a table last (any columns, mapped)."""
+    shapes = [f"{name} ({description})" for name, _, description in SIGNATURES]
+    return "; ".join([*shapes, f"{table.FORMAT} ({table.DESCRIPTION})"])
 
 
 def first_keys(path: str) -> tuple[frozenset[str] | None, str]:

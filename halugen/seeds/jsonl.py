@@ -21,7 +21,7 @@ import os
 import stat
 import zlib
 from collections.abc import Iterator, Mapping
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import ijson
 import orjson
@@ -106,7 +106,7 @@ def open_seed_file(path: str) -> BinaryIO:
     if kind is not None:  # opening a FIFO would wait for a writer
         raise InputError(special_file_message(path, kind))
     try:
-        f: BinaryIO = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")  # noqa: SIM115
+        f = cast(BinaryIO, gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb"))  # noqa: SIM115
     except FileNotFoundError:
         raise InputError(f"seed file {path} not found (check the path)") from None
     except IsADirectoryError:

@@ -125,4 +125,4 @@ def test_broken_first_record(tmp_path: Path) -> None:
 
 def test_every_format_is_detectable_and_registered() -> None:
     names = [name for name, _, _ in SIGNATURES]
-    assert sorted(names) == sorted(FORMATS)
+    assert sorted(names) == sorted(set(FORMATS) - {"table"})  # a table has no signature
