@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import orjson
 from rich.console import Console
 
@@ -25,7 +26,8 @@ from .llm.transport import AiohttpTransport, Transport
 from .pipeline import run_pipeline
 from .prompts import load_template
 from .records import Seed
-from .seeds import formats_by_task, read_seeds
+from .seeds import expand_paths, formats_by_task, read_seeds
+from .seeds.stamps import stamp_files
 from .session import call_session, drive, prepare_endpoint, resolve_price
 from .stages.context import GenContext, LoadedTask
 from .stages.seeds import SeedSource
@@ -166,6 +168,7 @@ async def _generate(
     console: Console | None,
     on_run: Callable[[str, bool], None] | None,
 ) -> RunOutcome:
+    files = expand_paths([path for paths in files_of.values() for path in paths])
     async with call_session(
         cfg,
         kind="generate",
@@ -173,6 +176,7 @@ async def _generate(
         tasks=",".join(cfg.tasks),
         transport=transport,
         on_run=on_run,
+        seed_files=await anyio.to_thread.run_sync(stamp_files, files),
     ) as session:
         store, run_id = session.store, session.run_id
         session.notes[:0] = endpoint_notes

@@ -13,7 +13,7 @@ import dataclasses
 import gc
 import logging
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ from .llm.endpoint import EndpointInfo, describe_endpoint, pick_model
 from .llm.pool import EndpointPool
 from .llm.transport import AiohttpTransport, Transport
 from .records import fingerprint
+from .seeds.stamps import FileStamp, check_stamps, record_stamps
 from .stats import RunStats
 from .store.db import Store, open_store
 from .tokens import TokenCounter, get_counter
@@ -136,6 +137,7 @@ def _open_run(
     tasks: str,
     price: ModelPrice,
     budget: int | None,
+    seed_files: Sequence[FileStamp] = (),
 ) -> tuple[str, bool]:
     config_hash = fingerprint(identity)
     run = None
@@ -162,8 +164,10 @@ def _open_run(
             budget_pusd=budget,
             version=__version__,
         )
+        record_stamps(store, run_id, seed_files)
         return run_id, False
     run_id = run["run_id"]
+    check_stamps(store, run_id, seed_files)  # the same paths must hold the same seeds
     updates: dict[str, Any] = {
         "status": "running",
         "status_detail": None,
@@ -203,8 +207,13 @@ async def call_session(
     tasks: str,
     transport: Transport | None = None,
     on_run: Callable[[str, bool], None] | None = None,
+    seed_files: Sequence[FileStamp] = (),
 ) -> AsyncIterator[CallSession]:
-    """Open (or resume) the run of ``kind`` whose settings are ``identity``."""
+    """Open (or resume) the run of ``kind`` whose settings are ``identity``.
+
+    ``seed_files``: the stamps of the files a generation run reads; recorded with a new
+    run, checked against the recorded ones on resume (``seeds.stamps``).
+    """
     price, notes = resolve_price(cfg)
     budget = usd_to_pusd(cfg.budget_usd) if cfg.budget_usd is not None else None
     counter = get_counter(price.tokenizer)
@@ -213,7 +222,14 @@ async def call_session(
     transport = transport or AiohttpTransport()
     try:
         run_id, resumed = _open_run(
-            store, cfg, kind=kind, identity=identity, tasks=tasks, price=price, budget=budget
+            store,
+            cfg,
+            kind=kind,
+            identity=identity,
+            tasks=tasks,
+            price=price,
+            budget=budget,
+            seed_files=seed_files,
         )
         if on_run is not None:
             on_run(run_id, resumed)

@@ -682,6 +682,18 @@ SELECT b.batch_id, b.run_id, b.kind, b.state, b.status, b.provider_batch_id, b.r
 FROM batches b;
 """
 
+# The seed files a generation run read, each with its size and hash when the run started:
+# a resume whose files changed under the same paths is refused (seeds/stamps.py).
+_SEED_FILES = """
+CREATE TABLE seed_files (
+    run_id VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,             -- as the seed paths name it (globs and folders expanded)
+    size BIGINT NOT NULL,              -- bytes
+    sha256 VARCHAR NOT NULL,
+    recorded_at TIMESTAMP NOT NULL
+);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
@@ -697,4 +709,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0012_endpoint_capabilities", _CAPABILITIES),
     ("0013_audit_results", _AUDIT),
     ("0014_batches", _BATCHES),
+    ("0015_seed_files", _SEED_FILES),
 )

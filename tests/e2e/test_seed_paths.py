@@ -70,3 +70,48 @@ def test_a_seed_symlink_loop_is_named_with_exit_2(simulator, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "symbolic link that loops" in err and "not found" not in err
     assert sim.stats(keys=False)["requests"] == 0
+
+
+def test_a_seed_file_changed_under_its_path_is_refused_on_resume_unless_fresh(
+    simulator, hotpot_file, tmp_path, capsys
+):
+    sim = simulator()
+    seeds = hotpot_file(3)
+    db = tmp_path / "h.duckdb"
+    assert main(_args(sim, seeds, db)) == 0
+    (first_run,) = query(db, "SELECT run_id FROM runs")[0]
+    recorded = query(db, "SELECT path, size, sha256 FROM seed_files")
+    assert [(p, s) for p, s, _ in recorded] == [(str(seeds), seeds.stat().st_size)]
+    assert main(_args(sim, seeds, db)) == 0  # unchanged: resumes, nothing to do
+    capsys.readouterr()
+    before = sim.stats(keys=False)["requests"]
+    # the same size, another text: only the hash tells
+    seeds.write_bytes(seeds.read_bytes().replace(b"Serin0", b"Serin9", 1))
+    assert main(_args(sim, seeds, db)) == 2
+    err = capsys.readouterr().err
+    assert f"seed file {seeds} changed since run {first_run} read it (same size" in err
+    assert "--fresh" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert sim.stats(keys=False)["requests"] == before  # refused before any call
+    # a changed file never starts a new run on its own; --fresh does
+    assert query(db, "SELECT count(*) FROM runs") == [(1,)]
+    assert main(_args(sim, seeds, db, "--fresh")) == 0
+    runs = query(db, "SELECT run_id FROM runs ORDER BY created_at")
+    assert len(runs) == 2
+    (new_size,) = query(db, f"SELECT size FROM seed_files WHERE run_id = '{runs[1][0]}'")[0]
+    assert new_size == seeds.stat().st_size
+
+
+def test_a_file_added_to_a_seed_pattern_is_refused_on_resume(
+    simulator, tmp_path, capsys, monkeypatch
+):
+    sim = simulator()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.json").write_bytes(orjson.dumps([hotpot_record(0)]))
+    db = tmp_path / "h.duckdb"
+    assert main(_args(sim, "*.json", db)) == 0
+    capsys.readouterr()
+    (tmp_path / "b.json").write_bytes(orjson.dumps([hotpot_record(1)]))
+    assert main(_args(sim, "*.json", db)) == 2
+    err = capsys.readouterr().err
+    assert "seed file b.json is not among the files run" in err and "--fresh" in err
