@@ -115,3 +115,92 @@ def test_a_file_added_to_a_seed_pattern_is_refused_on_resume(
     assert main(_args(sim, "*.json", db)) == 2
     err = capsys.readouterr().err
     assert "seed file b.json is not among the files run" in err and "--fresh" in err
+
+
+def _hub_folder(tmp_path, n: int, *, empty_answer_at: int | None = None):
+    """A Hub-style Parquet folder (data/train-0000k-of-00002.parquet) with nested columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = []
+    for i in range(n):
+        rec = hotpot_record(i)
+        rows.append(
+            {
+                "id": rec["_id"],
+                "query": rec["question"],
+                "answer": "" if i == empty_answer_at else rec["answer"],
+                "context": {
+                    "title": [t for t, _ in rec["context"]],
+                    "sentences": [s for _, s in rec["context"]],
+                },
+            }
+        )
+    data = tmp_path / "hub" / "data"
+    data.mkdir(parents=True)
+    half = n // 2
+    for k, part in enumerate((rows[:half], rows[half:])):
+        pq.write_table(pa.Table.from_pylist(part), data / f"train-{k:05d}-of-00002.parquet")
+    return tmp_path / "hub"
+
+
+MAPS = ("--map", "question=query", "--map", "right_answer=answer",
+        "--map", "knowledge=context.sentences", "--map", "id=id")  # fmt: skip
+
+
+def test_run_from_a_parquet_folder_with_map(simulator, tmp_path, capsys):
+    sim = simulator()
+    hub = _hub_folder(tmp_path, 6, empty_answer_at=4)
+    db = tmp_path / "h.duckdb"
+    code = main(_args(sim, hub, db, *MAPS))
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    rows = query(db, "SELECT seed_id, question, right_answer, knowledge FROM samples ORDER BY 1")
+    assert [r[0] for r in rows] == ["rec00000", "rec00001", "rec00002", "rec00003", "rec00005"]
+    record = hotpot_record(0)
+    assert rows[0][1:3] == (record["question"], record["answer"])
+    assert rows[0][3].startswith("Aldo Brun0 was a painter born in Vallona0 in 1800.")
+    assert "He worked mostly in Lisbon. Vallona0 is a small town" in rows[0][3]
+    assert query(db, "SELECT source_file, source_line, reason FROM bad_records") == [
+        (str(hub / "data" / "train-00001-of-00002.parquet"), 2, "column answer is empty")
+    ]
+    (config_json,) = query(db, "SELECT config_json FROM runs")[0]
+    assert json.loads(config_json)["seed_map"] == {
+        "id": "id",
+        "knowledge": "context.sentences",
+        "question": "query",
+        "right_answer": "answer",
+    }
+    # the same mapping from halugen.toml is the same run; the flag wins for its field
+    settings = tmp_path / "halugen.toml"
+    settings.write_text(
+        '[run]\nmap = { question = "query", right_answer = "answer", id = "id", '
+        'knowledge = "context.title" }\n'
+    )
+    before = sim.stats(keys=False)["requests"]
+    code = main(
+        _args(sim, hub, db, "--config", str(settings), "--map", "knowledge=context.sentences")
+    )
+    assert code == 0, capsys.readouterr().err
+    assert query(db, "SELECT count(*) FROM runs") == [(1,)]
+    assert sim.stats(keys=False)["requests"] == before
+
+
+def test_a_mapped_column_no_record_has_exits_2_before_any_call(simulator, tmp_path, capsys):
+    sim = simulator()
+    hub = _hub_folder(tmp_path, 2)
+    maps = [m.replace("question=query", "question=qeury") for m in MAPS]
+    assert main(_args(sim, hub, tmp_path / "h.duckdb", *maps)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --map question=qeury: ")
+    assert "has no column qeury (its columns are: id, query, answer, context)" in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert sim.stats(keys=False)["requests"] == 0
+
+
+def test_estimate_reads_a_table_with_map(tmp_path, capsys):
+    hub = _hub_folder(tmp_path, 4)
+    code = main(["estimate", "--seeds", str(hub), "--model", "gpt-4o-mini", *MAPS,
+                 "--db", str(tmp_path / "h.duckdb")])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and "qa" in out and " 4 " in out
