@@ -1,21 +1,30 @@
-"""Reading seeds: HotpotQA JSON arrays through the bad-byte marking, and one enormous field.
+"""Reading seeds: HotpotQA JSON arrays, one enormous field, seed file hashes, big Parquet.
 
 Prints, for a HotpotQA-shaped array built from the real dev sample (../shared/data, or the
 test fixture records when it is absent), the read rate of ``read_seeds`` with clean records and
 with one bad record in 50, against ijson straight over the file (what the reader did before
 bad bytes were marked). Then the time ``fit_to_context`` takes on one 50 MB field without
 whitespace, and the time exact tiktoken counting of 3 MB of such text takes, for scale.
-Timings on a shared 2-core machine are noisy: medians of 3.
 
-    python bench/read_seeds.py [--mb 100]
+``hash``: what a run pays at each start to stamp its seed files (size + streamed sha256,
+``seeds/stamps.py``) for an array as large as HotpotQA's train file (566 MB), beside the
+time reading it takes. ``parquet``: peak RSS of a process reading every seed of a large
+generated Parquet file (2M rows of HF-hotpot_qa-shaped nested columns, uncompressed, ~1 GB;
+written to $TMPDIR and deleted) through ``--map``, against the same for a 1,000-row file:
+memory stays flat. Timings on a shared 2-core machine are noisy: medians of 3.
+
+    python bench/read_seeds.py [--mb 100] [--hash-mb 566] [--parquet-rows 2000000]
+                               [--only json,fit,hash,parquet]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import string
+import subprocess
 import sys
 import tempfile
 import time
@@ -95,14 +104,140 @@ def plain_ijson(path: Path) -> int:
         return sum(1 for _ in IJSON.items(f, "item", use_float=True))
 
 
+def bench_hash(mb: int) -> None:
+    from halugen.seeds import stamps
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "hotpot_train_like.json"
+        n = write_array(path, mb)
+        size = path.stat().st_size / (1 << 20)
+
+        def stamp() -> object:
+            stamps._HASHED.clear()  # measure the hashing, not the per-process cache
+            return stamps.stamp_files([str(path)])
+
+        t_hash, _ = timed(stamp)
+        t_cached, _ = timed(lambda: stamps.stamp_files([str(path)]))
+        t_read, _ = timed(lambda: count_seeds(path))
+        print(f"Seed file stamp (size + sha256) of a {size:.0f} MB HotpotQA array ({n:,} records):")
+        print(f"  hashing, at each run start:  {t_hash:6.2f} s ({size / t_hash:,.0f} MB/s)")
+        print(
+            f"  again in the same process:   {t_cached * 1000:6.2f} ms (cached by size/mtime/inode)"
+        )
+        print(f"  reading its seeds, for scale: {t_read:6.2f} s ({t_hash / t_read:.1%} of it)")
+
+
+def write_parquet(path: Path, rows: int) -> None:
+    """HF hotpot_qa-shaped rows (context: struct of title list and sentence lists), written
+    without dictionaries or compression so the file's size on disk is its data's."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = random.Random(7)
+    words = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 9))) for _ in range(4000)]
+    sentences = pa.array(
+        [" ".join(rng.choices(words, k=14)).capitalize() + "." for _ in range(20_000)]
+    )
+    chunk = 100_000  # rows per row group
+    writer = None
+    try:
+        for start in range(0, rows, chunk):
+            m = min(chunk, rows - start)
+            picks = np.random.default_rng(start).integers(0, len(sentences), m * 6)
+            flat = sentences.take(pa.array(picks))  # 6 sentences a row
+            inner = pa.ListArray.from_arrays(pa.array(np.arange(0, m * 6 + 1, 3)), flat)
+            pairs = pa.array(np.arange(0, m * 2 + 1, 2))
+            table = pa.table(
+                {
+                    "id": pa.array([f"r{start + i}" for i in range(m)]),
+                    "question": flat.slice(m * 2, m),
+                    "answer": flat.slice(m * 3, m),
+                    "context": pa.StructArray.from_arrays(
+                        [
+                            pa.ListArray.from_arrays(pairs, flat.slice(0, m * 2)),
+                            pa.ListArray.from_arrays(pairs, inner),
+                        ],
+                        names=["title", "sentences"],
+                    ),
+                }
+            )
+            if writer is None:
+                writer = pq.ParquetWriter(
+                    str(path), table.schema, compression="NONE", use_dictionary=False
+                )
+            writer.write_table(table, row_group_size=chunk)
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+_READ_ALL = """
+import resource, sys, time
+from halugen.records import Seed
+from halugen.seeds import read_seeds
+t = time.perf_counter()
+mapping = {"knowledge": "context.sentences", "right_answer": "answer", "id": "id"}
+n = sum(isinstance(x, Seed) for x in read_seeds([sys.argv[1]], "qa", mapping=mapping))
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(n, rss, time.perf_counter() - t)
+"""
+
+
+def read_all(path: Path) -> tuple[int, float, float]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = subprocess.run(
+        [sys.executable, "-c", _READ_ALL, str(path)], capture_output=True, text=True, env=env
+    )
+    if out.returncode:
+        raise RuntimeError(out.stderr)
+    n, rss, secs = out.stdout.split()
+    return int(n), float(rss), float(secs)
+
+
+def bench_parquet(rows: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        small, big = Path(tmp) / "small.parquet", Path(tmp) / "big.parquet"
+        write_parquet(small, 1000)
+        start = time.perf_counter()
+        write_parquet(big, rows)
+        made = time.perf_counter() - start
+        size = big.stat().st_size / (1 << 20)
+        n_small, rss_small, _ = read_all(small)
+        n_big, rss_big, secs = read_all(big)
+        kb = small.stat().st_size / 1024
+        print("Parquet seeds through --map (nested context.sentences), read to the end:")
+        print(f"  {n_small:>9,} rows, {kb:,.0f} KB: peak RSS {rss_small:,.0f} MB")
+        print(
+            f"  {n_big:>9,} rows, {size:,.0f} MB: peak RSS {rss_big:,.0f} MB "
+            f"({rss_big - rss_small:+,.0f} MB; read in {secs:,.0f} s, {n_big / secs:,.0f} rows/s; "
+            f"written in {made:,.0f} s)"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=100)
+    ap.add_argument("--hash-mb", type=int, default=566)
+    ap.add_argument("--parquet-rows", type=int, default=2_000_000)
+    ap.add_argument("--only", default="json,fit,hash,parquet")
     args = ap.parse_args()
+    only = set(args.only.split(","))
+    if "hash" in only:
+        bench_hash(args.hash_mb)
+    if "parquet" in only:
+        bench_parquet(args.parquet_rows)
+    if "json" in only:
+        bench_json(args.mb)
+    if "fit" in only:
+        bench_fit()
+
+
+def bench_json(mb: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         clean, dirty = Path(tmp) / "clean.json", Path(tmp) / "dirty.json"
-        n = write_array(clean, args.mb)
-        write_array(dirty, args.mb, bad_every=50)
+        n = write_array(clean, mb)
+        write_array(dirty, mb, bad_every=50)
         size = clean.stat().st_size / (1 << 20)
         t_ijson, _ = timed(lambda: plain_ijson(clean))
         t_clean, got = timed(lambda: count_seeds(clean))
@@ -112,6 +247,9 @@ def main() -> None:
         print(f"  ijson alone (parse only):        {size / t_ijson:6.1f} MB/s")
         print(f"  read_seeds, clean:               {size / t_clean:6.1f} MB/s  {got}")
         print(f"  read_seeds, 1 bad record in 50:  {size / t_dirty:6.1f} MB/s  {got_dirty}")
+
+
+def bench_fit() -> None:
     counter = get_counter("cl100k_base")
     rng = random.Random(1)
     block = "".join(rng.choices(string.ascii_letters, k=1 << 16))

@@ -374,12 +374,13 @@ def read_table(
     kind = table_kind(path)
     paths = {field: _parts(column, kind) for field, column in columns.items()}
     base = os.path.basename(path)
+    items = list(paths.items())
     for row, record in _rows(path, kind, sorted({p[0] for p in paths.values()})):
         if isinstance(record, BadRecord):
             yield record
             continue
         try:
-            values = {f: _field_text(record, paths[f], columns[f]) for f in paths}
+            values = {f: _field_text(record, path_of, columns[f]) for f, path_of in items}
         except RecordProblem as problem:
             yield BadRecord(path, row, str(problem))
             continue
@@ -488,26 +489,35 @@ def _first_line(err: BaseException) -> str:
 _MISSING = object()
 
 
-def _field_text(record: Mapping[str, Any], parts: list[str], column: str) -> str:
+def _field_text(record: dict[str, Any], parts: list[str], column: str) -> str:
     """The text of ``column`` in ``record``: lists flattened and joined with one space."""
     value = _resolve(record, parts)
     if value is _MISSING:
         raise RecordProblem(f"missing column {column}")
-    pieces: list[str] = []
-    _texts(value, column, pieces)
-    text = " ".join(pieces)
+    if type(value) is str:  # the common case, kept as given
+        text = value
+    else:
+        pieces: list[str] = []
+        _texts(value, column, pieces, in_list=False)
+        text = " ".join(pieces)
     if not text.strip():
         raise RecordProblem(f"column {column} is empty")
     check_text(column, text)
     return text
 
 
+# Rows come as dicts and lists (pyarrow's to_pylist, orjson, the CSV reader): the hot paths
+# test for exactly those types, which is several times cheaper than the abstract ones.
+
+
 def _resolve(value: Any, parts: list[str]) -> Any:
     if not parts:
         return value
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
+        if len(parts) == 1:
+            return value.get(parts[0], _MISSING)
         for n in range(len(parts), 0, -1):  # a key literally named "a.b" wins
-            key = ".".join(parts[:n])
+            key = ".".join(parts[:n]) if n > 1 else parts[0]
             if key in value:
                 return _resolve(value[key], parts[n:])
         return _MISSING
@@ -517,21 +527,26 @@ def _resolve(value: Any, parts: list[str]) -> Any:
     return _MISSING
 
 
-def _texts(value: Any, column: str, out: list[str], *, in_list: bool = False) -> None:
+def _texts(value: Any, column: str, out: list[str], *, in_list: bool) -> None:
     """The texts of ``value`` into ``out``. A text on its own is kept as given; the items
     of a list are trimmed, to be joined on exactly one space (as HotpotQA's sentences are)."""
-    if value is None:
-        return
-    if isinstance(value, str):
-        if value.strip():
-            out.append(value.strip() if in_list else value)
-    elif isinstance(value, bool):
-        raise RecordProblem(f"column {column} holds {kind_of(value)}, not text")
-    elif isinstance(value, int | float):
-        out.append(str(value))
-    elif isinstance(value, list | tuple):
+    kind = type(value)
+    if kind is str:
+        if in_list:
+            value = value.strip()
+            if value:
+                out.append(value)
+        elif value.strip():
+            out.append(value)
+    elif kind is list or kind is tuple:
         for item in value:
             _texts(item, column, out, in_list=True)
+    elif value is None:
+        return
+    elif kind is bool:
+        raise RecordProblem(f"column {column} holds {kind_of(value)}, not text")
+    elif kind is int or kind is float:
+        out.append(str(value))
     elif isinstance(value, Mapping):
         raise RecordProblem(
             f"column {column} holds an object, not text: name one of its fields "
