@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -236,8 +237,12 @@ async def _generate(
             sources.append(
                 SeedSource(
                     task=task,
-                    read=lambda task=task: read_seeds(
-                        files_of[task], task, fmt=cfg.seed_format, mapping=cfg.seed_mapping
+                    read=functools.partial(
+                        read_seeds,
+                        files_of[task],
+                        task,
+                        fmt=cfg.seed_format,
+                        mapping=cfg.seed_mapping,
                     ),
                     pending=pending,
                     admitted=store.admitted_seeds(run_id, task),
