@@ -172,15 +172,18 @@ def write_parquet(path: Path, rows: int) -> None:
             writer.close()
 
 
+# Peak RSS from VmHWM: the process's own high-water mark (getrusage's ru_maxrss may carry
+# the forking parent's over exec, and the parent here holds the generated data).
 _READ_ALL = """
-import resource, sys, time
+import sys, time
 from halugen.records import Seed
 from halugen.seeds import read_seeds
 t = time.perf_counter()
 mapping = {"knowledge": "context.sentences", "right_answer": "answer", "id": "id"}
 n = sum(isinstance(x, Seed) for x in read_seeds([sys.argv[1]], "qa", mapping=mapping))
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(n, rss, time.perf_counter() - t)
+secs = time.perf_counter() - t
+hwm = next(l for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+print(n, int(hwm.split()[1]) / 1024, secs)
 """
 
 

@@ -61,6 +61,7 @@ _PARQUET_MAGIC = b"PAR1"
 _ARROW_FILE_MAGIC = b"ARROW1"
 _ARROW_STREAM_MAGIC = b"\xff\xff\xff\xff"  # the continuation marker an IPC stream starts with
 _BATCH_ROWS = 512  # rows turned into Python values at a time
+_READ_BUFFER = 1 << 20  # bytes of a Parquet file read at a time
 _SAMPLE_ROWS = 1000  # JSON rows looked at to tell which columns exist
 _SHOWN = 20  # columns listed in a message
 _SHARD = re.compile(r"^(?P<split>.+?)-\d{5}-of-\d{5}(?:\.[a-z0-9]+)+$")
@@ -418,7 +419,9 @@ def _arrow_rows(path: str, kind: str, roots: list[str]) -> Iterator[dict[str, An
         if kind == "parquet":
             import pyarrow.parquet as pq
 
-            with pq.ParquetFile(path) as pf:
+            # no pre-buffering and a small read buffer: pages are read as rows are taken,
+            # never whole row groups (pre_buffer would read every column chunk at once)
+            with pq.ParquetFile(path, pre_buffer=False, buffer_size=_READ_BUFFER) as pf:
                 names = [c for c in roots if c in pf.schema_arrow.names]
                 for batch in pf.iter_batches(batch_size=_BATCH_ROWS, columns=names):
                     yield from batch.to_pylist()
@@ -444,14 +447,15 @@ def _parquet_schema(path: str) -> Any:
 
 
 class _ArrowFile:
-    """An Arrow IPC file (``ARROW1``) or stream (what ``save_to_disk`` writes), memory-mapped."""
+    """An Arrow IPC file (``ARROW1``) or stream (what ``save_to_disk`` writes), read a batch
+    at a time (not memory-mapped: the pages of a mapped file count in the process's RSS)."""
 
     def __init__(self, path: str) -> None:
         import pyarrow as pa
 
         self.path = path
         try:
-            self._source = pa.memory_map(path)
+            self._source = pa.OSFile(path)
             try:
                 self._reader: Any = pa.ipc.open_file(self._source)
                 self._file = True
