@@ -266,10 +266,13 @@ def _table_shape(path: str, kind: str) -> dict[str, Any]:
         return dict.fromkeys(csv_columns(path))
     shape: dict[str, Any] = {}
     seen = False
-    for _, record in islice(iter_records(path), _SAMPLE_ROWS):
+    for row, record in islice(iter_records(path), _SAMPLE_ROWS):
         if isinstance(record, Mapping):
             seen = True
-            _merge(shape, record)
+            try:
+                _merge(shape, record)
+            except RecursionError:
+                raise InputError(f"{path}: record {row} nests too deep to read") from None
     if not seen:
         raise InputError(
             f"{path}: none of its first {_SAMPLE_ROWS:,} records is a JSON object with columns"
@@ -384,6 +387,9 @@ def read_table(
             values = {f: _field_text(record, path_of, columns[f]) for f, path_of in items}
         except RecordProblem as problem:
             yield BadRecord(path, row, str(problem))
+            continue
+        except RecursionError:
+            yield BadRecord(path, row, "nests too deep to read")
             continue
         seed_id = values.pop(ID_FIELD, None)
         yield Seed(
