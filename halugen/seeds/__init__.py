@@ -19,7 +19,7 @@ import errno
 import glob
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ..errors import InputError, UsageError
 from ..records import BadRecord, Seed
@@ -286,8 +286,7 @@ def _read(
 ) -> Iterator[Seed | BadRecord]:
     for path, name in plan:
         fmt = FORMATS[name]
-        reader: Any = fmt.reader
         if fmt.task == ANY_TASK:
-            yield from reader(path, task, fields, mapping)
+            yield from fmt.reader(path, task, fields, mapping)
         else:
-            yield from reader(path)
+            yield from fmt.reader(path)
