@@ -43,7 +43,10 @@ YES_WORDS = ("yes", "yeah", "yep", "yup")
 NO_WORDS = ("no", "nope", "nah")
 # Other languages' answer words ("no" is Spanish and Italian too).
 _FOREIGN_YES = ("ja", "oui", "sí", "sì", "sim", "да", "是的", "是", "はい", "예", "네")
-_FOREIGN_NO = ("nein", "non", "não", "нет", "不是", "否", "不", "没有", "いいえ", "아니요", "아니오", "아뇨")
+_FOREIGN_NO = (
+    *("nein", "non", "não", "нет"),
+    *("不是", "否", "不", "没有", "いいえ", "아니요", "아니오", "아뇨"),
+)
 _YES_SET = frozenset((*YES_WORDS, *_FOREIGN_YES, "y"))
 _OPPOSITE = {"yes": "no", "no": "yes"}
 
@@ -140,7 +143,13 @@ _NOTHING = (
     r"(?:that\s+)?(?:is|are|was|were|seems?|appears?)\s+(?:to\s+be\s+)?"
 )
 
-# Negative descriptions first: each match is blanked out before the positive ones are read.
+# Quantified statements first ("none of the answer is supported" must not be read as "the
+# answer is supported"), then negative descriptions, then positive ones; each match is
+# blanked out before the next pattern is tried.
+_QUANTIFIED = (
+    ("no", re.compile(rf"{_NOTHING}(?:\w+\s+)?(?:{_BAD}|{_HALLU})", re.IGNORECASE)),
+    ("yes", re.compile(rf"{_NOTHING}(?:\w+\s+)?{_GOOD}", re.IGNORECASE)),
+)
 _SAYS_NO = tuple(
     re.compile(p, re.IGNORECASE)
     for p in (
@@ -161,7 +170,6 @@ _SAYS_NO = tuple(
         rf"\bnot\s+(?:an?\s+)?{_HALLU}",
         rf"\bnon[\s_-]?{_HALLU}",
         rf"\b(?:free\s+(?:of|from)|without\s+(?:any\s+)?)(?:\w+\s+)?{_HALLU}",
-        rf"{_NOTHING}(?:\w+\s+)?(?:{_BAD}|{_HALLU})",
         rf"\bnothing\s+(?:[\w'’]+\s+){{0,5}}?that\s+(?:is|was|seems)\s+not\s+{_GOOD}",
         rf"{_SUBJECT}{_BE}{_ADVERB}\s+{_GOOD}",
         r"^(?:not\s+really|not\s+at\s+all|absolutely\s+not|certainly\s+not|definitely\s+not"
@@ -202,6 +210,11 @@ _SAYS_YES = tuple(
         r"환각이?\s*포함",
     )
 )
+_ORDERED: tuple[tuple[str, re.Pattern[str]], ...] = (
+    *_QUANTIFIED,
+    *(("no", p) for p in _SAYS_NO),
+    *(("yes", p) for p in _SAYS_YES),
+)
 _CONDITIONAL = re.compile(r"\b(?:whether|if|unless)\s+$", re.IGNORECASE)
 # A question states nothing: "Does the answer contain hallucination?"
 _QUESTION = re.compile(r"[^.!?。\n]*\?")
@@ -234,7 +247,10 @@ _GOVERNORS = tuple(
             r"|real|strong|actual)\s+)?(?:evidence|reason\s+to\s+(?:think|believe|suspect)"
             r"|indication|sign|proof)s?\b(?:\s+(?:that|of))?",
         ),
-        (_NO_EVIDENCE, r"^no\s+(?:(?:clear|real)\s+)?(?:evidence|indication|sign)s?\b(?:\s+(?:that|of))?"),
+        (
+            _NO_EVIDENCE,
+            r"^no\s+(?:(?:clear|real)\s+)?(?:evidence|indication|sign)s?\b(?:\s+(?:that|of))?",
+        ),
         (_NO_EVIDENCE, r"\bnothing\s+(?:suggests|indicates)\b(?:\s+that)?"),
         (
             _KEEP,
@@ -264,6 +280,7 @@ _PROPOSITION = re.compile(r"^[\s,]*(?:so|it|that|this)[\s*_`'\".!]*$", re.IGNORE
 
 def _governed(how: str, clause: str) -> str | None:
     """The polarity a governor of kind ``how`` gives its clause; None: it says nothing."""
+    clause = clause.strip()
     if _PROPOSITION.match(clause):
         said: str | None = "yes"
     else:
@@ -299,13 +316,12 @@ def describes(text: str) -> set[str]:
                 low = _blank(low, m.start(), stop)
             else:
                 low = _blank(low, m.start(), m.end())
-    for polarity_, patterns in (("no", _SAYS_NO), ("yes", _SAYS_YES)):
-        for pattern in patterns:
-            for m in pattern.finditer(low):
-                if _CONDITIONAL.search(low[max(0, m.start() - 12) : m.start()]):
-                    continue  # "whether the answer is correct" states nothing
-                found.add(polarity_)
-                low = _blank(low, m.start(), m.end())
+    for polarity_, pattern in _ORDERED:
+        for m in pattern.finditer(low):
+            if _CONDITIONAL.search(low[max(0, m.start() - 12) : m.start()]):
+                continue  # "whether the answer is correct" states nothing
+            found.add(polarity_)
+            low = _blank(low, m.start(), m.end())
     return found
 
 
@@ -353,10 +369,9 @@ def polarity(text: str, *, inverse: bool = False) -> str | None:
         return None
     body = _strip_lead(text)
     m = _WORD.match(body)
-    word = None
+    word, start, rest = None, 0, ""
     if m:
-        word = m.group(1).lower()
-        rest = body[m.end() :]
+        word, start, rest = m.group(1).lower(), m.start(), body[m.end() :]
         if word in _SINGLE_LETTER and rest.strip(" \t*_`'\".!"):
             word = None  # "N Korea", "Y chromosome": not a verdict
     if word is not None:
@@ -369,7 +384,7 @@ def polarity(text: str, *, inverse: bool = False) -> str | None:
             return "invalid"  # "No, wait — Yes."
         meant = _OPPOSITE[said] if inverse else said
         # "No hallucination" reads as No; "No, the answer contains a hallucination" is torn.
-        stated = describes(body[m.start() :] if said == "no" and not inverse else rest)
+        stated = describes(body[start:] if said == "no" and not inverse else rest)
         if _OPPOSITE[meant] in stated or "invalid" in stated:
             return "invalid"
         return meant

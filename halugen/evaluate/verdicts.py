@@ -108,7 +108,7 @@ _DECOR = r"[ \t>*_#`\-•]*"
 # "Verdict - Yes", "Verdict = No", "结论：否"; the label's words are checked by label_kind.
 _LABEL_LINE = re.compile(
     rf"^{_DECOR}#?\s*(?P<label>[^\W\d_][\w '’?/]{{0,40}}?)\s*#?[ \t*_`]*(?:\([^)\n]{{0,20}}\))?"
-    r"[ \t*_`]*(?:[:=]|[-–—](?=\s))(?P<value>.*)$",
+    r"[ \t*_`]*(?P<sep>[:=]|[-–—](?=\s))(?P<value>.*)$",
     re.MULTILINE,
 )
 # A heading line holding only the label ("## Verdict", "**Final answer**"): the value is on
@@ -223,6 +223,9 @@ class _Line:
     kind: str
     label: str
     value: str
+    # the label states the verdict itself ("Hallucination detected: ...", "Correct — ..."),
+    # not a bare field name ("Correct:")
+    statement: bool = False
 
 
 def _label_lines(text: str) -> list[_Line]:
@@ -233,7 +236,10 @@ def _label_lines(text: str) -> list[_Line]:
             kind = label_kind(m.group("label"))
             value = _value_of(text, m, heading) if kind is not None else None
             if kind is not None and value is not None:
-                found.append(_Line(m.start(), kind, m.group("label"), value))
+                label = m.group("label")
+                dash = not heading and m.group("sep") not in (":", "=")
+                statement = dash or len(label.split()) > 1
+                found.append(_Line(m.start(), kind, label, value, statement))
     return sorted(found, key=lambda line: line.at)
 
 
@@ -245,7 +251,7 @@ def _labelled(found: list[_Line], strong: bool) -> str | None:
         return None
     last = group[-1]
     said = _read_value(last.value, last.kind)
-    if said is None and last.kind in ("hallucination", "inverse"):
+    if said is None and last.kind in ("hallucination", "inverse") and last.statement:
         # a label that states the verdict itself, followed by why: "Hallucination
         # detected: the answer invents an author", "Correct — it matches"
         said = polarity(last.label)
@@ -407,16 +413,15 @@ def parse_contrast(text: str | None) -> int | None:
     lines = list(_CONTRAST_LINE.finditer(text))
     if lines:
         strong = [m for m in lines if _CONTRAST_STRONG.search(m.group(0).split(":")[0])]
-        m = (strong or lines)[-1]
-        value = _value_of(text, m, heading=False)
-        picks = _picks(value)
+        line = (strong or lines)[-1]
+        picks = _picks(_value_of(text, line, heading=False) or "")
         if len(picks) == 1 and picks <= {1, 2}:
             return picks.pop()
         if strong:
             return None
-    m = _BARE_PICK.match(text)
-    if m:
-        return int(m.group(1))
+    bare = _BARE_PICK.match(text)
+    if bare:
+        return int(bare.group(1))
     named = {int(n) for n in _NAMED_BAD.findall(text)}
     named |= {3 - int(n) for n in _NAMED_GOOD.findall(text)}
     return named.pop() if len(named) == 1 else None

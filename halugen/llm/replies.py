@@ -93,7 +93,7 @@ def json_value(text: str) -> dict[str, Any] | list[Any] | None:
     m = _FENCE.match(body)
     if m:
         body = m.group(1).strip()
-    if not ((body[:1], body[-1:]) in (("{", "}"), ("[", "]"))):
+    if (body[:1], body[-1:]) not in (("{", "}"), ("[", "]")):
         return None
     try:
         value = orjson.loads(body)
@@ -122,15 +122,14 @@ def without_marks(text: str) -> str:
     """``text`` with pictographs (Unicode "other symbols": ✅ ❌ ⚠️ 🔴 ✔) replaced by spaces."""
     if text.isascii():
         return text
-    return "".join(
-        " " if c in _EMOJI_PARTS or unicodedata.category(c) == "So" else c
-        for c in text
-    )
+    return "".join(" " if c in _EMOJI_PARTS or unicodedata.category(c) == "So" else c for c in text)
 
 
 # \boxed{...} with one level of nested braces (\boxed{\text{Yes}}).
 _BOXED = re.compile(r"\\boxed\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
-_LATEX_WRAP = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}")
+_LATEX_WRAP = re.compile(
+    r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}"
+)
 _MATH_DELIMITERS = re.compile(r"\$\$?|\\[\[\]()]")
 _ENDS_WITH_LABEL = re.compile(r"[^\W\d][^:\n]{0,40}:[\s*_`]*$")
 

@@ -408,3 +408,14 @@ HOLDOUT: list[tuple[str, str]] = [
 ]
 
 REPLY_STYLES: list[tuple[str, str]] = DEVELOPMENT + HOLDOUT
+
+# Measured once on HOLDOUT with the rules written on DEVELOPMENT, before any change made for
+# it (read wrongly: of all replies; left invalid: of the replies that have a verdict):
+#   reader before this table (main):   DEVELOPMENT 8.4% wrong, 51.7% invalid;
+#                                      HOLDOUT     8.4% wrong (7/83), 53.6% invalid (37/69)
+#   rules written on DEVELOPMENT:      DEVELOPMENT 0.0% wrong, 0.0% invalid;
+#                                      HOLDOUT     0.0% wrong (0/83), 2.9% invalid (2/69)
+# The two left invalid ("There's no sign of hallucination.", "It is very likely
+# hallucinated.") were one bug (a governed clause read with its leading space); after it
+# was fixed, HOLDOUT reads 0.0% wrong, 0.0% invalid.
+HOLDOUT_FIRST_MEASURE = {"wrong": 0 / 83, "invalid": 2 / 69}
