@@ -682,6 +682,15 @@ SELECT b.batch_id, b.run_id, b.kind, b.state, b.status, b.provider_batch_id, b.r
 FROM batches b;
 """
 
+# A recognition reply the verdict reader cannot read is asked again once: how often each item
+# was asked and what the first reply said, so first-reply invalids and re-asks are counted
+# apart from the final verdict. Rows written before have NULLs: asked once.
+_JUDGEMENT_REASK = """
+ALTER TABLE judgements ADD COLUMN asked INTEGER;          -- 1, or 2 when asked again
+ALTER TABLE judgements ADD COLUMN first_verdict VARCHAR;  -- yes | no | invalid: the first reply
+ALTER TABLE judgements ADD COLUMN first_raw VARCHAR;      -- the first reply, when asked again
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
@@ -697,4 +706,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0012_endpoint_capabilities", _CAPABILITIES),
     ("0013_audit_results", _AUDIT),
     ("0014_batches", _BATCHES),
+    ("0015_judgement_reask", _JUDGEMENT_REASK),
 )

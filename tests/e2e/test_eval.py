@@ -80,7 +80,7 @@ def test_measured_accuracy_matches_the_simulated_judge(simulator, tmp_path, caps
     assert 150 <= shown["hallucinated"] <= 250  # about half each way
     assert main(["report", "--db", str(db), "--format", "markdown"]) == 0
     md = capsys.readouterr().out
-    assert "ChatGPT (paper)" in md and "62.59" in md
+    assert "ChatGPT (HaluEval Table 5)" in md and "62.59" in md
 
 
 def test_the_shown_side_depends_on_seed_not_on_concurrency(simulator, tmp_path):
