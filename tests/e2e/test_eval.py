@@ -46,6 +46,7 @@ def run_eval(
     seed: int = 0,
     strategy: str = "plain",
     scoring: str = "parse",
+    structured: str = "auto",
 ):
     cfg = RunConfig(
         tasks=("qa",),
@@ -59,7 +60,14 @@ def run_eval(
         retry=RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.02),
         timeouts=Timeouts(total=5, read=5),
     )
-    ecfg = EvalConfig(run=cfg, task="qa", strategy=strategy, data=(str(data),), scoring=scoring)
+    ecfg = EvalConfig(
+        run=cfg,
+        task="qa",
+        strategy=strategy,
+        data=(str(data),),
+        scoring=scoring,
+        structured=structured,
+    )
     return anyio.run(lambda: evaluate(ecfg))
 
 

@@ -10,35 +10,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import anyio
 import pytest
 
 from halugen.cli import main
-from halugen.config import RateLimit, RetryPolicy, RunConfig, Timeouts
 from halugen.errors import UsageError
-from halugen.evaluate.run import EvalConfig, EvalOutcome, evaluate
+from halugen.evaluate.run import EvalOutcome
 from halugen.evaluate.verdicts import parse_verdict
 from halugen.simulate import SimConfig
 from halugen.simulate.answers import parse_prompt, reply, with_record
-from tests.e2e.test_eval import write_qa
+from tests.e2e.test_eval import run_eval, write_qa
 from tests.e2e.test_generate import query
 
 
 def _eval(base_url: str, data: Path, db: Path, strategy: str = "plain") -> EvalOutcome:
-    cfg = RunConfig(
-        tasks=("qa",),
-        model="gpt-4o-mini",
-        base_url=base_url,
-        api_key="k",
-        db=db,
-        rate=RateLimit(concurrency=8),
-        progress=False,
-        retry=RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02),
-        timeouts=Timeouts(total=5, read=5),
-    )
     # text verdicts: a JSON schema would constrain the reply to Yes or No
-    ecfg = EvalConfig(run=cfg, task="qa", strategy=strategy, data=(str(data),), structured="off")
-    return anyio.run(lambda: evaluate(ecfg))
+    return run_eval(base_url, data, db, concurrency=8, strategy=strategy, structured="off")
 
 
 def test_an_unreadable_verdict_is_asked_again_once_and_read(simulator, tmp_path, capsys):
