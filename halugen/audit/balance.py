@@ -1,21 +1,29 @@
 """A balanced subset: as many items as possible, with no cheap classifier far from chance.
 
-Greedy, one classifier at a time: while the length-only or the answer-only baseline is more
-than ``tolerance`` from 50%, the items that baseline tells apart most surely are dropped,
-a share per round that shrinks as the baseline nears chance, and both are measured again.
-"Most surely" is measured out of fold: for length, how much longer (or shorter, as the
-classifier leans) the hallucinated text is than the right one, on a log scale; for the
-answer-only model, how much more likely its held-out prediction finds the hallucinated
-text hallucinated than the right one. Items are dropped whole (both texts), so every kept
-item is still a pair. The result is the largest subset this procedure finds, not a proven
-maximum. Applies to paired tasks; a general-track file has no pairs to keep together.
+Every measure the audit reports (``length_only``, ``answer_only``, ``overlap``, or the ones
+asked for) is measured on the kept items; while any is more than ``tolerance`` from 50%, the
+items that the failing measures tell apart most surely are dropped, a share per round that
+shrinks as the measures near chance, and all are measured again. "Most surely" is measured
+per measure: for length, how much longer (or shorter, as the classifier leans) the
+hallucinated text is than the right one, on a log scale; for the answer-only model, how much
+more likely its held-out prediction finds the hallucinated text hallucinated than the right
+one; for overlap, how much more (or less) of the hallucinated text's words the question or
+knowledge side holds than of the right text's. The failing measures' ranks are combined,
+weighted by how far each is from chance, so an item that gives itself away to several goes
+first. Items are dropped whole (both texts), so every kept item is still a pair.
+
+The result is the best subset the rounds passed through: every measure within tolerance if
+one was found, else the one with the fewest measures out (then the smallest excess, then the
+most items), and ``unbalanced`` names the measures it could not bring near chance. It is
+not a proven maximum. Applies to paired tasks; a general-track file has no pairs to keep
+together.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,17 +32,17 @@ import orjson
 from .. import __version__
 from ..errors import UsageError
 from .classifiers import (
-    answer_only,
+    MEASURES,
     examples_of,
     fit_stump,
     folds_of,
-    length_only,
+    overlap_with,
     sklearn_parts,
 )
 from .items import FIELDS, Item
 from .report import AuditRow
 
-__all__ = ["Balanced", "balance", "write_balanced"]
+__all__ = ["BALANCED_MEASURES", "Balanced", "balance", "describe_balance", "write_balanced"]
 
 TOLERANCE = 0.05
 MIN_ITEMS = 10
@@ -48,6 +56,8 @@ class Balanced:
     balanced: bool = False
     rounds: int = 0
     figures: dict[str, float | None] = field(default_factory=dict)  # after: measure -> value
+    # the measures still more than the tolerance from chance on ``kept``
+    unbalanced: tuple[str, ...] = ()
 
     def by_reason(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -66,6 +76,30 @@ def _length_tells(items: Sequence[Item]) -> list[float]:
     sign = 1.0 if longer else -1.0
     return [
         sign * (math.log(1 + len(i.hallucinated or "")) - math.log(1 + len(i.right))) for i in items
+    ]
+
+
+def _overlap_tells(items: Sequence[Item]) -> list[float]:
+    """Per item: how far its texts' word overlap with the side the overlap classifier
+    prefers (question or knowledge, fitted on all items) gives the hallucinated one away."""
+    examples = examples_of(items)
+    labels = [ex.label for ex in examples]
+    best: tuple[float, str, bool] | None = None
+    for side in ("question", "knowledge"):
+        values = [overlap_with(ex.text, getattr(ex, side)) for ex in examples]
+        _, above, fit = fit_stump(values, labels, balanced=False)
+        if best is None or fit > best[0]:
+            best = (fit, side, above)
+    assert best is not None
+    _, side, above = best
+    sign = 1.0 if above else -1.0
+    return [
+        sign
+        * (
+            overlap_with(i.hallucinated or "", getattr(i, side))
+            - overlap_with(i.right, getattr(i, side))
+        )
+        for i in items
     ]
 
 
@@ -93,41 +127,139 @@ def _answer_tells(items: Sequence[Item]) -> list[float]:
     return [prob[2 * k + 1] - prob[2 * k] for k in range(len(items))]
 
 
+# measure -> how surely each item gives itself away to it
+_TELLS: dict[str, Callable[[Sequence[Item]], list[float]]] = {
+    "length_only": _length_tells,
+    "answer_only": _answer_tells,
+    "overlap": _overlap_tells,
+}
+BALANCED_MEASURES = tuple(_TELLS)
+
+
 def _far(value: float | None, tolerance: float) -> float:
     return 0.0 if value is None else abs(value - 0.5) - tolerance
 
 
-def balance(items: Sequence[Item], *, tolerance: float = TOLERANCE) -> Balanced:
-    """The balanced subset of ``items`` (all of one paired task)."""
+def _ranks(values: Sequence[float]) -> list[float]:
+    """Each value's rank among ``values`` scaled to [0, 1] (1: the largest)."""
+    order = sorted(range(len(values)), key=lambda k: values[k])
+    out = [0.0] * len(values)
+    for r, k in enumerate(order):
+        out[k] = r / max(1, len(values) - 1)
+    return out
+
+
+def balance(
+    items: Sequence[Item],
+    *,
+    tolerance: float = TOLERANCE,
+    measures: Sequence[str] = BALANCED_MEASURES,
+) -> Balanced:
+    """The balanced subset of ``items`` (all of one paired task) for ``measures``."""
     if any(i.hallucinated is None for i in items):
         raise UsageError(
             "--balance keeps pairs of right and hallucinated texts together; the general "
             "track has single responses (audit it without --balance)"
         )
-    sklearn_parts()  # the answer-only baseline is one of the two to balance: fail early
-    result = Balanced(kept=list(items))
-    for _ in range(MAX_ROUNDS):
-        examples = examples_of(result.kept)
-        scores = {"length_only": length_only(examples), "answer_only": answer_only(examples)}
-        result.figures = {m: s.value for m, s in scores.items()}
-        far = {m: _far(s.value, tolerance) for m, s in scores.items()}
-        # length first: it is the cheaper tell, and the n-grams often only echo it
-        worst = "length_only" if far["length_only"] > 0 else "answer_only"
-        if far[worst] <= 0:
-            result.balanced = True
-            return result
-        if len(result.kept) <= MIN_ITEMS:
-            return result
-        tells = _length_tells(result.kept) if worst == "length_only" else _answer_tells(result.kept)
+    unknown = [m for m in measures if m not in _TELLS]
+    if unknown or not measures:
+        raise UsageError(
+            f"--balance works on {', '.join(_TELLS)}, not {', '.join(unknown) or '(none)'}"
+        )
+    if "answer_only" in measures:
+        sklearn_parts()  # fail early, before any round
+    kept = list(items)
+    dropped: list[tuple[Item, str, float]] = []
+    best: tuple[tuple[int, float, int], Balanced] | None = None
+    for rounds in range(MAX_ROUNDS + 1):
+        examples = examples_of(kept)
+        figures = {m: MEASURES[m][1](examples).value for m in measures}
+        far = {m: _far(figures[m], tolerance) for m in measures}
+        failing = [m for m in measures if far[m] > 0]
+        state = Balanced(
+            kept=list(kept),
+            dropped=list(dropped),
+            balanced=not failing,
+            rounds=rounds,
+            figures=figures,
+            unbalanced=tuple(failing),
+        )
+        rank = (len(failing), sum(far[m] for m in failing), -len(kept))
+        if best is None or rank < best[0]:
+            best = (rank, state)
+        if not failing or len(kept) <= MIN_ITEMS or rounds == MAX_ROUNDS:
+            break
+        # each failing measure ranks the items by how surely they give themselves away, in
+        # the direction it leans now; the ranks add up, weighted by how far it is out
+        combined = [0.0] * len(kept)
+        ranks: dict[str, list[float]] = {}
+        for m in failing:
+            tells = _TELLS[m](kept)
+            lean = 1.0 if (figures[m] or 0.5) > 0.5 else -1.0
+            ranks[m] = _ranks([lean * t for t in tells])
+            for k, r in enumerate(ranks[m]):
+                combined[k] += far[m] * r
         # drop more while far from chance, a little near it
-        share = min(0.25, max(0.02, far[worst]))
-        count = max(1, min(len(result.kept) - MIN_ITEMS, math.ceil(share * len(result.kept))))
-        order = sorted(range(len(result.kept)), key=lambda k: tells[k], reverse=True)
+        share = min(0.25, max(0.02, max(far[m] for m in failing)))
+        count = max(1, min(len(kept) - MIN_ITEMS, math.ceil(share * len(kept))))
+        order = sorted(range(len(kept)), key=lambda k: combined[k], reverse=True)
         drop = set(order[:count])
-        result.dropped.extend((result.kept[k], worst, tells[k]) for k in sorted(drop))
-        result.kept = [item for k, item in enumerate(result.kept) if k not in drop]
-        result.rounds += 1
-    return result
+        for k in sorted(drop):
+            why = max(failing, key=lambda m: ranks[m][k])
+            dropped.append((kept[k], why, combined[k]))
+        kept = [item for k, item in enumerate(kept) if k not in drop]
+    assert best is not None
+    return best[1]
+
+
+def _out_of_tolerance(rows: Sequence[AuditRow], tolerance: float) -> list[AuditRow]:
+    return [
+        r
+        for r in rows
+        if r.value is not None and r.chance is not None and abs(r.value - r.chance) > tolerance
+    ]
+
+
+def describe_balance(
+    result: Balanced,
+    source: str,
+    after: Sequence[AuditRow],
+    *,
+    total: int,
+    tolerance: float = TOLERANCE,
+) -> tuple[str, str, bool]:
+    """(the title of the kept subset's audit, a one-line summary, whether it is balanced).
+
+    The title says "balanced" only when every figure the audit reports on the subset (each
+    measure, each pattern) is within ``tolerance`` of chance; otherwise it names the ones
+    that are not, with what is left of them.
+    """
+    out = _out_of_tolerance(after, tolerance)
+    points = f"{tolerance * 100:g} points"
+    figures = ", ".join(f"{m} {v * 100:.1f}%" for m, v in result.figures.items() if v is not None)
+    reasons = ", ".join(f"{n} by {why}" for why, n in result.by_reason().items()) or "none"
+    kept = f"kept {len(result.kept)} of {total} item(s), dropped {len(result.dropped)} ({reasons})"
+    if not out and result.balanced:
+        return (
+            f"{source} (balanced)",
+            f"balanced: {kept}; {figures}: every measure within {points} of 50%",
+            True,
+        )
+
+    def name(r: AuditRow) -> str:
+        where = "" if r.pattern == "all" else f" [{r.pattern}]"
+        return f"{r.measure}{where} {(r.value or 0.0) * 100:.1f}%"
+
+    failing = [name(r) for r in out] or [
+        f"{m} {(result.figures.get(m) or 0) * 100:.1f}%" for m in result.unbalanced
+    ]
+    names = ", ".join(failing)
+    return (
+        f"{source} (subset, NOT balanced: {names})",
+        f"not balanced: {kept}; could not bring {names} within {points} of 50% "
+        f"({len(result.kept)} item(s) left); {figures}",
+        False,
+    )
 
 
 _LAYOUT = {
@@ -157,9 +289,11 @@ def write_balanced(
     before: Sequence[AuditRow],
     after: Sequence[AuditRow],
     tolerance: float = TOLERANCE,
+    balanced: bool | None = None,
 ) -> Path:
     """The kept items as HaluEval JSON lines at ``out``, and ``<out>.audit.json`` beside it
-    with the audit figures before and after, and what was dropped and why. Returns the
+    with the audit figures before and after, and what was dropped and why (``balanced``:
+    the verdict on the figures after, per pattern too; by default the measures'). Returns the
     metadata file's path."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".part")
@@ -190,7 +324,9 @@ def write_balanced(
                 "file": out.name,
                 "halugen_version": __version__,
                 "tolerance": tolerance,
-                "balanced": result.balanced,
+                "balanced": result.balanced if balanced is None else balanced,
+                "unbalanced": list(result.unbalanced),
+                "measures": result.figures,
                 "kept": len(result.kept),
                 "dropped": len(result.dropped),
                 "dropped_by_reason": result.by_reason(),

@@ -40,6 +40,7 @@ __all__ = [
     "folds_of",
     "length_only",
     "overlap",
+    "overlap_with",
     "ratio_interval",
     "score",
     "sklearn_parts",
@@ -237,7 +238,8 @@ def _words(text: str) -> set[str]:
     return {w for w in normalise(text).split() if w not in _STOP}
 
 
-def _overlap_with(text: str, other: str) -> float:
+def overlap_with(text: str, other: str) -> float:
+    """The share of ``text``'s words (stop words aside) that ``other`` holds."""
     words = _words(text)
     return len(words & _words(other)) / len(words) if words else 0.0
 
@@ -250,12 +252,12 @@ def overlap(examples: Sequence[Example]) -> Score:
         balanced = not _is_paired(train)
         best = None
         for side in ("question", "knowledge"):
-            values = [_overlap_with(ex.text, getattr(ex, side)) for ex in train]
+            values = [overlap_with(ex.text, getattr(ex, side)) for ex in train]
             t, above, s = fit_stump(values, [ex.label for ex in train], balanced=balanced)
             if best is None or s > best[3]:
                 best = (side, t, above, s)
         side, t, above, _ = best  # type: ignore[misc]
-        return [(_overlap_with(ex.text, getattr(ex, side)) > t) == above for ex in test]
+        return [(overlap_with(ex.text, getattr(ex, side)) > t) == above for ex in test]
 
     return _cross_validate(examples, fit_predict)
 

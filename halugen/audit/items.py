@@ -1,20 +1,18 @@
 """What an audit reads: benchmark items as (right, hallucinated) pairs, or labelled responses.
 
-From any HaluEval-format file (JSON lines with HaluEval's field names; the task is told by
-the fields) or from the store's samples (a run, a task). Texts are kept exactly as given:
-a trailing newline or a double space is an artifact a classifier may use, so it must be
-measured, not cleaned away.
+From any HaluEval-format file (read by ``evaluate.items.read_halueval``, the reader ``eval``
+uses too; the task is told by the fields) or from the store's samples (a run, a task). Texts
+are kept exactly as given: a trailing newline or a double space is an artifact a classifier
+may use, so it must be measured, not cleaned away.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-import orjson
-
-from ..errors import InputError, UsageError
+from ..errors import UsageError
+from ..evaluate.items import halueval_task, read_halueval
 from ..store.db import Store
 
 __all__ = ["FIELDS", "Item", "items_from_file", "items_from_store", "task_of"]
@@ -46,21 +44,22 @@ class Item:
     raw: bytes = b""  # the record's line as read (files), written as is by a balanced export
 
 
-def task_of(record: dict) -> str | None:
-    """The task whose HaluEval fields ``record`` has, or None."""
-    for task, (right, hallucinated, *_rest) in FIELDS.items():
-        if right in record and (not hallucinated or hallucinated in record):
-            if task == "general" and "hallucination" not in record:
-                continue
-            return task
-    return None
+task_of = halueval_task  # the task whose HaluEval fields a record has
 
 
 def _text(value: object) -> str:
     return value if isinstance(value, str) else "" if value is None else str(value)
 
 
-def _item(task: str, rec: dict, item_id: str, **extra: object) -> Item:
+def _item(
+    task: str,
+    rec: dict,
+    item_id: str,
+    *,
+    pattern: str = "",
+    cluster: str = "",
+    raw: bytes = b"",
+) -> Item:
     right, hallucinated, question, knowledge = FIELDS[task]
     label = None
     if task == "general":
@@ -76,58 +75,18 @@ def _item(task: str, rec: dict, item_id: str, **extra: object) -> Item:
         question=_text(rec.get(question)) if question else "",
         knowledge=_text(rec.get(knowledge)) if knowledge else "",
         label=label,
-        **extra,
+        pattern=pattern,
+        cluster=cluster,
+        raw=raw,
     )
 
 
 def items_from_file(path: str, task: str | None = None) -> Iterator[Item]:
-    """The items of one HaluEval-format file (JSON lines), in order.
-
-    ``task`` None: told by the first record's fields. A line that is not a JSON object of
-    the task's fields is an ``InputError`` naming the file and line.
-    """
-    base = os.path.basename(path)
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below, also on errors
-    except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    with f:
-        seen = False
-        for line_no, line in enumerate(f, 1):
-            raw = line.rstrip(b"\r\n")
-            if not raw.strip():
-                continue
-            try:
-                rec = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                raise InputError(
-                    f"{path}:{line_no}: not a JSON line (the audit reads HaluEval's layout: "
-                    f"one JSON object per line)"
-                ) from None
-            if not isinstance(rec, dict):
-                raise InputError(f"{path}:{line_no}: a JSON line must be an object")
-            found = task_of(rec)
-            if task is None:
-                if found is None:
-                    raise InputError(
-                        f"{path}:{line_no}: no HaluEval fields (expected e.g. right_answer and "
-                        f"hallucinated_answer; found {', '.join(rec) or 'none'}); give --task"
-                    )
-                task = found
-            need = [f for f in FIELDS[task] if f] + (["hallucination"] if task == "general" else [])
-            missing = [f for f in need if f not in rec]
-            if missing:
-                raise InputError(
-                    f"{path}:{line_no}: missing {', '.join(missing)} for the {task} task"
-                )
-            seen = True
-            try:
-                where = f"{base}:{line_no}"  # a cluster per line, whatever its ID says
-                yield _item(task, rec, str(rec.get("ID") or where), raw=raw, cluster=where)
-            except ValueError as exc:
-                raise InputError(f"{path}:{line_no}: {exc}") from None
-        if not seen:
-            raise InputError(f"{path} has no records")
+    """The items of one HaluEval-format file (JSON lines), in order (``read_halueval``:
+    ``task`` None is told by the first record's fields; a bad line is an ``InputError``
+    naming the file and line). Each line is a cluster of its own, whatever its ID says."""
+    for rec in read_halueval(path, task):
+        yield _item(rec.task, dict(rec.record), rec.item_id, raw=rec.raw, cluster=rec.where)
 
 
 def items_from_store(

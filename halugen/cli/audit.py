@@ -152,23 +152,25 @@ def _balance(
 ) -> list:
     """Balance the one group; print what was kept and dropped; write --out. The balanced
     set's audit rows."""
+    import dataclasses
+
     from ..audit import audit_items, balance, write_balanced
+    from ..audit.balance import BALANCED_MEASURES, describe_balance
 
     if len(groups) != 1 or len({i.task for i in groups[0][1]}) != 1:
         raise UsageError(
             "--balance works on one task of one source: give one --data file, or --task"
         )
     source, items = groups[0]
-    result = balance(items, tolerance=args.tolerance)
-    label = f"{source} (balanced)"
-    after = audit_items(result.kept, source=label, measures=measures, min_pairs=args.min_pairs)
-    reasons = ", ".join(f"{n} by {why}" for why, n in result.by_reason().items()) or "none"
-    state = "within" if result.balanced else "NOT within"
-    err.print(
-        f"balanced: kept {len(result.kept)} of {len(items)} item(s), dropped "
-        f"{len(result.dropped)} ({reasons}); length-only and answer-only baselines {state} "
-        f"{args.tolerance * 100:g} points of 50%"
+    result = balance(
+        items, tolerance=args.tolerance, measures=[m for m in measures if m in BALANCED_MEASURES]
     )
+    after = audit_items(result.kept, source=source, measures=measures, min_pairs=args.min_pairs)
+    label, summary, balanced = describe_balance(
+        result, source, after, total=len(items), tolerance=args.tolerance
+    )
+    after = [dataclasses.replace(r, source=label) for r in after]
+    err.print(summary)
     if args.out:
         meta = write_balanced(
             result,
@@ -177,6 +179,7 @@ def _balance(
             before=[r for r in before if r.source == source],
             after=after,
             tolerance=args.tolerance,
+            balanced=balanced,
         )
         err.print(f"wrote {len(result.kept)} item(s) to {args.out}; figures and drops in {meta}")
     return after

@@ -143,14 +143,9 @@ def _report_json(rows: Any) -> str:
     """Every report row with all its metrics (ratios as fractions), and the paper's numbers."""
     import orjson
 
-    from ..evaluate.report import PAPER_CHATGPT, PAPER_LABEL
+    from ..evaluate.report import PAPER_FOOTNOTE, paper_reference
 
-    paper = [
-        {"model": PAPER_LABEL, "strategy": s, "task": t, "accuracy": v / 100}
-        for s, tasks in PAPER_CHATGPT.items()
-        for t, v in tasks.items()
-    ]
-    data = {"results": list(rows), "paper": paper}
+    data = {"results": list(rows), "paper": paper_reference(), "paper_note": PAPER_FOOTNOTE}
     return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
 
 

@@ -1,13 +1,21 @@
-"""What a recognition experiment judges: samples from the store or HaluEval's files.
+"""What a recognition experiment judges: samples from the store or HaluEval's files; and
+the one reader of HaluEval's benchmark files, which ``eval`` and ``audit`` both use.
 
-Each item carries the task's fields under HaluEval's names (both the right and the
-hallucinated answer), or, for the general task, the response and its human label.
+``read_halueval`` reads a file of HaluEval's layout (JSON lines with HaluEval's field names;
+the task given, or told by the first record's fields): every record as read, with its line,
+its bytes and its id, or a one-line ``InputError`` naming the file and line. Each side then
+takes the fields it needs: ``eval`` builds ``EvalItem``s (texts with their whitespace folded,
+so a trailing newline cannot tell a right summary from a hallucinated one), ``audit`` its
+``Item``s (texts exactly as given, since an artifact must be measured, not cleaned away).
+For the general task an item carries the response and its human label.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
@@ -17,7 +25,14 @@ from ..seeds import expand_paths
 from ..store.db import Store
 from .judge import EvalItem
 
-__all__ = ["EVAL_FIELDS", "items_from_files", "items_from_store"]
+__all__ = [
+    "EVAL_FIELDS",
+    "HaluEvalRecord",
+    "halueval_task",
+    "items_from_files",
+    "items_from_store",
+    "read_halueval",
+]
 
 # task -> fields an item needs (HaluEval's names)
 EVAL_FIELDS: dict[str, tuple[str, ...]] = {
@@ -26,6 +41,116 @@ EVAL_FIELDS: dict[str, tuple[str, ...]] = {
     "summarization": ("document", "right_summary", "hallucinated_summary"),
     "general": ("user_query", "chatgpt_response", "hallucination"),
 }
+# task -> the field only that task's files have, which tells a file's task
+_TELLS = (
+    ("qa", "right_answer"),
+    ("dialogue", "right_response"),
+    ("summarization", "right_summary"),
+    ("general", "chatgpt_response"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HaluEvalRecord:
+    """One record of a HaluEval file, as read."""
+
+    task: str
+    path: str
+    line_no: int
+    record: Mapping[str, Any]  # the JSON object, values as the file has them
+    raw: bytes  # the line as read, without its line break
+
+    @property
+    def where(self) -> str:
+        """``<file name>:<line>``: where the record is, whatever its ID says."""
+        return f"{os.path.basename(self.path)}:{self.line_no}"
+
+    @property
+    def item_id(self) -> str:
+        """Its ``ID`` (the general file has one), else ``where``."""
+        return str(self.record.get("ID") or self.where)
+
+    @property
+    def label(self) -> bool | None:
+        """The general task's human label (True: hallucinated); None for the other tasks."""
+        if self.task != "general":
+            return None
+        return str(self.record.get("hallucination", "")).strip().lower() == "yes"
+
+    def text(self, name: str) -> str:
+        """A field as a string ("" when absent or null), exactly as given."""
+        value = self.record.get(name)
+        return value if isinstance(value, str) else "" if value is None else str(value)
+
+
+def halueval_task(record: Mapping[str, Any]) -> str | None:
+    """The task whose HaluEval fields ``record`` has, or None."""
+    for task, tell in _TELLS:
+        if tell in record and all(f in record for f in EVAL_FIELDS[task]):
+            return task
+    for task, tell in _TELLS:  # a record of the task with a field missing: named as such
+        if tell in record:
+            return task
+    return None
+
+
+def read_halueval(path: str, task: str | None = None) -> Iterator[HaluEvalRecord]:
+    """The records of one HaluEval-format file (JSON lines), in order.
+
+    ``task`` None: told by the first record's fields. A line that is not a JSON object with
+    the task's fields (and, for the general task, a ``hallucination`` of yes or no) is an
+    ``InputError`` naming the file and line; so is a file with no records.
+    """
+    if task is not None and task not in EVAL_FIELDS:
+        raise UsageError(f"unknown task {task!r}; known: {', '.join(EVAL_FIELDS)}")
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below, also on errors
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    with f:
+        seen = False
+        for line_no, line in enumerate(f, 1):
+            raw = line.rstrip(b"\r\n")
+            if not raw.strip():
+                continue
+            try:
+                rec = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                raise InputError(
+                    f"{path}:{line_no}: not a JSON line (HaluEval's files hold one JSON "
+                    f"object per line{f' with {_names(task)}' if task else ''})"
+                ) from None
+            if not isinstance(rec, dict):
+                raise InputError(f"{path}:{line_no}: a JSON line must be an object")
+            if task is None:
+                task = halueval_task(rec)
+                if task is None:
+                    raise InputError(
+                        f"{path}:{line_no}: no HaluEval fields (expected e.g. right_answer and "
+                        f"hallucinated_answer; found {', '.join(rec) or 'none'}); give --task"
+                    )
+            # the answers first: they say which task's file this is
+            missing = sorted(
+                (n for n in EVAL_FIELDS[task] if n not in rec),
+                key=lambda n: not n.startswith(("right_", "hallucinated_", "chatgpt_")),
+            )
+            if missing:
+                raise InputError(
+                    f"{path}:{line_no}: missing {', '.join(missing)} for the {task} task "
+                    f"(HaluEval's {task} layout: {_names(task)}; found {', '.join(rec)})"
+                )
+            if task == "general":
+                label = str(rec["hallucination"]).strip().lower()
+                if label not in ("yes", "no"):
+                    raise InputError(f"{path}:{line_no}: hallucination must be yes or no")
+            seen = True
+            yield HaluEvalRecord(task, path, line_no, rec, raw)
+        if not seen:
+            raise InputError(f"{path} has no records")
+
+
+def _names(task: str) -> str:
+    return ", ".join(EVAL_FIELDS[task])
 
 
 def _item(task: str, fields: dict[str, str], item_id: str, label: bool | None = None) -> EvalItem:
@@ -58,46 +183,19 @@ def items_from_store(store: Store, task: str, *, gen_run: str | None = None) -> 
 
 
 def items_from_files(paths: Sequence[str], task: str) -> Iterator[EvalItem]:
-    """HaluEval's released files (JSON lines) of ``task``; a bad line is an InputError."""
-    names = EVAL_FIELDS[task]
+    """HaluEval's released files (JSON lines) of ``task`` (``read_halueval``)."""
     for path in expand_paths(paths):
-        base = os.path.basename(path)
-        with open(path, "rb") as f:
-            seen_any = False
-            for line_no, raw in enumerate(f, 1):
-                raw = raw.strip()
-                if not raw:
-                    continue
-                seen_any = True
-                try:
-                    rec = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    raise InputError(
-                        f"{path}:{line_no}: not a JSON line (expected HaluEval's "
-                        f"{task} layout: {', '.join(names)})"
-                    ) from None
-                if not isinstance(rec, dict) or any(n not in rec for n in names):
-                    have = ", ".join(rec) if isinstance(rec, dict) else type(rec).__name__
-                    raise InputError(
-                        f"{path}:{line_no}: expected fields {', '.join(names)} "
-                        f"(HaluEval's {task} layout), found {have}"
-                    )
-                if task == "general":
-                    label = str(rec["hallucination"]).strip().lower()
-                    if label not in ("yes", "no"):
-                        raise InputError(f"{path}:{line_no}: hallucination must be yes or no")
-                    fields = {
-                        "user_query": str(rec["user_query"]).strip(),
-                        "chatgpt_response": str(rec["chatgpt_response"]).strip(),
-                        "hallucination": label,
-                    }
-                    item_id = str(rec.get("ID", f"{base}:{line_no}"))
-                    yield _item(task, fields, item_id, label == "yes")
-                else:
-                    fields = {n: " ".join(str(rec[n]).split()) for n in names}
-                    yield _item(task, fields, f"{base}:{line_no}")
-            if not seen_any:
-                raise InputError(f"{path} is empty")
+        for rec in read_halueval(path, task):
+            if task == "general":
+                fields = {
+                    "user_query": rec.text("user_query").strip(),
+                    "chatgpt_response": rec.text("chatgpt_response").strip(),
+                    "hallucination": "yes" if rec.label else "no",
+                }
+                yield _item(task, fields, rec.item_id, rec.label)
+            else:
+                fields = {n: " ".join(rec.text(n).split()) for n in EVAL_FIELDS[task]}
+                yield _item(task, fields, rec.item_id)
 
 
 def check_task(task: str) -> None:

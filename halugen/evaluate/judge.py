@@ -9,6 +9,10 @@ record as labelled lines and ends with the reply-format block:
   dialogue and summarization; the template fields are ``answer_1`` / ``answer_2`` for every
   task) and ``Hallucinated: <1 or 2>``.
 
+A reply the reader cannot read is followed once, in the same conversation, by
+``prompts/<task>/judge_again.txt`` (``judge_contrast_again.txt`` for contrast): a stricter
+instruction that asks for the reply-format line alone.
+
 Which strategies apply: every one for qa and dialogue. For summarization the document is in
 every prompt already (a summary cannot be judged without it), so ``knowledge`` would be
 ``plain`` under another name: it is refused, like a strategy a task does not have, so no
@@ -31,6 +35,7 @@ __all__ = [
     "JUDGE_TASKS",
     "STRATEGIES",
     "EvalItem",
+    "again_template_name",
     "judge_template",
     "judge_values",
     "max_tokens_for",
@@ -123,6 +128,12 @@ def template_name(task: str, strategy: str) -> str:
     """Template stem under ``prompts/<task>/``; UsageError when the strategy does not apply."""
     _check(task, strategy)
     return f"judge_{strategy}"
+
+
+def again_template_name(task: str, strategy: str) -> str:
+    """Stem of the follow-up sent once after an unreadable reply of (task, strategy)."""
+    _check(task, strategy)
+    return "judge_contrast_again" if strategy == "contrast" else "judge_again"
 
 
 def judge_template(task: str, strategy: str, directory: Path | None = None) -> Template:

@@ -5,14 +5,18 @@ scoring) -- what was judged (a file, a generation run, the store's samples), by 
 whether the verdict was read from text or scored from logprobs -- so a row never pools
 different data or different scoring, and says which it is. The renderers lay the rows out as
 one accuracy table (rows: strategy and model, columns: the four tasks, with HaluEval's ChatGPT
-numbers as a labelled reference row under each strategy) followed by one table of all metrics
-per task.
+numbers as a reference row under each strategy, named by the paper's table it comes from)
+followed by one table of all metrics per task, where invalid first replies, re-asks and final
+invalids are counted apart, and one table of the most common reply shapes per model, with
+what each was read as.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,28 +24,80 @@ from typing import Any
 import orjson
 from rich.table import Table
 
+from ..llm.replies import visible_text
 from .judge import STRATEGIES
 from .metrics import Judged, Metrics, baselines, compute
 
 __all__ = [
     "PAPER_CHATGPT",
+    "PAPER_FOOTNOTE",
     "PAPER_LABEL",
+    "PAPER_TABLE",
+    "PAPER_TABLE8_BASELINE",
+    "ReplyShape",
     "ResultRow",
+    "paper_label",
+    "paper_reference",
     "render_csv",
     "render_markdown",
     "render_rich",
+    "reply_shape",
     "report_tables",
     "results_from_store",
 ]
 
-# HaluEval (Li et al., 2023): ChatGPT's recognition accuracy (%), strategy -> task.
+# HaluEval (Li et al., EMNLP 2023; arXiv 2305.11747): ChatGPT's recognition accuracy (%),
+# strategy -> task. The plain row is Table 5 (accuracy of the LLMs); the strategy rows are
+# Table 8 (ChatGPT with knowledge retrieval, CoT reasoning and sample contrast), whose own
+# ChatGPT row gives General 86.22 where Table 5 gives 79.44 (PAPER_FOOTNOTE).
 PAPER_CHATGPT: dict[str, dict[str, float]] = {
     "plain": {"qa": 62.59, "dialogue": 72.40, "summarization": 58.53, "general": 79.44},
-    "knowledge": {"qa": 76.83, "dialogue": 73.80},
-    "cot": {"qa": 59.58, "dialogue": 71.39, "summarization": 61.21},
+    "knowledge": {"qa": 76.83, "dialogue": 73.80, "general": 90.73},
+    "cot": {"qa": 59.58, "dialogue": 71.39, "summarization": 61.21, "general": 86.50},
     "contrast": {"qa": 49.19, "dialogue": 68.67, "summarization": 49.46},
 }
-PAPER_LABEL = "ChatGPT (paper)"
+PAPER_TABLE: dict[str, str] = {
+    "plain": "Table 5",
+    "knowledge": "Table 8",
+    "cot": "Table 8",
+    "contrast": "Table 8",
+}
+# Table 8's own row for ChatGPT without a strategy: it differs from Table 5 on General only.
+PAPER_TABLE8_BASELINE: dict[str, float] = {
+    "qa": 62.59,
+    "dialogue": 72.40,
+    "summarization": 58.53,
+    "general": 86.22,
+}
+PAPER_LABEL = "ChatGPT (HaluEval)"
+PAPER_FOOTNOTE = (
+    "HaluEval Table 8 (knowledge, CoT, contrast) gives ChatGPT without a strategy "
+    f"{PAPER_TABLE8_BASELINE['general']:.2f} on General, against "
+    f"{PAPER_CHATGPT['plain']['general']:.2f} in Table 5 (plain): compare Table 8's General "
+    "cells with 86.22."
+)
+
+
+def paper_label(strategy: str) -> str:
+    """The label of the paper's reference row for ``strategy``, naming its table."""
+    return f"ChatGPT (HaluEval {PAPER_TABLE.get(strategy, 'Table 8')})"
+
+
+def paper_reference() -> list[dict[str, Any]]:
+    """Every paper figure halugen prints, as records (model, strategy, task, accuracy as a
+    fraction, table), for ``report --format json``."""
+    return [
+        {
+            "model": paper_label(strategy),
+            "strategy": strategy,
+            "task": task,
+            "accuracy": value / 100,
+            "table": PAPER_TABLE[strategy],
+        }
+        for strategy, tasks in PAPER_CHATGPT.items()
+        for task, value in tasks.items()
+    ]
+
 
 TASK_TITLES = {
     "qa": "QA",
@@ -52,7 +108,12 @@ TASK_TITLES = {
 _DASH = "—"
 _NOTE = (
     "Accuracy in %, invalid replies counted wrong (the paper's convention); ± is the half-width "
-    f"of the Wilson 95% interval. {PAPER_LABEL}: HaluEval's published numbers, for reference."
+    "of the Wilson 95% interval. ChatGPT (HaluEval Table n): the paper's published numbers, for "
+    f"reference, from the table named. {PAPER_FOOTNOTE}"
+)
+_REASK_NOTE = (
+    "Invalid 1st: first replies the reader could not read; each was asked once more "
+    "(Re-asked); Invalid: still unreadable after that, counted wrong."
 )
 _CONTRAST_NOTE = (
     "contrast: accuracy = right picks of the hallucinated text out of two (chance 50%); the "
@@ -80,6 +141,37 @@ class ResultRow:
     source: str = ""
     scoring: str = "parse"  # parse (the verdict read from text) | logprobs (P(Yes))
     items: int = 0  # distinct items among the judgements (one item may be shown both ways)
+    first_invalid: int = 0  # judgements whose first reply was unreadable
+    reasked: int = 0  # judgements asked a second time (an unreadable first reply)
+    # the most common shapes of the first replies, with what they were read as
+    shapes: tuple[ReplyShape, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReplyShape:
+    """A normalised first reply (``reply_shape``), what it was read as, how often."""
+
+    shape: str
+    verdict: str
+    count: int
+
+
+SHAPES_PER_ROW = 5
+_SHAPE_EDGE = 24  # characters kept at each end of a long reply
+_DIGITS = re.compile(r"\d+")
+
+
+def reply_shape(raw: str | None) -> str:
+    """A reply as a short shape: whitespace collapsed, digits as 0, a reasoning block as
+    "<think>…</think>", a long reply cut in the middle. Replies that differ only in their
+    numbers or their middle fall together, so the common shapes show what judges write."""
+    text = raw or ""
+    shown = visible_text(text)
+    prefix = "<think>…</think> " if shown != text.strip() and shown else ""
+    body = _DIGITS.sub("0", " ".join(shown.split()))
+    if len(body) > 2 * _SHAPE_EDGE + 3:
+        body = f"{body[:_SHAPE_EDGE].rstrip()} … {body[-_SHAPE_EDGE:].lstrip()}"
+    return (prefix + body) if body else ("<think>… (no answer)" if text.strip() else "(empty)")
 
 
 def _order(value: str, known: Sequence[str]) -> tuple[int, str]:
@@ -157,42 +249,63 @@ def results_from_store(conn: Any, run_ids: Sequence[str] | None = None) -> list[
     clusters = _dialogue_clusters(cur)
     sql = (
         "SELECT task, model, strategy, run_id, item_key, item_id, shown, truth, verdict, "
-        f"shown_length, created_at FROM judgements j {where} "
+        "shown_length, created_at, COALESCE(asked, 1), COALESCE(first_verdict, verdict), "
+        f"COALESCE(first_raw, raw) FROM judgements j {where} "
         # item order fixes the length baseline's folds: keys are hashes, unrelated to truth
         "ORDER BY task, model, strategy, item_key, shown, created_at"
     )
     cur.execute(sql, params)
     latest: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     while batch := cur.fetchmany(10_000):
-        for task, model, strategy, run_id, key, item_id, shown, truth, verdict, length, at in batch:
+        for task, model, strategy, run_id, key, item_id, shown, *rest in batch:
             source, scoring = sources[run_id]
             group = (task, source, model, strategy, scoring)
             # rows arrive oldest first: the last one written wins
-            latest[(*group, key, shown)] = (run_id, key, item_id, truth, verdict, length, at)
-    groups: dict[tuple[str, ...], tuple[list[Judged], set[str], set[str]]] = {}
+            latest[(*group, key, shown)] = (run_id, key, item_id, *rest)
+    groups: dict[tuple[str, ...], _Group] = {}
     for (task, source, model, strategy, scoring, _, _), value in latest.items():
-        run_id, key, item_id, truth, verdict, length, _ = value
-        judged, runs, keys = groups.setdefault((task, source, model, strategy, scoring),
-                                               ([], set(), set()))  # fmt: skip
+        run_id, key, item_id, truth, verdict, length, _, asked, first, first_raw = value
+        g = groups.setdefault((task, source, model, strategy, scoring), _Group())
         cluster = clusters.get((task, item_id), "") if source.startswith(("run:", "store:")) else ""
-        judged.append(Judged(bool(truth), verdict, length, cluster))
-        runs.add(run_id)
-        keys.add(key)
+        g.judged.append(Judged(bool(truth), verdict, length, cluster))
+        g.runs.add(run_id)
+        g.keys.add(key)
+        g.first_invalid += first == "invalid"
+        g.reasked += asked > 1
+        g.shapes[(reply_shape(first_raw), first)] += 1
     rows = [
         ResultRow(
             task=task,
             model=model,
             strategy=strategy,
-            metrics=compute(judged),
-            baselines=dict(_NO_BASELINES) if strategy == "contrast" else baselines(judged),
-            runs=tuple(sorted(runs)),
+            metrics=compute(g.judged),
+            baselines=dict(_NO_BASELINES) if strategy == "contrast" else baselines(g.judged),
+            runs=tuple(sorted(g.runs)),
             source=source,
             scoring=scoring,
-            items=len(keys),
+            items=len(g.keys),
+            first_invalid=g.first_invalid,
+            reasked=g.reasked,
+            shapes=tuple(
+                ReplyShape(shape, verdict, count)
+                for (shape, verdict), count in sorted(
+                    g.shapes.items(), key=lambda kv: (-kv[1], kv[0])
+                )[:SHAPES_PER_ROW]
+            ),
         )
-        for (task, source, model, strategy, scoring), (judged, runs, keys) in groups.items()
+        for (task, source, model, strategy, scoring), g in groups.items()
     ]
     return sorted(rows, key=_row_key)
+
+
+@dataclass
+class _Group:
+    judged: list[Judged] = field(default_factory=list)
+    runs: set[str] = field(default_factory=set)
+    keys: set[str] = field(default_factory=set)
+    first_invalid: int = 0
+    reasked: int = 0
+    shapes: Counter[tuple[str, str]] = field(default_factory=Counter)
 
 
 # -- cells -------------------------------------------------------------------------------
@@ -252,8 +365,13 @@ def _summary(rows: Sequence[ResultRow]) -> list[tuple[str, str, dict[str, str]]]
                 lines.append((_label(model, scoring, source), strategy, cells))
         paper = PAPER_CHATGPT.get(strategy)
         if paper:
-            lines.append((PAPER_LABEL, strategy, {t: f"{v:.2f}" for t, v in paper.items()}))
+            cells = {t: f"{v:.2f}" for t, v in paper.items()}
+            lines.append((paper_label(strategy), strategy, cells))
     return lines
+
+
+def _is_paper(label: str) -> bool:
+    return label.startswith(PAPER_LABEL[:-1])
 
 
 _DETAIL_HEADERS = (
@@ -265,6 +383,8 @@ _DETAIL_HEADERS = (
     "Items",
     "Accuracy [95% CI]",
     "Acc. valid",
+    "Invalid 1st",
+    "Re-asked",
     "Invalid",
     "Precision",
     "Recall",
@@ -303,6 +423,8 @@ def _detail(row: ResultRow) -> list[str]:
         str(row.items),
         acc,
         _pct(m.accuracy_valid),
+        _pct(row.first_invalid / m.n if m.n else None),
+        str(row.reasked),
         _pct(m.invalid_rate),
         only(m.precision),
         only(m.recall),
@@ -316,7 +438,7 @@ def _detail(row: ResultRow) -> list[str]:
 
 
 def _detail_notes(group: Sequence[ResultRow]) -> list[str]:
-    notes = []
+    notes = [_REASK_NOTE] if any(r.first_invalid or r.reasked for r in group) else []
     if any(r.strategy == "contrast" for r in group):
         notes.append(_CONTRAST_NOTE)
     clustered = [r for r in group if r.metrics.interval != "wilson"]
@@ -354,7 +476,7 @@ def render_rich(rows: Sequence[ResultRow]) -> list[Table]:
         if previous is not None and strategy != previous:
             main.add_section()
         previous = strategy
-        style = "dim italic" if model == PAPER_LABEL else None
+        style = "dim italic" if _is_paper(model) else None
         main.add_row(model, strategy, *(cells.get(t, _DASH) for t in tasks), style=style)
     tables: list[Table] = [main]
     for task, group in _by_task(rows):
@@ -371,7 +493,36 @@ def render_rich(rows: Sequence[ResultRow]) -> list[Table]:
         for r in group:
             detail.add_row(*_detail(r))
         tables.append(detail)
+    shapes = _shape_lines(rows)
+    if shapes:
+        table = Table(title=_SHAPES_TITLE, caption=_SHAPES_NOTE, title_justify="left")
+        for i, header in enumerate(_SHAPE_HEADERS):
+            table.add_column(header, justify="left" if i < _SHAPE_FIRST_NUMBER else "right")
+        for line in shapes:
+            table.add_row(*line)
+        tables.append(table)
     return tables
+
+
+_SHAPES_TITLE = "First replies: the most common shapes"
+_SHAPES_NOTE = (
+    f"Up to {SHAPES_PER_ROW} per task, model and strategy: each judge's first reply with "
+    "whitespace collapsed, digits as 0 and a long reply cut in the middle, what the reader made "
+    "of it, and how often it came (share of that row's judgements)."
+)
+_SHAPE_HEADERS = ("Task", "Model", "Strategy", "Reply", "Read as", "Count", "Share")
+_SHAPE_FIRST_NUMBER = 5
+
+
+def _shape_lines(rows: Sequence[ResultRow]) -> list[list[str]]:
+    lines = []
+    for r in sorted(rows, key=_row_key):
+        label = _label(r.model, r.scoring)
+        for s in r.shapes:
+            share = s.count / r.metrics.n if r.metrics.n else None
+            task = TASK_TITLES.get(r.task, r.task)
+            lines.append([task, label, r.strategy, s.shape, s.verdict, str(s.count), _pct(share)])
+    return lines
 
 
 def _md_table(headers: Sequence[str], lines: Iterable[Sequence[str]], right_from: int) -> str:
@@ -407,6 +558,16 @@ def render_markdown(rows: Sequence[ResultRow]) -> str:
         ]
         for note in _detail_notes(group):
             parts += ["", note]
+    shapes = _shape_lines(rows)
+    if shapes:
+        parts += [
+            "",
+            f"### {_SHAPES_TITLE}",
+            "",
+            _md_table(_SHAPE_HEADERS, shapes, right_from=_SHAPE_FIRST_NUMBER),
+            "",
+            _SHAPES_NOTE,
+        ]
     return "\n".join(parts) + "\n"
 
 
@@ -424,6 +585,8 @@ _CSV_FIELDS = (
     "accuracy_ci_high",
     "accuracy_ci_method",
     "accuracy_valid",
+    "first_invalid",
+    "reasked",
     "invalid_rate",
     "precision",
     "recall",
@@ -448,9 +611,10 @@ def _num(value: float | None) -> str:
 
 def render_csv(rows: Sequence[ResultRow]) -> str:
     """One line per (task, data source, model, strategy, scoring), ratios as fractions (not
-    %), then the paper's reference numbers as lines with ``source`` = "paper" and only the
-    accuracy filled (``source`` tells measured from published; ``data_source`` is what was
-    judged)."""
+    %), then the paper's reference numbers as lines with ``source`` = "paper", the model
+    naming the paper's table, and only the accuracy filled (``source`` tells measured from
+    published; ``data_source`` is what was judged; ``first_invalid`` and ``reasked`` count
+    judgements, ``invalid`` those still unreadable after the re-ask)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(_CSV_FIELDS)
@@ -477,6 +641,8 @@ def render_csv(rows: Sequence[ResultRow]) -> str:
                 _num(hi),
                 m.interval + (f" ({m.clusters} clusters)" if m.clusters else ""),
                 _num(m.accuracy_valid),
+                r.first_invalid,
+                r.reasked,
                 _num(m.invalid_rate),
                 only(m.precision),
                 only(m.recall),
@@ -500,7 +666,7 @@ def render_csv(rows: Sequence[ResultRow]) -> str:
             line.update(
                 source="paper",
                 task=task,
-                model=PAPER_LABEL,
+                model=paper_label(strategy),
                 strategy=strategy,
                 accuracy=_num(value / 100),
             )
@@ -533,6 +699,18 @@ def report_tables(rows: Sequence[ResultRow]) -> list[Any]:
                 name=f"details_{task}",
                 caption=" ".join(_detail_notes(group)) or None,
                 align=["l" if i < _FIRST_NUMBER else "r" for i in range(len(_DETAIL_HEADERS))],
+            )
+        )
+    shapes = _shape_lines(rows)
+    if shapes:
+        tables.append(
+            TableData(
+                _SHAPES_TITLE,
+                list(_SHAPE_HEADERS),
+                shapes,
+                name="reply_shapes",
+                caption=_SHAPES_NOTE,
+                align=["l" if i < _SHAPE_FIRST_NUMBER else "r" for i in range(len(_SHAPE_HEADERS))],
             )
         )
     return tables

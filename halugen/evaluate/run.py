@@ -2,12 +2,17 @@
 
 Per item, an RNG seeded by (eval seed, item key) decides which answer is shown (or, for
 the contrast strategy, their order); the model's verdict is parsed (or scored from
-logprobs) and stored with the truth in ``judgements``. Same budget, limits, request keys
-and resume as generation: a resumed run skips items it has judged.
+logprobs) and stored with the truth in ``judgements``. A text verdict the reader cannot
+read is asked again once, in the same conversation, with a stricter instruction
+(``prompts/<task>/judge_again.txt``, ``judge_contrast_again.txt`` for contrast), as the
+filter does; the row keeps how often it was asked and the first reply's verdict, so the
+report counts first-reply invalids, re-asks and final invalids apart. Same budget,
+limits, request keys and resume as generation: a resumed run skips items it has judged.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -66,6 +71,9 @@ class _Judged:
     shown_length: int | None
     raw: str
     call_key: str
+    asked: int = 1  # 2: the first reply was unreadable and the judge was asked again
+    first_verdict: str = ""  # the first reply's verdict ("" when asked once: the same)
+    first_raw: str = ""  # the first reply, when asked again
 
 
 def _identity(cfg: EvalConfig, template: Template) -> dict[str, object]:
@@ -101,7 +109,11 @@ def _rng(seed: int, item_key: str) -> random.Random:
 
 
 async def _judge_one(
-    cfg: EvalConfig, session: CallSession, template: Template, item: judge.EvalItem
+    cfg: EvalConfig,
+    session: CallSession,
+    template: Template,
+    item: judge.EvalItem,
+    again: Template | None = None,
 ) -> _Judged | None:
     rng = _rng(cfg.run.run_seed, item.key)
     right, hallucinated = judge.shown_texts(item)
@@ -131,32 +143,49 @@ async def _judge_one(
         top_logprobs=5 if logprobs else None,
     )
     est = template.estimate_tokens(values, session.counter)
+    where = dict(stage="judge", task=cfg.task, seed_key=item.key)
     if logprobs:  # the verdict is read from the logprobs: no JSON schema, and a check first
-        result = await _logprobs_check(session, cfg).call(
-            request, stage="judge", task=cfg.task, seed_key=item.key, est_prompt_tokens=est
-        )
+        result = await _logprobs_check(session, cfg).call(request, est_prompt_tokens=est, **where)
     else:
         structured = structured_outputs(session.runner, cfg.run.model, cfg.structured)
-        result, _ = await structured.call(
-            request,
-            judge.response_format(cfg.strategy),
-            stage="judge",
-            task=cfg.task,
-            seed_key=item.key,
-            est_prompt_tokens=est,
-        )
+        fmt = judge.response_format(cfg.strategy)
+        result, _ = await structured.call(request, fmt, est_prompt_tokens=est, **where)
     if isinstance(result, CallFailure):
         return None  # logged in calls; the item stays unjudged and a resume retries it
+
+    def read(text: str) -> str:
+        if cfg.strategy != "contrast":
+            return parse_verdict(text)
+        pick = parse_contrast(text)
+        return "invalid" if pick is None else ("yes" if (pick == 1) == hallucinated_first else "no")
+
     p_yes = None
-    if cfg.strategy == "contrast":
-        pick = parse_contrast(result.text)
-        verdict = (
-            "invalid" if pick is None else ("yes" if (pick == 1) == hallucinated_first else "no")
-        )
-    elif logprobs and result.logprobs:
+    if logprobs and result.logprobs:
         verdict, p_yes = verdict_from_logprobs(result.logprobs[0])
     else:
-        verdict = parse_verdict(result.text)
+        verdict = read(result.text)
+    first_verdict, first_raw, asked = "", "", 1
+    if (
+        verdict == "invalid"
+        and not logprobs  # a probability is not a text to ask about again
+        and again is not None
+        and result.finish_reason != "content_filter"  # an outcome, not an unreadable reply
+    ):
+        # the reply says nothing readable: ask once more, stricter, in the same conversation
+        request = dataclasses.replace(
+            request,
+            messages=(
+                *request.messages,
+                {"role": "assistant", "content": result.text},
+                *again.render({}),
+            ),
+        )
+        est += session.counter.count(result.text) + again.estimate_tokens({}, session.counter)
+        second, _ = await structured.call(request, fmt, est_prompt_tokens=est, **where)
+        if isinstance(second, CallFailure):
+            return None  # as for the first call: unjudged, a resume asks again
+        first_verdict, first_raw, asked = verdict, result.text, 2
+        result, verdict = second, read(second.text)
     return _Judged(
         item,
         shown,
@@ -166,6 +195,9 @@ async def _judge_one(
         len(shown_text) if shown_text is not None else None,
         result.text[:4000],
         request.key,
+        asked,
+        first_verdict,
+        first_raw[:4000],
     )
 
 
@@ -184,6 +216,7 @@ async def _worker(
     session: CallSession,
     template: Template,
     receive: ObjectReceiveStream[judge.EvalItem],
+    again: Template | None = None,
 ) -> None:
     st = session.stats
     async with receive:
@@ -191,7 +224,7 @@ async def _worker(
             if session.flags.interrupted:
                 continue
             try:
-                judged = await _judge_one(cfg, session, template, item)
+                judged = await _judge_one(cfg, session, template, item, again)
             except BudgetExhausted:
                 session.flags.budget_exhausted = True
                 continue
@@ -217,6 +250,9 @@ async def _worker(
                             judged.raw,
                             judged.call_key,
                             template.hash,
+                            judged.asked,
+                            judged.first_verdict or judged.verdict,
+                            judged.first_raw or None,
                         ),
                     )
                 ]
@@ -257,6 +293,13 @@ async def evaluate(
         raise UsageError(f"--structured must be one of {', '.join(MODES)}, not {cfg.structured!r}")
     template = load_template(
         cfg.task, judge.template_name(cfg.task, cfg.strategy), cfg.run.prompts_dir
+    )
+    again = (
+        None
+        if cfg.scoring == "logprobs"
+        else load_template(
+            cfg.task, judge.again_template_name(cfg.task, cfg.strategy), cfg.run.prompts_dir
+        )
     )
     if cfg.data:  # fail fast on unreadable input, before a run is opened
         next(iter(items_from_files(list(cfg.data), cfg.task)), None)
@@ -300,7 +343,7 @@ async def evaluate(
                 tg.start_soon(_feed, cfg, session, done, tx)
                 async with rx:
                     for _ in range(workers):
-                        tg.start_soon(_worker, cfg, session, template, rx.clone())
+                        tg.start_soon(_worker, cfg, session, template, rx.clone(), again)
 
         try:
             status, message = await drive(

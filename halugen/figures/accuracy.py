@@ -65,7 +65,7 @@ class AccuracyRow:
 def rows_from_report(results: Sequence[Any], *, paper: bool = True) -> list[AccuracyRow]:
     """``AccuracyRow``s of report rows, and (``paper``) the paper's numbers for the
     (strategy, task) pairs measured."""
-    from ..evaluate.report import PAPER_CHATGPT, PAPER_LABEL
+    from ..evaluate.report import PAPER_CHATGPT, paper_label
 
     rows = []
     for r in results:
@@ -91,7 +91,9 @@ def rows_from_report(results: Sequence[Any], *, paper: bool = True) -> list[Accu
             for task, value in tasks.items():
                 if (strategy, task) in measured:
                     rows.append(
-                        AccuracyRow(task, PAPER_LABEL, strategy, value / 100, reference=True)
+                        AccuracyRow(
+                            task, paper_label(strategy), strategy, value / 100, reference=True
+                        )
                     )
     return rows
 

@@ -19,14 +19,21 @@ hallucination (``mutate``), ``Choice`` for the filter judge's pick, ``Verdict`` 
 recognition Yes/No, ``Hallucinated`` for a contrast judge's pick of the hallucinated one of
 ``Answer 1`` / ``Answer 2`` (or ``Response n`` / ``Summary n``); no reply format at all is a
 plain user query (``plain``).
+
+A follow-up in the same conversation ("I could not read your verdict: reply with the
+Verdict line only") asks for a verdict or a pick without the record: ``with_record`` finds
+the record in the earlier user message that asked the same, so the follow-up is answered
+about the same text. ``unreadable_verdict`` is what a judge writes when it hedges instead
+of answering; the simulator sends it as the first reply to a share of recognition prompts
+(``SimConfig.unreadable_verdicts``), never to a follow-up.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from .keys import mix, pick, unit
@@ -42,7 +49,9 @@ __all__ = [
     "garbage_reply",
     "parse_prompt",
     "reply",
+    "unreadable_verdict",
     "verdict",
+    "with_record",
 ]
 
 # -- reading the prompt --------------------------------------------------------------------
@@ -78,7 +87,8 @@ class PromptInfo:
     options: Mapping[str, tuple[str, ...]]  # lower-case label -> its "one of:" options
     fields: Mapping[str, str]  # lower-case data label -> value (the record's)
     candidates: tuple[str, ...]  # "Answer 1" ... "Answer N" of a judge prompt, in order
-    text: str  # the whole last user message
+    text: str  # the whole last user message (a follow-up's: the message with the record)
+    follow_up: bool = False  # the record came from an earlier message of the conversation
 
 
 def _split_format(text: str) -> tuple[str, list[str] | None]:
@@ -173,6 +183,30 @@ def parse_prompt(text: str) -> PromptInfo:
     return PromptInfo(kind, labels, options, fields, candidates, text)
 
 
+def _has_record(info: PromptInfo) -> bool:
+    if info.kind == "verdict":
+        return _shown_answer(info.fields) is not None
+    return bool(info.candidates)
+
+
+def with_record(info: PromptInfo, earlier: Sequence[str]) -> PromptInfo:
+    """``info`` of a recognition follow-up that carries no record, completed with the record
+    of the latest earlier message asking for the same kind of reply; ``info`` otherwise."""
+    if info.kind not in ("verdict", "contrast") or _has_record(info):
+        return info
+    for text in reversed(earlier):
+        first = parse_prompt(text)
+        if first.kind == info.kind and _has_record(first):
+            return replace(
+                info,
+                fields=first.fields,
+                candidates=first.candidates,
+                text=first.text,
+                follow_up=True,
+            )
+    return info
+
+
 # -- the judges ----------------------------------------------------------------------------
 
 
@@ -252,6 +286,20 @@ def garbage_reply(key: int) -> str:
     return pick(_GARBAGE, key, 41)
 
 
+# Hedges a careful reader cannot read as Yes or No.
+_UNREADABLE = (
+    "It is possible that the text contains a hallucination, but I cannot be certain.",
+    "I'm not sure; it could go either way.",
+    "The text might be hallucinated.",
+    "I cannot verify this without more context.",
+)
+
+
+def unreadable_verdict(key: int) -> str:
+    """A recognition reply that hedges instead of giving a verdict (exercises the re-ask)."""
+    return pick(_UNREADABLE, key, 43)
+
+
 @dataclass(frozen=True, slots=True)
 class Reply:
     text: str
@@ -284,10 +332,17 @@ def reply(
     choice: int = 0,
     oracle: Mapping[str, bool] | None = None,
     judge_accuracy: float | None = None,
+    unreadable: float = 0.0,
 ) -> Reply:
-    """The text of choice number ``choice`` for a parsed prompt."""
+    """The text of choice number ``choice`` for a parsed prompt.
+
+    ``unreadable``: the share of recognition prompts (drawn by ``prompt_key``) whose reply
+    is a hedge (``unreadable_verdict``) unless the prompt is a follow-up.
+    """
     if info.kind == "plain":
         return Reply(plain_answer(info.text, prompt_key, variant_key))
+    if info.kind == "verdict" and not info.follow_up and unit(prompt_key, 44) < unreadable:
+        return Reply(unreadable_verdict(prompt_key))
     word, confidence = "", 0.0
     if info.kind == "choose":
         k = choose(info.candidates, _context(info.fields), variant_key)

@@ -80,6 +80,8 @@ class SimConfig:
     judge_accuracy: float | None = None  # recognition: P(right verdict) for oracle answers
     oracle: Mapping[str, bool] | None = None  # answer text -> is hallucinated
     garbage_rate: float = 0.0  # share of formatted answers that ignore the format
+    # share of recognition prompts whose first verdict is a hedge; asked again, they answer
+    unreadable_verdicts: float = 0.0
     context_window: int = CONTEXT_WINDOW
     # rate limits enforced over windows this long (OpenAI: ~1 s); refused requests count
     quantum_s: float | None = None
@@ -96,7 +98,7 @@ class SimConfig:
     batch: BatchSimConfig = field(default_factory=BatchSimConfig)  # /v1/files, /v1/batches
 
     def __post_init__(self) -> None:
-        for name in ("fail_rate", "garbage_rate"):
+        for name in ("fail_rate", "garbage_rate", "unreadable_verdicts"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise UsageError(f"simulator {name} must be between 0 and 1, not {value}")
@@ -451,8 +453,8 @@ class Simulator:
         self, req: ChatBody, n_out: int, digest: bytes, fault: str | None
     ) -> tuple[dict[str, Any], int]:
         cfg = self.config
-        info = answers.parse_prompt(req.last_user)
-        prompt_key = key64(cfg.seed, req.last_user)
+        info = answers.with_record(answers.parse_prompt(req.last_user), req.contents[:-1])
+        prompt_key = key64(cfg.seed, info.text)  # a follow-up: the record's message decides
         choices = []
         completion_tokens = 0
         for i in range(n_out):
@@ -482,6 +484,7 @@ class Simulator:
                     choice=i,
                     oracle=self._oracle,
                     judge_accuracy=cfg.judge_accuracy,
+                    unreadable=cfg.unreadable_verdicts,
                 )
             if req.response_format is not None:
                 reply = replace(

@@ -694,6 +694,15 @@ CREATE TABLE seed_files (
 );
 """
 
+# A recognition reply the verdict reader cannot read is asked again once: how often each item
+# was asked and what the first reply said, so first-reply invalids and re-asks are counted
+# apart from the final verdict. Rows written before have NULLs: asked once.
+_JUDGEMENT_REASK = """
+ALTER TABLE judgements ADD COLUMN asked INTEGER;          -- 1, or 2 when asked again
+ALTER TABLE judgements ADD COLUMN first_verdict VARCHAR;  -- yes | no | invalid: the first reply
+ALTER TABLE judgements ADD COLUMN first_raw VARCHAR;      -- the first reply, when asked again
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
@@ -710,4 +719,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0013_audit_results", _AUDIT),
     ("0014_batches", _BATCHES),
     ("0015_seed_files", _SEED_FILES),
+    ("0016_judgement_reask", _JUDGEMENT_REASK),
 )

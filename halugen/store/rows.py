@@ -128,6 +128,9 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "raw",
         "call_key",
         "template_hash",
+        "asked",
+        "first_verdict",
+        "first_raw",
         "created_at",
     ),
     "preselect_queries": (

@@ -68,3 +68,31 @@ def clean_pairs(n: int) -> list[dict[str, str]]:
 def mixed(n: int) -> list[dict[str, str]]:
     """Half the items long-sentence hallucinations, half clean: a balanced subset exists."""
     return [*long_hallucinations(n // 2), *clean_pairs(n - n // 2)]
+
+
+def shared_knowledge(n: int) -> list[dict[str, str]]:
+    """No tell at all: the knowledge names both rivers (the hallucination picks the wrong
+    one of the two), and both answers are drawn alike in form."""
+    rng = random.Random(4)
+    out = []
+    for i in range(n):
+        a, b = rng.sample(RIVERS, 2)
+        size_a, size_b = rng.choice(["", " river"]), rng.choice(["", " river"])
+        town = TOWNS[i % len(TOWNS)] + str(i)
+        person = f"{PEOPLE[i % len(PEOPLE)]} {i}"
+        out.append(
+            {
+                "knowledge": f"The {a} {i} flows through {town}, and the {b} {i} runs past it. "
+                f"{person} was born in {town}.",
+                "question": f"Which river flows through the birthplace of {person}?",
+                "right_answer": f"the {a}{size_a} {i}",
+                "hallucinated_answer": f"the {b}{size_b} {i}",
+            }
+        )
+    return out
+
+
+def balanceable(n: int) -> list[dict[str, str]]:
+    """Half HaluEval-like items (a long hallucination, the right answer in the knowledge),
+    half with no tell: a subset balanced on every measure, overlap included, exists."""
+    return [*long_hallucinations(n // 2), *shared_knowledge(n - n // 2)]

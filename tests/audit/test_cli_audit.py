@@ -50,32 +50,59 @@ def test_file_figures_are_stored_when_a_store_is_named(tmp_path, capsys) -> None
 
 
 def test_balance_drops_the_giveaways_and_writes_the_rest_as_read(tmp_path, capsys) -> None:
-    path = fixtures.write(tmp_path / "qa_data.json", fixtures.mixed(120))
+    path = fixtures.write(tmp_path / "qa_data.json", fixtures.balanceable(120))
     out = tmp_path / "balanced" / "qa_data.json"
     code = main(["audit", "--data", str(path), "--balance", "--out", str(out), "--format", "csv"])
     assert code == 0
     captured = capsys.readouterr()
     rows = _csv(captured.out)
     after = {r["measure"]: float(r["value"]) for r in rows if r["source"].endswith("(balanced)")}
-    assert abs(after["length_only"] - 0.5) <= 0.05 and abs(after["answer_only"] - 0.5) <= 0.05
-    assert "dropped" in captured.err and "within 5 points" in captured.err
+    # every measure the audit reports, knowledge overlap included, is near chance
+    assert set(after) == {"length_only", "answer_only", "overlap"}
+    assert all(abs(v - 0.5) <= 0.05 for v in after.values()), after
+    assert "dropped" in captured.err and "every measure within 5 points" in captured.err
     # the kept items are the input's lines, byte for byte, in their order
     original = path.read_bytes().splitlines()
     kept = out.read_bytes().splitlines()
     assert kept and set(kept) <= set(original)
     assert [original.index(k) for k in kept] == sorted(original.index(k) for k in kept)
-    assert len(kept) >= 50  # the clean half survives, mostly
+    assert len(kept) >= 50  # the half without a tell survives, mostly
     meta = orjson.loads((tmp_path / "balanced" / "qa_data.json.audit.json").read_bytes())
-    assert meta["balanced"] is True and meta["kept"] == len(kept)
+    assert meta["balanced"] is True and meta["kept"] == len(kept) and meta["unbalanced"] == []
     assert meta["kept"] + meta["dropped"] == 120
     assert sum(meta["dropped_by_reason"].values()) == meta["dropped"]
-    assert {d["reason"] for d in meta["dropped_items"]} <= {"length_only", "answer_only"}
+    assert {d["reason"] for d in meta["dropped_items"]} <= {"length_only", "answer_only", "overlap"}
     before = {r["measure"]: r["value"] for r in meta["audit_before"]}
-    assert before["length_only"] > 0.7  # what the balanced set got rid of
+    assert before["length_only"] > 0.7 and before["overlap"] > 0.7  # what the set got rid of
     assert {r["measure"] for r in meta["audit_after"]} == {"length_only", "answer_only", "overlap"}
     # the long-sentence hallucinations are what went
     dropped = {d["item_id"] for d in meta["dropped_items"]}
-    assert sum(int(i.split(":")[1]) <= 60 for i in dropped) > 0.8 * len(dropped)
+    assert sum(int(i.split(":")[1]) <= 60 for i in dropped) > 0.7 * len(dropped)
+
+
+def test_a_subset_that_fails_a_measure_is_never_called_balanced(tmp_path, capsys) -> None:
+    # HaluEval-like: every right answer is in the knowledge, no hallucination is, so the
+    # knowledge overlap gives every item away and no subset can hide it
+    path = fixtures.write(tmp_path / "qa_data.json", fixtures.mixed(120))
+    out = tmp_path / "subset.json"
+    code = main(["audit", "--data", str(path), "--balance", "--out", str(out), "--format", "csv"])
+    assert code == 0
+    captured = capsys.readouterr()
+    rows = _csv(captured.out)
+    assert not any(r["source"].endswith("(balanced)") for r in rows)
+    subset = [r for r in rows if "NOT balanced" in r["source"]]
+    assert {r["measure"] for r in subset} == {"length_only", "answer_only", "overlap"}
+    overlap = next(r for r in subset if r["measure"] == "overlap")
+    assert abs(float(overlap["value"]) - 0.5) > 0.05 and "overlap" in overlap["source"]
+    assert "not balanced" in captured.err and "could not bring overlap" in captured.err
+    meta = orjson.loads((tmp_path / "subset.json.audit.json").read_bytes())
+    assert meta["balanced"] is False and "overlap" in meta["unbalanced"]
+    # asked to balance only what it can, it does, and says so
+    assert main(["audit", "--data", str(path), "--balance", "--measures",
+                 "length_only,answer_only", "--format", "csv"]) == 0  # fmt: skip
+    captured = capsys.readouterr()
+    assert any(r["source"].endswith("(balanced)") for r in _csv(captured.out))
+    assert "every measure within 5 points" in captured.err
 
 
 def test_audit_of_a_generated_run_adds_position_bias_and_pattern_shares(

@@ -46,6 +46,7 @@ def run_eval(
     seed: int = 0,
     strategy: str = "plain",
     scoring: str = "parse",
+    structured: str = "auto",
 ):
     cfg = RunConfig(
         tasks=("qa",),
@@ -59,7 +60,14 @@ def run_eval(
         retry=RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.02),
         timeouts=Timeouts(total=5, read=5),
     )
-    ecfg = EvalConfig(run=cfg, task="qa", strategy=strategy, data=(str(data),), scoring=scoring)
+    ecfg = EvalConfig(
+        run=cfg,
+        task="qa",
+        strategy=strategy,
+        data=(str(data),),
+        scoring=scoring,
+        structured=structured,
+    )
     return anyio.run(lambda: evaluate(ecfg))
 
 
@@ -80,7 +88,7 @@ def test_measured_accuracy_matches_the_simulated_judge(simulator, tmp_path, caps
     assert 150 <= shown["hallucinated"] <= 250  # about half each way
     assert main(["report", "--db", str(db), "--format", "markdown"]) == 0
     md = capsys.readouterr().out
-    assert "ChatGPT (paper)" in md and "62.59" in md
+    assert "ChatGPT (HaluEval Table 5)" in md and "62.59" in md
 
 
 def test_the_shown_side_depends_on_seed_not_on_concurrency(simulator, tmp_path):

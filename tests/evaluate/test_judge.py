@@ -11,6 +11,7 @@ from halugen.evaluate.judge import (
     JUDGE_TASKS,
     STRATEGIES,
     EvalItem,
+    again_template_name,
     judge_template,
     judge_values,
     max_tokens_for,
@@ -131,6 +132,7 @@ def test_which_strategies_and_templates_apply() -> None:
 def test_every_applicable_template_file_exists_and_no_stray_ones() -> None:
     root = data_dir("prompts")
     expected = {f"{t}/{template_name(t, s)}.txt" for t, s in CASES}
+    expected |= {f"{t}/{again_template_name(t, s)}.txt" for t, s in CASES}
     found = {f"{p.parent.name}/{p.name}" for p in root.glob("*/judge_*.txt")}
     assert found == expected
 

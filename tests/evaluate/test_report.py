@@ -12,10 +12,14 @@ from rich.console import Console
 
 from halugen.evaluate.report import (
     PAPER_CHATGPT,
-    PAPER_LABEL,
+    PAPER_FOOTNOTE,
+    PAPER_TABLE8_BASELINE,
+    paper_label,
+    paper_reference,
     render_csv,
     render_markdown,
     render_rich,
+    reply_shape,
     results_from_store,
 )
 from halugen.store.db import open_store
@@ -34,8 +38,11 @@ def _row(
     length: int | None = 10,
     shown: str | None = None,
     at: int = 0,
+    first: str | None = None,  # the first reply's verdict when it was asked again
+    raw: str | None = None,
 ) -> list:
     shown = shown or ("both" if strategy == "contrast" else "hallucinated" if truth else "right")
+    again = first is not None
     return [
         run,
         task,
@@ -48,10 +55,13 @@ def _row(
         verdict,
         None,
         length,
-        verdict,
+        raw if raw is not None else f"Verdict: {verdict}",
         None,
         None,
         T0 + timedelta(seconds=at),
+        2 if again else 1,
+        first if again else verdict,
+        "Maybe it is." if again else None,
     ]
 
 
@@ -63,9 +73,19 @@ def store(tmp_path: Path):
         verdicts = ["yes", "no", "yes", "no", "yes", "no", "no", "yes", "yes", "invalid"]
         for i, v in enumerate(verdicts):
             truth = i % 2 == 0
+            # q07 and q09 were unreadable at first and asked again: q07 then read, q09 not
+            first = "invalid" if i in (7, 9) else None
             rows.append(
                 _row(
-                    "r1", "qa", f"q{i:02d}", "plain", "model-a", truth, v, length=60 if truth else 8
+                    "r1",
+                    "qa",
+                    f"q{i:02d}",
+                    "plain",
+                    "model-a",
+                    truth,
+                    v,
+                    length=60 if truth else 8,
+                    first=first,
                 )
             )
         # the same item written again later in the same run: counts once, the latest ("no")
@@ -90,7 +110,8 @@ def store(tmp_path: Path):
         # a run left out by the filter
         rows.append(_row("r3", "summarization", "s0", "plain", "model-c", True, "yes"))
         s.conn.executemany(
-            "INSERT INTO judgements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+            "INSERT INTO judgements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
         )
         yield s
 
@@ -127,17 +148,20 @@ def test_results_filter_by_run_and_accept_a_bare_connection(store) -> None:
 def test_markdown_has_the_paper_table_with_reference_rows(store) -> None:
     md = render_markdown(results_from_store(store))
     assert "| Model | Strategy | QA | Dialogue | Summarization | General |" in md
-    assert f"| {PAPER_LABEL} | plain | 62.59 | 72.40 | 58.53 | 79.44 |" in md
-    assert f"| {PAPER_LABEL} | knowledge | 76.83 | 73.80 | — | — |" in md
-    assert f"| {PAPER_LABEL} | contrast | 49.19 | 68.67 | 49.46 | — |" in md
-    assert f"| {PAPER_LABEL} | cot |" not in md  # no measured cot rows, no cot reference
+    # each reference row names the paper's table it comes from
+    assert "| ChatGPT (HaluEval Table 5) | plain | 62.59 | 72.40 | 58.53 | 79.44 |" in md
+    assert "| ChatGPT (HaluEval Table 8) | knowledge | 76.83 | 73.80 | — | 90.73 |" in md
+    assert "| ChatGPT (HaluEval Table 8) | contrast | 49.19 | 68.67 | 49.46 | — |" in md
+    assert "| cot |" not in md  # no measured cot rows, no cot reference
+    # Table 8's own baseline for General differs from Table 5's: the note says so
+    assert "86.22" in md and "79.44 in Table 5" in md
     # measured: 6 of 10, Wilson half-width (0.8318 - 0.3127) / 2 = 26.0 points
     assert "| model-a | plain | 60.0 ±26.0 | — | — | — |" in md
     assert "| model-a | knowledge | — | 100.0 ±" in md
     lines = md.splitlines()
     # each strategy's reference row comes right after its measured rows
     plain_at = lines.index("| model-a | plain | 60.0 ±26.0 | — | — | — |")
-    assert lines[plain_at + 2].startswith(f"| {PAPER_LABEL} | plain |")
+    assert lines[plain_at + 2].startswith("| ChatGPT (HaluEval Table 5) | plain |")
     for title in ("### QA: details", "### Dialogue: details", "### Summarization: details"):
         assert title in md
     assert "### General: details" not in md
@@ -148,7 +172,8 @@ def test_markdown_has_the_paper_table_with_reference_rows(store) -> None:
     # of is named as unknown)
     assert cells[2:6] == ["parse", "unknown: run r1", "10", "10"]
     assert cells[6] == "60.0 [31.3, 83.2]"
-    assert cells[7:9] == ["66.7", "10.0"]
+    # accuracy of the valid, then first-reply invalids, re-asks and final invalids apart
+    assert cells[7:11] == ["66.7", "20.0", "2", "10.0"]
     assert cells[-3:] == ["50.0", "50.0", "100.0"]
     contrast = next(x for x in lines if x.startswith("| model-b | contrast | parse |"))
     assert contrast.count("—") == 8  # Yes/No metrics and baselines do not apply
@@ -165,6 +190,7 @@ def test_csv_round_trips_the_numbers(store) -> None:
     assert (qa["task"], qa["model"], qa["strategy"], qa["n"]) == ("qa", "model-a", "plain", "10")
     assert float(qa["accuracy"]) == pytest.approx(0.6)
     assert float(qa["invalid_rate"]) == pytest.approx(0.1)
+    assert (qa["first_invalid"], qa["reasked"], qa["invalid"]) == ("2", "2", "1")
     assert float(qa["length_only"]) == 1.0 and qa["runs"] == "r1"
     contrast = measured[1]
     assert contrast["strategy"] == "contrast" and float(contrast["accuracy"]) == 0.75
@@ -179,25 +205,80 @@ def test_csv_round_trips_the_numbers(store) -> None:
     ):
         assert contrast[name] == "", name
     gen = next(r for r in paper if r["strategy"] == "plain" and r["task"] == "general")
-    assert float(gen["accuracy"]) == pytest.approx(0.7944) and gen["model"] == PAPER_LABEL
+    assert float(gen["accuracy"]) == pytest.approx(0.7944)
+    assert gen["model"] == "ChatGPT (HaluEval Table 5)"
+    cot = next(r for r in paper if r["strategy"] == "cot" and r["task"] == "general")
+    assert float(cot["accuracy"]) == pytest.approx(0.865)
+    assert cot["model"] == "ChatGPT (HaluEval Table 8)"
 
 
 def test_rich_renders_every_table(store) -> None:
     console = Console(record=True, width=220)
     tables = render_rich(results_from_store(store))
-    assert len(tables) == 4  # accuracy, then QA, dialogue, summarization details
+    assert len(tables) == 5  # accuracy, QA, dialogue, summarization details, reply shapes
     for table in tables:
         console.print(table)
-    out = console.export_text()
+    out = " ".join(console.export_text().split())
     assert "Recognition accuracy (%)" in out
-    assert PAPER_LABEL in out and "62.59" in out and "60.0 ±26.0" in out
+    assert "ChatGPT (HaluEval Table 5)" in out and "62.59" in out and "60.0 ±26.0" in out
+    assert "First replies: the most common shapes" in out
     assert "QA: details" in out and "Dialogue: details" in out
     assert "chance 50%" in out
 
 
 def test_empty_results_still_render() -> None:
     md = render_markdown([])
-    assert "| Model | Strategy | QA |" in md and f"| {PAPER_LABEL} |" not in md
+    assert "| Model | Strategy | QA |" in md and "| ChatGPT (HaluEval" not in md
     assert render_csv([]).splitlines()[0].startswith("source,task,model")
     (only,) = render_rich([])
     Console(record=True).print(only)
+
+
+def test_every_paper_figure_names_its_table_and_matches_the_paper() -> None:
+    # HaluEval (arXiv 2305.11747): Table 5 for ChatGPT without a strategy, Table 8 for the
+    # strategies (with its own no-strategy row, General 86.22)
+    assert PAPER_CHATGPT == {
+        "plain": {"qa": 62.59, "dialogue": 72.40, "summarization": 58.53, "general": 79.44},
+        "knowledge": {"qa": 76.83, "dialogue": 73.80, "general": 90.73},
+        "cot": {"qa": 59.58, "dialogue": 71.39, "summarization": 61.21, "general": 86.50},
+        "contrast": {"qa": 49.19, "dialogue": 68.67, "summarization": 49.46},
+    }
+    assert PAPER_TABLE8_BASELINE["general"] == 86.22
+    assert {r["table"] for r in paper_reference() if r["strategy"] == "plain"} == {"Table 5"}
+    assert {r["table"] for r in paper_reference() if r["strategy"] != "plain"} == {"Table 8"}
+    assert all(r["model"].endswith(f"{r['table']})") for r in paper_reference())
+    assert paper_label("cot") == "ChatGPT (HaluEval Table 8)"
+    assert "86.22" in PAPER_FOOTNOTE and "79.44" in PAPER_FOOTNOTE
+
+
+def test_reply_shapes_show_what_the_judges_wrote_and_how_it_was_read(store) -> None:
+    (qa,) = [r for r in results_from_store(store) if r.task == "qa" and r.strategy == "plain"]
+    assert (qa.first_invalid, qa.reasked) == (2, 2)
+    shapes = {(s.shape, s.verdict): s.count for s in qa.shapes}
+    # first replies: the two asked again were "Maybe it is.", read as invalid
+    assert shapes[("Maybe it is.", "invalid")] == 2
+    assert shapes[("Verdict: yes", "yes")] == 3  # q02, q04, q08 (q07 was asked again)
+    assert shapes[("Verdict: no", "no")] == 5
+    assert sum(shapes.values()) <= qa.metrics.n
+    md = render_markdown(results_from_store(store))
+    assert "### First replies: the most common shapes" in md
+    assert "| QA | model-a | plain | Maybe it is. | invalid | 2 | 20.0 |" in md
+
+
+@pytest.mark.parametrize(
+    ("raw", "shape"),
+    [
+        ("Verdict: Yes", "Verdict: Yes"),
+        ("  Verdict:\n  No ", "Verdict: No"),
+        ("The year 1889 is right.", "The year 0 is right."),
+        ("<think>check</think>\nVerdict: No", "<think>…</think> Verdict: No"),
+        ("<think>still thinking", "<think>… (no answer)"),
+        ("", "(empty)"),
+        (
+            "Reasoning: the knowledge names Salzburg and the answer names Vienna.\nVerdict: Yes",
+            "Reasoning: the knowledge … mes Vienna. Verdict: Yes",
+        ),
+    ],
+)
+def test_reply_shape(raw: str, shape: str) -> None:
+    assert reply_shape(raw) == shape

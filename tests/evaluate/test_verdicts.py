@@ -197,3 +197,65 @@ def test_logprobs_read_a_json_verdict_and_skip_a_reasoning_block() -> None:
     ]
     verdict, p = verdict_from_logprobs({"content": thinking})
     assert verdict == "no" and p == pytest.approx(0.2)
+
+
+# -- negations and hedges that govern the verdict clause ---------------------------------------
+
+# The replies the old reader read as Yes: a negation, a hedge or a question governs the clause.
+_NEGATED_NO = (
+    "I don't think the answer contains any hallucination.",
+    "I do not believe the answer is hallucinated.",
+    "It is unlikely that the answer is hallucinated.",
+    "There's no evidence the answer is hallucinated.",
+    "Nothing in the answer is hallucinated.",
+    "Hallucinated? No.",
+    "Does the answer contain hallucination? No, it matches.",
+)
+
+
+@pytest.mark.parametrize("reply", _NEGATED_NO)
+def test_a_negation_governing_the_verdict_turns_it_round(reply: str) -> None:
+    assert parse_verdict(reply) == "no"
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        # the governor turns a description of either sense round
+        ("I don't think the answer is correct.", "yes"),
+        ("I do not believe the summary is faithful.", "yes"),
+        ("It is unlikely that the answer is correct.", "yes"),
+        ("I wouldn't say the response is hallucinated.", "no"),
+        ("I doubt the answer is hallucinated.", "no"),
+        ("I doubt it.", "no"),
+        ("I don't think so.", "no"),
+        ("I think so.", "yes"),
+        # keeping governors keep it
+        ("I think the answer is hallucinated.", "yes"),
+        ("It is likely that the answer is hallucinated.", "yes"),
+        # no evidence of a hallucination is No; no evidence of correctness says nothing sure
+        ("There is no evidence that the answer is correct.", "invalid"),
+        ("No evidence of hallucination.", "no"),
+        ("There is no reason to believe the answer is wrong.", "no"),
+        # hedges void the clause
+        ("It is possible that the answer is hallucinated.", "invalid"),
+        ("The answer may contain a hallucination.", "invalid"),
+        ("It might be hallucinated.", "invalid"),
+        # quantified subjects
+        ("None of the claims in the answer are unsupported.", "no"),
+        ("No part of the answer is fabricated.", "no"),
+        ("None of the answer is supported.", "yes"),
+        # a question echoed before its answer is read from the answer, in its sense
+        ("Is the answer correct? No.", "yes"),
+        ("Is the answer correct? Yes.", "no"),
+        ("Is the answer hallucinated? Yes.", "yes"),
+        ("Any hallucination? None.", "no"),
+        ("Q: Does the answer contain hallucination?\nA: No", "no"),
+        ("Is the answer not correct? No.", "invalid"),  # a negated question: not guessed
+        # a negation that is itself answered by a verdict word agrees with it, or is torn
+        ("No, I don't think the answer is hallucinated.", "no"),
+        ("Yes, I don't think the answer is hallucinated.", "invalid"),
+    ],
+)
+def test_negations_hedges_and_echoed_questions(reply: str, expected: str) -> None:
+    assert parse_verdict(reply) == expected

@@ -142,7 +142,7 @@ def test_report_plot_from_the_store(tmp_path, capsys):
     out = tmp_path / "fig" / "report.svg"
     assert main(["report", "--db", str(db), "--plot", str(out)]) == 0
     text = svg_text(out)
-    assert "ChatGPT (paper) · plain" in text and TRICKY in text
+    assert "ChatGPT (HaluEval Table 5) · plain" in text and TRICKY in text
     assert "$5" in text  # a dollar sign in data is text, not mathtext
     assert f"figure: {out}" in capsys.readouterr().err
     # the accuracy drawn is the report's: 6 of 6 hallucinated + 3 of 6 right = 75.0
