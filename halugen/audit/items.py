@@ -16,17 +16,18 @@ import orjson
 
 from ..errors import InputError, UsageError
 from ..store.db import Store
+from ..tasks import get_task, known_tasks
 
-__all__ = ["FIELDS", "Item", "items_from_file", "items_from_store", "task_of"]
+__all__ = ["Item", "fields_of", "items_from_file", "items_from_store", "task_of"]
 
-# task -> (right field, hallucinated field, context fields: the question side, the knowledge
-# side), HaluEval's names. "general" has one response and a human label instead of a pair.
-FIELDS: dict[str, tuple[str, str, str, str]] = {
-    "qa": ("right_answer", "hallucinated_answer", "question", "knowledge"),
-    "dialogue": ("right_response", "hallucinated_response", "dialogue_history", "knowledge"),
-    "summarization": ("right_summary", "hallucinated_summary", "", "document"),
-    "general": ("chatgpt_response", "", "user_query", ""),
-}
+
+def fields_of(task: str) -> tuple[str, str, str, str]:
+    """(right field, hallucinated field, the question side, the knowledge side) of ``task``,
+    as its task.toml declares them ("" where it has none). "general" has one response and a
+    human label instead of a pair."""
+    spec = get_task(task)
+    hallucinated = spec.hallucinated_field if spec.generated else ""
+    return spec.right_field, hallucinated, spec.question_field, spec.knowledge_field
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +49,8 @@ class Item:
 
 def task_of(record: dict) -> str | None:
     """The task whose HaluEval fields ``record`` has, or None."""
-    for task, (right, hallucinated, *_rest) in FIELDS.items():
+    for task in known_tasks():
+        right, hallucinated, *_rest = fields_of(task)
         if right in record and (not hallucinated or hallucinated in record):
             if task == "general" and "hallucination" not in record:
                 continue
@@ -61,7 +63,7 @@ def _text(value: object) -> str:
 
 
 def _item(task: str, rec: dict, item_id: str, **extra: object) -> Item:
-    right, hallucinated, question, knowledge = FIELDS[task]
+    right, hallucinated, question, knowledge = fields_of(task)
     label = None
     if task == "general":
         value = str(rec.get("hallucination", "")).strip().lower()
@@ -114,7 +116,8 @@ def items_from_file(path: str, task: str | None = None) -> Iterator[Item]:
                         f"hallucinated_answer; found {', '.join(rec) or 'none'}); give --task"
                     )
                 task = found
-            need = [f for f in FIELDS[task] if f] + (["hallucination"] if task == "general" else [])
+            label = ["hallucination"] if task == "general" else []
+            need = [f for f in fields_of(task) if f] + label
             missing = [f for f in need if f not in rec]
             if missing:
                 raise InputError(
@@ -153,8 +156,8 @@ def items_from_store(
     sql = (
         "SELECT run_id, task, seed_id, seed_key, pattern, dataset, source_file, source_line, "
         "knowledge, question, right_answer, hallucinated_answer, dialogue_history, "
-        "right_response, hallucinated_response, document, right_summary, hallucinated_summary "
-        f"FROM samples {'WHERE ' + ' AND '.join(where) if where else ''} "
+        "right_response, hallucinated_response, document, right_summary, hallucinated_summary, "
+        f"extra_json FROM samples {'WHERE ' + ' AND '.join(where) if where else ''} "
         "ORDER BY task, run_id, source_file, source_line, seed_key"
     )
     names = (
@@ -171,6 +174,8 @@ def items_from_store(
     )
     for row in store.iter_rows(sql, params):
         run_id, row_task, seed_id, seed_key, pattern, dataset, src, line = row[:8]
-        rec = {n: v for n, v in zip(names, row[8:], strict=True) if v is not None}
+        rec = {n: v for n, v in zip(names, row[8:-1], strict=True) if v is not None}
+        if row[-1]:  # a task folder's own fields
+            rec.update(orjson.loads(row[-1]))
         cluster = f"{src}:{line}" if dataset == "opendialkg" else f"{run_id}:{seed_key}"
         yield _item(row_task, rec, seed_id or seed_key, pattern=pattern or "", cluster=cluster)

@@ -18,8 +18,8 @@ def add_parsers(sub: Any) -> None:
     run.add_argument(
         "-t",
         "--task",
-        help="task(s), comma-separated: qa, dialogue, summarization, "
-        "or all (every task with seed files given; default: qa)",
+        help="task(s), comma-separated: qa, dialogue, summarization, a task folder's path, "
+        "or all (every built-in task with seed files given; default: qa)",
     )
     run.add_argument("--seeds", nargs="+", help="seed files or glob patterns")
     run.add_argument("--seed-format", help="seed file format (default: detected)")
@@ -46,7 +46,9 @@ def add_parsers(sub: Any) -> None:
     add_batch_flags(run)
 
     est = sub.add_parser("estimate", help="projected cost of a run, without any call")
-    est.add_argument("-t", "--task", help="task(s), comma-separated, or all (default: qa)")
+    est.add_argument(
+        "-t", "--task", help="task(s) or task folder(s), comma-separated, or all (default: qa)"
+    )
     est.add_argument("--prompts", help="directory of prompt templates replacing bundled ones")
     est.add_argument("--seeds", nargs="+", help="seed files or glob patterns")
     est.add_argument("--seed-format", help="seed file format (default: detected)")

@@ -11,21 +11,21 @@ from collections.abc import Iterator, Sequence
 
 import orjson
 
-from ..errors import InputError, UsageError
+from ..errors import InputError
 from ..records import fingerprint
 from ..seeds import expand_paths
 from ..store.db import Store
+from ..tasks import get_task
+from ..tasks.columns import field_columns
 from .judge import EvalItem
 
-__all__ = ["EVAL_FIELDS", "items_from_files", "items_from_store"]
+__all__ = ["item_fields", "items_from_files", "items_from_store"]
 
-# task -> fields an item needs (HaluEval's names)
-EVAL_FIELDS: dict[str, tuple[str, ...]] = {
-    "qa": ("knowledge", "question", "right_answer", "hallucinated_answer"),
-    "dialogue": ("knowledge", "dialogue_history", "right_response", "hallucinated_response"),
-    "summarization": ("document", "right_summary", "hallucinated_summary"),
-    "general": ("user_query", "chatgpt_response", "hallucination"),
-}
+
+def item_fields(task: str) -> tuple[str, ...]:
+    """The fields an item of ``task`` needs (HaluEval's names for HaluEval's tasks), in the
+    order of its records; a task folder declares them."""
+    return get_task(task).record_fields
 
 
 def _item(task: str, fields: dict[str, str], item_id: str, label: bool | None = None) -> EvalItem:
@@ -44,13 +44,13 @@ def items_from_store(store: Store, task: str, *, gen_run: str | None = None) -> 
             fields = {"user_query": query, "chatgpt_response": response, "hallucination": label}
             yield _item(task, fields, item_id, label == "yes")
         return
-    names = EVAL_FIELDS[task]
+    names = item_fields(task)
     where, params = "WHERE task = ?", [task]
     if gen_run:
         where += " AND run_id = ?"
         params.append(gen_run)
     sql = (
-        f"SELECT seed_id, {', '.join(names)} FROM samples {where} "
+        f"SELECT seed_id, {field_columns(names)} FROM samples {where} "
         f"ORDER BY run_id, source_file, source_line, seed_key"
     )
     for row in store.iter_rows(sql, params):
@@ -59,7 +59,7 @@ def items_from_store(store: Store, task: str, *, gen_run: str | None = None) -> 
 
 def items_from_files(paths: Sequence[str], task: str) -> Iterator[EvalItem]:
     """HaluEval's released files (JSON lines) of ``task``; a bad line is an InputError."""
-    names = EVAL_FIELDS[task]
+    names = item_fields(task)
     for path in expand_paths(paths):
         base = os.path.basename(path)
         with open(path, "rb") as f:
@@ -98,8 +98,3 @@ def items_from_files(paths: Sequence[str], task: str) -> Iterator[EvalItem]:
                     yield _item(task, fields, f"{base}:{line_no}")
             if not seen_any:
                 raise InputError(f"{path} is empty")
-
-
-def check_task(task: str) -> None:
-    if task not in EVAL_FIELDS:
-        raise UsageError(f"unknown task {task!r}; known: {', '.join(EVAL_FIELDS)}")

@@ -3,9 +3,10 @@
 ``read_seeds`` checks every path and format before it returns (so a typo fails before any
 money is spent) and then reads the files one after the other as a generator, in flat memory.
 ``formats_by_task`` sorts a mixed list of files by the task their formats belong to, so a run
-over several tasks can send each file to its task. To add a format: write its reader module,
-register it in ``FORMATS`` here and give its keys and layouts to ``detect.SIGNATURES`` and
-``detect.LAYOUTS``.
+over several tasks can send each file to its task. A task folder's seeds (a task no format
+belongs to) are JSON records holding its fields by name (``named``). To add a format: write
+its reader module, register it in ``FORMATS`` here and give its keys and layouts to
+``detect.SIGNATURES`` and ``detect.LAYOUTS``.
 """
 
 from __future__ import annotations
@@ -64,10 +65,32 @@ def read_seeds(
     Raises ``InputError`` at once for a missing file, an undetectable format or a format of
     another task, and later, while iterating, for a file that turns out to be broken.
     """
+    if not any(f.task == task for f in FORMATS.values()):
+        return _read_task_folder_seeds(paths, task, fmt)
     plan = _plan(paths, fmt)
     for path, name in plan:
         _check_task(path, name, task, given=fmt is not None)
     return _read(plan)
+
+
+def _read_task_folder_seeds(
+    paths: Sequence[str], task: str, fmt: str | None
+) -> Iterator[Seed | BadRecord]:
+    """Seeds of a task no dataset format belongs to: JSON records with its fields."""
+    from ..tasks import get_task
+    from .named import FORMAT, read_named
+
+    spec = get_task(task)
+    if not spec.generated:
+        raise UsageError(f"the {task} task is judged only: it has no seeds")
+    if fmt is not None and fmt != FORMAT:
+        raise UsageError(
+            f"the {task} task reads its seeds as {FORMAT} (JSON records with its fields "
+            f"{', '.join(spec.seed_fields)}), not {fmt}"
+        )
+    files = expand_paths([paths] if isinstance(paths, str) else paths)
+    columns = dict(spec.seed_map)
+    return (item for path in files for item in read_named(path, task, spec.seed_fields, columns))
 
 
 def formats_by_task(

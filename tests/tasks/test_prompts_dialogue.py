@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 
 from halugen.prompts import Template, load_template
+from halugen.tasks import get_task
 from halugen.tasks.base import normalise
-from halugen.tasks.dialogue import DIALOGUE, PATTERNS
+
+DIALOGUE = get_task("dialogue")
+PATTERNS = DIALOGUE.patterns
 
 SEED = {
     "knowledge": "Tove Marlow wrote The Salt Orchard. The Salt Orchard has genre historical novel.",
