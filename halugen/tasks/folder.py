@@ -38,6 +38,8 @@ __all__ = [
     "load_folder",
     "read_files",
     "spec_from_files",
+    "spec_template_fields",
+    "template_fields",
 ]
 
 TASK_FILE = "task.toml"
@@ -667,24 +669,18 @@ class _Reader:
         shown: str,
         judge_context: tuple[str, ...],
     ) -> dict[str, Template]:
-        """Every template the declaration uses, parsed, with its placeholders checked:
-        (stem, the fields it must have, the fields it may have, what it is for)."""
-        roles = tuple(
-            f for f in (fields.get("right"), fields.get("question"), fields.get("knowledge")) if f
+        """Every template the declaration uses, parsed, with its placeholders checked."""
+        wanted = template_fields(
+            generated=generated,
+            seed=seed,
+            roles=tuple(fields.get(k, "") for k in ("right", "question", "knowledge")),
+            sample_stems=sample_stems,
+            filter_stem=filter_stem,
+            filter_context=filter_context,
+            strategies=strategies,
+            shown=shown,
+            judge_context=judge_context,
         )
-        wanted: list[tuple[str, set[str], set[str], str]] = []
-        if generated:
-            for stem in sample_stems:
-                wanted.append((stem, set(roles), set(seed), "sampling"))
-            candidates = {CANDIDATES_FIELD, *filter_context}
-            wanted.append((filter_stem, candidates, candidates, "filter"))
-            wanted.append((AGAIN_TEMPLATE, set(), {COUNT_FIELD}, "filter re-ask"))
-        for strategy in strategies:
-            judged = set(CONTRAST_FIELDS) if strategy == "contrast" else {shown}
-            need = {*judge_context, *judged}
-            if strategy == "knowledge" and fields.get("knowledge"):
-                need.add(fields["knowledge"])
-            wanted.append((f"judge_{strategy}", need, need, f"{strategy} judge"))
         out: dict[str, Template] = {}
         for stem, need, allowed, what in wanted:
             rel = f"{PROMPTS}/{stem}.txt"
@@ -723,6 +719,59 @@ class _Reader:
                         )
             out[stem] = template
         return out
+
+
+def template_fields(
+    *,
+    generated: bool,
+    seed: Sequence[str],
+    roles: Sequence[str],
+    sample_stems: Sequence[str],
+    filter_stem: str,
+    filter_context: Sequence[str],
+    strategies: Sequence[str],
+    shown: str,
+    judge_context: Sequence[str],
+) -> list[tuple[str, set[str], set[str], str]]:
+    """(stem, the placeholders it must have, those it may have, what it is for) of every
+    template a task uses. ``roles``: the right, question and knowledge fields ("": none).
+
+    A sampling template shows the right text and the question and knowledge fields (the
+    other seed fields it may show); the filter lays out ``{{answers}}`` beside its context
+    fields; a judge template shows its context fields and the judged text (contrast: both,
+    as ``{{answer_1}}`` and ``{{answer_2}}``; knowledge: also the knowledge field).
+    """
+    right, question, knowledge = roles
+    wanted: list[tuple[str, set[str], set[str], str]] = []
+    if generated:
+        shows = {f for f in (right, question, knowledge) if f}
+        for stem in sample_stems:
+            wanted.append((stem, shows, set(seed), "sampling"))
+        candidates = {CANDIDATES_FIELD, *filter_context}
+        wanted.append((filter_stem, candidates, candidates, "filter"))
+        wanted.append((AGAIN_TEMPLATE, set(), {COUNT_FIELD}, "filter re-ask"))
+    for strategy in strategies:
+        judged = set(CONTRAST_FIELDS) if strategy == "contrast" else {shown}
+        need = {*judge_context, *judged}
+        if strategy == "knowledge" and knowledge:
+            need.add(knowledge)
+        wanted.append((f"judge_{strategy}", need, need, f"{strategy} judge"))
+    return wanted
+
+
+def spec_template_fields(spec: TaskSpec) -> list[tuple[str, set[str], set[str], str]]:
+    """``template_fields`` of a task read already."""
+    return template_fields(
+        generated=spec.generated,
+        seed=spec.seed_fields,
+        roles=(spec.right_field, spec.question_field, spec.knowledge_field),
+        sample_stems=spec.sample_templates,
+        filter_stem=spec.filter_template,
+        filter_context=spec.filter_context,
+        strategies=spec.strategies,
+        shown=spec.judge_shown,
+        judge_context=spec.judge_context,
+    )
 
 
 def _why(placeholder: str, fields: Mapping[str, Any], shown: str) -> str:
