@@ -88,6 +88,12 @@ def resolve_tasks(cfg: RunConfig) -> tuple[RunConfig, dict[str, list[str]]]:
     names = tuple(dict.fromkeys(cfg.tasks))
     if names != ("all",):
         names = generated_tasks(names)  # a folder's path becomes its task's name
+        folders = [n for n in names if not get_task(n).builtin]
+        if folders and len(names) > 1:
+            raise UsageError(
+                f"a task folder's task runs on its own (its seeds have no format of their "
+                f"own to send them by): run {folders[0]} in a run of its own"
+            )
     if names == ("all",) or len(names) > 1:
         groups = formats_by_task(list(cfg.seeds), fmt=cfg.seed_format)
         if names == ("all",):
@@ -95,10 +101,7 @@ def resolve_tasks(cfg: RunConfig) -> tuple[RunConfig, dict[str, list[str]]]:
         for name in names:
             if name not in groups:
                 found = ", ".join(f"{t} ({len(f)} file(s))" for t, f in groups.items())
-                raise UsageError(
-                    f"task {name} has no seed file among --seeds (found: {found})"
-                    + ("" if get_task(name).builtin else "; run a task folder on its own")
-                )
+                raise UsageError(f"task {name} has no seed file among --seeds (found: {found})")
         files_of = {name: [path for path, _ in groups[name]] for name in names}
     else:
         files_of = {names[0]: list(cfg.seeds)}

@@ -126,10 +126,11 @@ def _format_labels(lines: list[str]) -> tuple[tuple[str, ...], dict[str, tuple[s
 
 
 def _record_fields(
-    before: str, reply_labels: frozenset[str], *, any_label: bool = False
-) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...]]:
+    lines: list[str], reply_labels: frozenset[str], *, any_label: bool = False
+) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...], int]:
     """The record's labelled values, read backwards from the reply format, with the judge's
-    numbered candidates and the labels in the record's order.
+    numbered candidates, the labels in the record's order and the index of the line of its
+    first label (``len(lines)`` when there is none).
 
     Demonstrations come before the record and use the same labels, so the scan stops at
     the first label seen twice, or at a demonstration's own reply (a line labelled like
@@ -141,7 +142,9 @@ def _record_fields(
     fields: dict[str, str] = {}
     order: list[str] = []
     tail: list[str] = []  # unlabelled lines below the current line, up to a blank line
-    for line in reversed(before.splitlines()):
+    top = len(lines)
+    for i in range(len(lines) - 1, -1, -1):
+        line = lines[i]
         if not line.strip():
             tail.clear()
             continue
@@ -160,6 +163,7 @@ def _record_fields(
             tail.clear()
         fields[label] = value.strip("*_ ").strip()
         order.append(label)
+        top = i
     # the judge's candidates: the run "Answer 1", "Answer 2", ... as the record lists them
     candidates: list[str] = []
     for label in reversed(order):
@@ -168,7 +172,20 @@ def _record_fields(
             candidates.append(fields[label])
         elif candidates:
             break
-    return fields, tuple(candidates), tuple(reversed(order))
+    return fields, tuple(candidates), tuple(reversed(order)), top
+
+
+def _unread_labels(lines: list[str], top: int) -> bool:
+    """Does the record hold labelled lines the usual labels did not read: in it, or right
+    above its first label ("Passages: ..." before "Question: ...")?"""
+    end = top
+    while end > 0 and lines[end - 1].strip():
+        end -= 1
+    for line in lines[end:]:
+        m = _ANY_LABEL.match(line)
+        if m and m.group(2).strip() and not _DATA_LABEL.match(line):
+            return True
+    return False
 
 
 def _text_labels(labels: tuple[str, ...]) -> list[str]:
@@ -223,10 +240,11 @@ def parse_prompt(text: str) -> PromptInfo:
     stops = frozenset(
         low - set(_ANSWER_LABELS) - set(_text_labels(labels) if kind == "hallucinate" else ())
     )
-    fields, candidates, order = _record_fields(before, stops)
-    if not _has_what_it_needs(kind, labels, fields, candidates):
+    lines = before.splitlines()
+    fields, candidates, order, top = _record_fields(lines, stops)
+    if not _has_what_it_needs(kind, labels, fields, candidates) or _unread_labels(lines, top):
         # a task's own record labels ("Passages", "Claim 1")
-        fields, candidates, order = _record_fields(before, stops, any_label=True)
+        fields, candidates, order, _ = _record_fields(lines, stops, any_label=True)
     return PromptInfo(kind, labels, options, fields, candidates, text, order)
 
 
