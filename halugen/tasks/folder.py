@@ -347,6 +347,8 @@ class _Reader:
                 if key in self.data:
                     self.problem(key, "an annotated task is never generated: remove it")
 
+        # a template is checked only when what it depends on is sound: one mistake, one line
+        before = len(self.problems)
         fields = self.section("fields", top)
         seed = tuple(fields.get("seed", ()))
         if generated:
@@ -377,6 +379,7 @@ class _Reader:
                 self.problem(
                     f"fields.{key}", f"{value!r} is not in {where_known} ({', '.join(known)})"
                 )
+        fields_ok = len(self.problems) == before
         for key in ("topic",):
             for value in fields.get(key, ()):
                 if record and value not in record:
@@ -399,14 +402,18 @@ class _Reader:
             shape = "one_line"
         if "labels" in reply and not reply["labels"]:
             self.problem("reply.labels", "empty: name the label the reply gives the text under")
+        before = len(self.problems)
         filt = self.section("filter", top, required=generated)
         for value in filt.get("context", ()):
             if seed and value not in seed:
                 self.problem(
                     "filter.context", f"{value!r} is not in fields.seed ({', '.join(seed)})"
                 )
+        filter_ok = len(self.problems) == before
         checks = self.guards()
+        before = len(self.problems)
         strategies, shown, judge_context = self.evaluation(top, generated, fields, record)
+        judge_ok = len(self.problems) == before
         seed_map = self.seeds(top, seed)
         sample_stems, filter_stem = self.template_names(top)
 
@@ -421,6 +428,12 @@ class _Reader:
             strategies=strategies,
             shown=shown,
             judge_context=judge_context,
+            checked={
+                "sampling": fields_ok,
+                "filter": fields_ok and filter_ok,
+                "filter re-ask": True,
+                "judge": fields_ok and judge_ok,
+            },
         )
         if self.problems:
             return None
@@ -668,8 +681,10 @@ class _Reader:
         strategies: tuple[str, ...],
         shown: str,
         judge_context: tuple[str, ...],
+        checked: Mapping[str, bool],
     ) -> dict[str, Template]:
-        """Every template the declaration uses, parsed, with its placeholders checked."""
+        """Every template the declaration uses, parsed, with its placeholders checked;
+        ``checked`` says which kinds of template to check (sampling, filter, judge)."""
         wanted = template_fields(
             generated=generated,
             seed=seed,
@@ -677,12 +692,14 @@ class _Reader:
             sample_stems=sample_stems,
             filter_stem=filter_stem,
             filter_context=filter_context,
-            strategies=strategies,
+            strategies=tuple(s for s in strategies if s in STRATEGIES),
             shown=shown,
             judge_context=judge_context,
         )
         out: dict[str, Template] = {}
         for stem, need, allowed, what in wanted:
+            if not checked.get(what.split()[-1] if what.endswith("judge") else what, True):
+                continue
             rel = f"{PROMPTS}/{stem}.txt"
             text = self.files.get(rel)
             if text is None:
