@@ -211,8 +211,8 @@ async def _generate(
         on_run=on_run,
     ) as session:
         store, run_id = session.store, session.run_id
-        for task in tasks.values():  # a user's task folder: read back without the folder
-            remember(store, task.spec)
+        for loaded in tasks.values():  # a user's task folder: read back without the folder
+            remember(store, loaded.spec)
         session.notes[:0] = endpoint_notes
         window, source = effective_window(
             store,
