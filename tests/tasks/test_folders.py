@@ -60,6 +60,27 @@ def test_each_pattern_definition_is_what_the_prompts_teach(task: str) -> None:
         assert spec.definition(pattern) == definition
 
 
+# What HaluEval's generation instructions make each QA and summarization pattern (their
+# meaning, in our words; dialogue's entity relations: test_prompts_dialogue.py).
+HALUEVAL_MEANING = {
+    ("qa", "comprehension"): ("misreads the question",),
+    ("qa", "factualness"): ("false fact",),
+    ("qa", "specificity"): ("too vague or too precise",),
+    ("qa", "inference"): ("reasoning step", "does not justify"),
+    ("summarization", "factual"): ("true in the world", "neither stated in the document nor"),
+    ("summarization", "non-factual"): ("false", "the document does not say"),
+    ("summarization", "intrinsic"): ("contradicts the document",),
+}
+
+
+@pytest.mark.parametrize(("task", "pattern"), list(HALUEVAL_MEANING))
+def test_qa_and_summarization_definitions_mean_what_halueval_says(task, pattern) -> None:
+    definition = get_task(task).definition(pattern)
+    for phrase in HALUEVAL_MEANING[task, pattern]:
+        assert phrase in definition, (pattern, definition)
+    assert {p for t, p in HALUEVAL_MEANING if t == task} == set(get_task(task).patterns)
+
+
 def test_a_path_and_a_name_find_the_same_builtin_template() -> None:
     assert load_template("qa", "filter") is get_task("qa").template("filter")
 

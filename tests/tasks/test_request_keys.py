@@ -1,6 +1,8 @@
 """The built-in tasks send the requests they always sent: same messages, same request keys.
 
-``request_keys.json`` was captured from the code before tasks became folders: every
+``request_keys.json`` was captured from the code before tasks became folders (the qa,
+summarization and general entries are still those; the dialogue entries were captured again
+when its patterns took HaluEval's meaning, a change of its templates made on purpose): every
 request a small run of each built-in task makes (sampling, filtering) and every judge
 request of each recognition strategy, as (stage, task, strategy, key, parameters, a hash of
 each message), with the template names and hashes that name a run. A store made before
