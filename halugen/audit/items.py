@@ -17,6 +17,7 @@ import orjson
 from ..errors import InputError, UsageError
 from ..store.db import Store
 from ..tasks import get_task, known_tasks
+from ..tasks.columns import SAMPLE_COLUMNS
 
 __all__ = ["Item", "fields_of", "items_from_file", "items_from_store", "task_of"]
 
@@ -153,24 +154,12 @@ def items_from_store(
     if runs:
         where.append(f"run_id IN ({', '.join('?' for _ in runs)})")
         params.extend(runs)
+    names = SAMPLE_COLUMNS
     sql = (
         "SELECT run_id, task, seed_id, seed_key, pattern, dataset, source_file, source_line, "
-        "knowledge, question, right_answer, hallucinated_answer, dialogue_history, "
-        "right_response, hallucinated_response, document, right_summary, hallucinated_summary, "
-        f"extra_json FROM samples {'WHERE ' + ' AND '.join(where) if where else ''} "
+        f"{', '.join(names)}, extra_json FROM samples "
+        f"{'WHERE ' + ' AND '.join(where) if where else ''} "
         "ORDER BY task, run_id, source_file, source_line, seed_key"
-    )
-    names = (
-        "knowledge",
-        "question",
-        "right_answer",
-        "hallucinated_answer",
-        "dialogue_history",
-        "right_response",
-        "hallucinated_response",
-        "document",
-        "right_summary",
-        "hallucinated_summary",
     )
     for row in store.iter_rows(sql, params):
         run_id, row_task, seed_id, seed_key, pattern, dataset, src, line = row[:8]

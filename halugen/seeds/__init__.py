@@ -4,9 +4,9 @@
 money is spent) and then reads the files one after the other as a generator, in flat memory.
 ``formats_by_task`` sorts a mixed list of files by the task their formats belong to, so a run
 over several tasks can send each file to its task. A task folder's seeds (a task no format
-belongs to) are JSON records holding its fields by name (``named``). To add a format: write
-its reader module, register it in ``FORMATS`` here and give its keys and layouts to
-``detect.SIGNATURES`` and ``detect.LAYOUTS``.
+belongs to) are JSON records holding its fields by name (``halueval.read_named``). To add a
+format: write its reader module, register it in ``FORMATS`` here and give its keys and
+layouts to ``detect.SIGNATURES`` and ``detect.LAYOUTS``.
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ def _read_task_folder_seeds(
 ) -> Iterator[Seed | BadRecord]:
     """Seeds of a task no dataset format belongs to: JSON records with its fields."""
     from ..tasks import get_task
-    from .named import FORMAT, read_named
+    from .halueval import NAMED_FORMAT as FORMAT
+    from .halueval import read_named
 
     spec = get_task(task)
     if not spec.generated:

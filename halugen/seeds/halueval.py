@@ -7,6 +7,9 @@
 - Summarization (``halueval-summarization``): ``document``, ``right_summary``; the released
   ``summarization_data.json`` adds a ``hallucinated_summary``.
 
+The same reader reads a task folder's seeds (``read_named``): JSON records holding the task's
+own fields, by name or through its ``[seeds] map``.
+
 The hallucinated fields are ignored: halugen makes its own. Despite their ``.json`` suffix these
 files are JSON lines; a JSON array of the same objects is accepted too. Text fields are kept
 byte for byte as the file has them (leading spaces, a trailing newline), so a file read as
@@ -33,6 +36,7 @@ __all__ = [
     "FORMAT",
     "KEYS",
     "LAYOUTS",
+    "NAMED_FORMAT",
     "SUMMARIZATION_DESCRIPTION",
     "SUMMARIZATION_FORMAT",
     "SUMMARIZATION_KEYS",
@@ -44,9 +48,12 @@ __all__ = [
     "read_halueval_dialogue",
     "read_halueval_qa",
     "read_halueval_summarization",
+    "read_named",
 ]
 
 LAYOUTS = frozenset({"json"})  # of all three forms
+# a task folder's seeds: JSON lines (or an array) of objects holding its fields by name
+NAMED_FORMAT = "jsonl"
 
 FORMAT = "halueval-qa"
 TASK = "qa"
@@ -99,14 +106,28 @@ def halueval_summarization_fields(record: Any) -> dict[str, str]:
     return _fields(record, _SUMMARIZATION_NAMES)
 
 
-def _read(path: str, task: str, fmt: str, names: tuple[str, ...]) -> Iterator[Seed | BadRecord]:
+def read_named(
+    path: str, task: str, fields: tuple[str, ...], columns: Mapping[str, str]
+) -> Iterator[Seed | BadRecord]:
+    """Seeds of a task folder's task: JSON records holding its ``fields`` under their own
+    names or under the keys ``columns`` maps them to (its ``[seeds] map``)."""
+    return _read(path, task, NAMED_FORMAT, fields, columns)
+
+
+def _read(
+    path: str,
+    task: str,
+    fmt: str,
+    names: tuple[str, ...],
+    columns: Mapping[str, str] | None = None,
+) -> Iterator[Seed | BadRecord]:
     base = os.path.basename(path)
     for position, record in iter_records(path):
         if isinstance(record, BadRecord):
             yield record
             continue
         try:
-            fields = _fields(record, names)
+            fields = _fields(record, names, columns or {})
         except RecordProblem as problem:
             yield BadRecord(path, position, str(problem))
             continue
@@ -120,7 +141,18 @@ def _read(path: str, task: str, fmt: str, names: tuple[str, ...]) -> Iterator[Se
         )
 
 
-def _fields(record: Any, names: tuple[str, ...]) -> dict[str, str]:
+def _fields(
+    record: Any, names: tuple[str, ...], columns: Mapping[str, str] | None = None
+) -> dict[str, str]:
     if not isinstance(record, Mapping):
         raise RecordProblem(f"not a JSON object ({kind_of(record)})")
-    return {name: text_field(record, name) for name in names}
+    out = {}
+    for name in names:
+        column = (columns or {}).get(name, name)
+        try:
+            out[name] = text_field(record, column)
+        except RecordProblem as problem:
+            if column == name:
+                raise
+            raise RecordProblem(f"{problem} (the column of field {name})") from None
+    return out

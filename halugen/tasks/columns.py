@@ -12,21 +12,13 @@ from collections.abc import Iterable, Mapping
 
 import orjson
 
+from ..store.rows import TABLE_COLUMNS
+
 __all__ = ["SAMPLE_COLUMNS", "extra_fields", "field_column", "field_columns"]
 
-# the text columns of sample_rows, in the table's order
-SAMPLE_COLUMNS = (
-    "knowledge",
-    "question",
-    "right_answer",
-    "hallucinated_answer",
-    "dialogue_history",
-    "right_response",
-    "hallucinated_response",
-    "document",
-    "right_summary",
-    "hallucinated_summary",
-)
+# the text columns of sample_rows, in the table's order: HaluEval's fields
+_ROW = TABLE_COLUMNS["sample_rows"]
+SAMPLE_COLUMNS = _ROW[_ROW.index("model") + 1 : _ROW.index("length_ratio")]
 
 
 def field_column(name: str, *, table: str = "") -> str:
