@@ -81,10 +81,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     cfg = run_config(args)
 
     def on_run(run_id: str, resumed: bool) -> None:
+        from ..tasks import get_task, is_task_path
+
         verb = "resuming" if resumed else "starting"
         model = f" with {cfg.model}" if cfg.model else ""
+        tasks = [get_task(t).name if is_task_path(t) else t for t in cfg.tasks]  # folders read
         err.print(
-            f"{verb} run {run_id} ({', '.join(cfg.tasks)}{model}, budget "
+            f"{verb} run {run_id} ({', '.join(tasks)}{model}, budget "
             f"{format_usd(int(cfg.budget_usd * 10**12)) if cfg.budget_usd else 'none'}) "
             f"-> {cfg.db}"
         )

@@ -363,3 +363,36 @@ def test_a_store_reads_a_task_back_without_its_folder(tmp_path: Path, monkeypatc
     assert again.record_fields == spec.record_fields
     assert again.template("pick").hash == spec.template("pick").hash
     assert again.checks == spec.checks
+
+
+# -- seeds of a task folder -----------------------------------------------------------------
+
+
+def test_seeds_are_records_of_its_fields_through_its_map(tmp_path: Path) -> None:
+    from halugen.records import BadRecord, Seed
+    from halugen.seeds import read_seeds
+
+    folder = copy_of(GLOSSARY, tmp_path, "mapped")
+    with (folder / "task.toml").open("a", encoding="utf-8") as f:
+        f.write('\n[seeds]\nmap = { term = "t", right_definition = "gloss" }\n')
+    spec = get_task(str(folder))
+    assert dict(spec.seed_map) == {"term": "t", "right_definition": "gloss"}
+    seeds = tmp_path / "s.jsonl"
+    seeds.write_text(
+        '{"t": "sonnet", "domain": "literature", "gloss": "A poem of fourteen lines."}\n'
+        '{"t": "ode", "domain": "literature"}\n'
+        '{"term": "haiku", "domain": "literature", "gloss": "A short poem."}\n',
+        encoding="utf-8",
+    )
+    got = list(read_seeds([str(seeds)], spec.name))
+    assert isinstance(got[0], Seed) and got[0].fields == {
+        "term": "sonnet",
+        "domain": "literature",
+        "right_definition": "A poem of fourteen lines.",
+    }
+    assert got[0].task == "glossary" and got[0].dataset == "jsonl"
+    assert isinstance(got[1], BadRecord) and got[1].source_line == 2
+    assert got[1].reason == "missing field gloss (the column of field right_definition)"
+    assert isinstance(got[2], BadRecord) and "missing field t" in got[2].reason
+    with pytest.raises(UsageError, match="reads its seeds as jsonl"):
+        read_seeds([str(seeds)], spec.name, fmt="hotpotqa")
