@@ -142,6 +142,11 @@ class TaskSpec:
         for name, template in self.templates:
             if name == stem:
                 return template
+        # a template the declaration does not name (a newer step's, e.g. a re-ask): the
+        # folder's prompts/ were read whole
+        for path, text in self.sources:
+            if path == f"prompts/{stem}.txt":
+                return _parsed(f"{self.name}/{stem}", text)
         from ..errors import ConfigError
 
         where = self.folder / "prompts" if self.folder else f"the {self.name} task"
@@ -215,6 +220,13 @@ class TaskSpec:
             return "unstated"
         index = int(next(k for k, v in m.groupdict().items() if v is not None)[1:])
         return self.pattern_words[index][1]
+
+
+@lru_cache(maxsize=64)
+def _parsed(name: str, text: str) -> Template:
+    from ..prompts import parse_template
+
+    return parse_template(name, text)
 
 
 def normalise(text: str) -> str:

@@ -81,6 +81,21 @@ def test_qa_and_summarization_definitions_mean_what_halueval_says(task, pattern)
     assert {p for t, p in HALUEVAL_MEANING if t == task} == set(get_task(task).patterns)
 
 
+def test_a_template_the_declaration_does_not_name_is_found_in_its_folder(tmp_path: Path) -> None:
+    folder = copy_of(GLOSSARY, tmp_path, "extra")
+    (folder / "prompts" / "judge_again.txt").write_text(
+        "=== user\nOnce more, Yes or No.\n\nReply format:\nVerdict: <Yes or No>\n",
+        encoding="utf-8",
+    )
+    spec = get_task(str(folder))
+    assert "judge_again" not in dict(spec.templates)
+    again = spec.template("judge_again")
+    assert again.name == "glossary/judge_again"
+    assert again.render({})[-1]["content"].startswith("Once more")
+    with pytest.raises(Exception, match=r"judge_twice\.txt not found"):
+        spec.template("judge_twice")
+
+
 def test_a_path_and_a_name_find_the_same_builtin_template() -> None:
     assert load_template("qa", "filter") is get_task("qa").template("filter")
 
