@@ -88,10 +88,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     import anyio
 
     from ..evaluate.run import EvalConfig, evaluate
-    from ..tasks import get_task
+    from ..tasks.stored import get_task_or_stored
 
-    args.task = get_task(args.task).name  # a task folder is read and checked first
     cfg = run_config(args)
+    # a task folder is read and checked first; a name the store keeps is read from it
+    args.task = get_task_or_stored(args.task, cfg.db).name
     ecfg = EvalConfig(
         run=cfg,
         task=args.task,

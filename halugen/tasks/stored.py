@@ -14,11 +14,12 @@ from typing import Any
 
 import orjson
 
-from . import BUILTIN_TASKS, known_tasks, register
+from ..errors import UsageError
+from . import BUILTIN_TASKS, get_task, is_task_path, known_tasks, register
 from .base import TaskSpec
 from .folder import spec_from_files
 
-__all__ = ["recall", "remember"]
+__all__ = ["get_task_or_stored", "recall", "remember"]
 
 
 def remember(store: Any, spec: TaskSpec) -> None:
@@ -56,3 +57,18 @@ def recall(store: Any) -> tuple[str, ...]:
             register(spec)
             out.append(task)
     return tuple(out)
+
+
+def get_task_or_stored(name_or_path: str, db: Path) -> TaskSpec:
+    """``get_task``; a name it does not know is looked for among the task folders the store
+    at ``db`` keeps (``halugen eval --task rag`` after ``halugen run --task ./rag``)."""
+    try:
+        return get_task(name_or_path)
+    except UsageError:
+        if is_task_path(name_or_path) or not db.is_file():
+            raise
+    from ..store.db import open_store
+
+    with open_store(db, read_only=True) as store:
+        recall(store)
+    return get_task(name_or_path)

@@ -374,7 +374,12 @@ def test_a_store_reads_a_task_back_without_its_folder(tmp_path: Path, monkeypatc
         get_task("glossary")
     with open_store(tmp_path / "h.duckdb") as store:
         assert recall(store) == ("glossary",)
-    again = get_task("glossary")
+        assert recall(store) == ()  # known now
+    monkeypatch.setattr(tasks, "_REGISTERED", {})
+    from halugen.tasks.stored import get_task_or_stored
+
+    again = get_task_or_stored("glossary", tmp_path / "h.duckdb")
+    assert again is get_task("glossary")
     assert again.record_fields == spec.record_fields
     assert again.template("pick").hash == spec.template("pick").hash
     assert again.checks == spec.checks
