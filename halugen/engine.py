@@ -35,8 +35,17 @@ from .stages.seeds import SeedSource
 from .stats import RunStats
 from .store.db import Store
 from .tasks import TASK_NAMES, get_task
+from .tasks.base import TaskSpec
+from .tasks.stored import remember
 
-__all__ = ["RunOutcome", "generate", "load_tasks", "resolve_price", "resolve_tasks"]
+__all__ = [
+    "RunOutcome",
+    "generate",
+    "generated_tasks",
+    "load_tasks",
+    "resolve_price",
+    "resolve_tasks",
+]
 
 
 log = logging.getLogger("halugen")
@@ -80,23 +89,50 @@ def resolve_tasks(cfg: RunConfig) -> tuple[RunConfig, dict[str, list[str]]]:
     if cfg.long_documents not in ("truncate", "skip"):
         raise UsageError(f"--long-documents must be truncate or skip, not {cfg.long_documents!r}")
     names = tuple(dict.fromkeys(cfg.tasks))
+    if names != ("all",):
+        names = generated_tasks(names)  # a folder's path becomes its task's name
+        folders = [n for n in names if not get_task(n).builtin]
+        if folders and len(names) > 1:
+            raise UsageError(
+                f"a task folder's task runs on its own (its seeds have no format of their "
+                f"own to send them by): run {folders[0]} in a run of its own"
+            )
     if names == ("all",) or len(names) > 1:
         groups = formats_by_task(list(cfg.seeds), fmt=cfg.seed_format, mapping=cfg.seed_mapping)
         if names == ("all",):
             names = tuple(t for t in TASK_NAMES if t in groups)
         for name in names:
-            get_task(name)
             if name not in groups:
                 found = ", ".join(f"{t} ({len(f)} file(s))" for t, f in groups.items())
                 raise UsageError(f"task {name} has no seed file among --seeds (found: {found})")
         files_of = {name: [path for path, _ in groups[name]] for name in names}
     else:
-        get_task(names[0])
         files_of = {names[0]: list(cfg.seeds)}
     for name in names:  # fail fast: detect formats, open the first record
         for _ in read_seeds(files_of[name], name, fmt=cfg.seed_format, mapping=cfg.seed_mapping):
             break
     return dataclasses.replace(cfg, tasks=names), files_of
+
+
+def generated_tasks(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of the tasks ``names`` (names or task folders' paths) call for; each folder
+    is read and checked in full here, before anything is called."""
+    specs = [get_task(name) for name in names]
+    for spec in specs:
+        if not spec.generated:
+            raise UsageError(
+                f"the {spec.name} task is judged only (its items come from annotation): "
+                "there is nothing to generate; see 'halugen annotate' and 'halugen eval'"
+            )
+    by_name: dict[str, TaskSpec] = {}
+    for spec in specs:
+        first = by_name.setdefault(spec.name, spec)
+        if first.folder != spec.folder:
+            raise UsageError(
+                f"task folders {first.folder} and {spec.folder} both declare the task "
+                f"{spec.name!r}: rename one (its task.toml's name)"
+            )
+    return tuple(by_name)
 
 
 def template_hashes(tasks: dict[str, LoadedTask]) -> dict[str, str]:
@@ -180,6 +216,8 @@ async def _generate(
         seed_files=await anyio.to_thread.run_sync(stamp_files, files),
     ) as session:
         store, run_id = session.store, session.run_id
+        for loaded in tasks.values():  # a user's task folder: read back without the folder
+            remember(store, loaded.spec)
         session.notes[:0] = endpoint_notes
         window, source = effective_window(
             store,

@@ -1,4 +1,4 @@
-"""Prompt templates: data files under ``prompts/<task>/<name>.txt``, loaded and rendered here.
+"""Prompt templates: the files of a task folder's ``prompts/``, parsed and rendered here.
 
 A template is a chat script. Lines of the form ``=== system`` / ``=== user`` /
 ``=== assistant`` start a message; text before the first such line is a comment for the
@@ -17,10 +17,9 @@ from functools import cache
 from pathlib import Path
 
 from .errors import ConfigError
-from .resources import data_dir
 from .tokens import TokenCounter
 
-__all__ = ["Template", "load_template", "parse_template"]
+__all__ = ["Template", "load_template", "load_template_file", "parse_template"]
 
 _HEADER = re.compile(r"^=== (system|user|assistant)\s*$")
 _FIELD = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}")
@@ -108,14 +107,21 @@ def parse_template(name: str, text: str) -> Template:
     return Template(name=name, hash=digest, parts=tuple(parts))
 
 
-@cache
 def load_template(task: str, stem: str, directory: Path | None = None) -> Template:
-    """Load ``<task>/<stem>.txt`` from ``directory`` when it has it, else the bundled one."""
-    path = data_dir("prompts") / task / f"{stem}.txt"
-    if directory is not None and (directory / task / f"{stem}.txt").is_file():
-        path = directory / task / f"{stem}.txt"
+    """The template ``<stem>`` of ``task`` (a name or a task folder's path): the task
+    folder's ``prompts/<stem>.txt``, or ``directory/<task>/<stem>.txt`` when it exists."""
+    from .tasks import get_task
+
+    return get_task(task).template(stem, directory)
+
+
+@cache
+def load_template_file(name: str, path: Path) -> Template:
+    """Read and parse the template file at ``path``; ``name`` is "<task>/<stem>"."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"prompt template {path} not found") from None
-    return parse_template(f"{task}/{stem}", text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"prompt template {path} cannot be read: {exc}") from None
+    return parse_template(name, text)

@@ -1,4 +1,5 @@
-"""Where the data directories (prompts/, budgets/) live: in a wheel or in a checkout."""
+"""Where the data directories (budgets/) live: in a wheel or in a checkout. (The built-in
+tasks' templates are inside the package: halugen/tasks/builtin/<task>/prompts/.)"""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ _PACKAGE = Path(__file__).resolve().parent
 
 
 def data_dir(name: str) -> Path:
-    """Return the directory of ``prompts`` or ``budgets``.
+    """Return the directory of ``budgets``.
 
     An installed wheel carries them under ``halugen/_data/``; an editable install or a
     checkout has them at the top of the repository.

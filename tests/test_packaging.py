@@ -1,4 +1,5 @@
-"""The wheel carries prompts/ and budgets/, and the public API is what __all__ says."""
+"""The wheel carries the built-in task folders and budgets/, and the public API is what
+__all__ says."""
 
 from __future__ import annotations
 
@@ -47,7 +48,10 @@ def test_wheel_ships_prompts_and_price_cards(tmp_path):
     (wheel,) = tmp_path.glob("halugen-*.whl")
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
-    assert "halugen/_data/prompts/qa/sample_onepass.txt" in names
+    for task in ("qa", "dialogue", "summarization", "general"):
+        assert f"halugen/tasks/builtin/{task}/task.toml" in names
+        assert f"halugen/tasks/builtin/{task}/prompts/judge_plain.txt" in names
+    assert "halugen/tasks/builtin/qa/prompts/sample_onepass.txt" in names
     assert "halugen/_data/budgets/openai.toml" in names
     assert "halugen/examples/qa_seeds.json" in names
     # load a prompt and a price card from the unpacked wheel, not from the checkout
@@ -58,6 +62,9 @@ def test_wheel_ships_prompts_and_price_cards(tmp_path):
         "import halugen, halugen.prompts as p, halugen.budget as b;"
         f"assert halugen.__file__.startswith({str(target)!r}), halugen.__file__;"
         "t = p.load_template('qa', 'filter'); assert t.hash;"
+        "from halugen.tasks import get_task;"
+        "assert all(get_task(n).templates for n in ('qa', 'dialogue', 'summarization', 'general'));"
+        f"assert str(get_task('qa').folder).startswith({str(target)!r});"
         "assert b.find_price('gpt-4o-mini').card == 'openai'; print('ok')"
     )
     out = subprocess.run(

@@ -7,9 +7,9 @@ a figure is made, so importing halugen never needs them.
 from __future__ import annotations
 
 from .corpus import (
-    DOCUMENT_FIELDS,
     EvalRunInfo,
     choose_eval_run,
+    document_fields,
     documents_for,
     documents_from_files,
     latest_eval_run,
@@ -19,13 +19,13 @@ from .figure import plot
 from .topics import TOPIC_SETS, Topic, TopicReport, analyse, umass_coherence
 
 __all__ = [
-    "DOCUMENT_FIELDS",
     "TOPIC_SETS",
     "EvalRunInfo",
     "Topic",
     "TopicReport",
     "analyse",
     "choose_eval_run",
+    "document_fields",
     "documents_for",
     "documents_from_files",
     "latest_eval_run",

@@ -1,8 +1,9 @@
 """The store side of topic analysis: documents and failure flags in, topic tables out.
 
-A document is the part of a sample that says what it is about: QA the knowledge and the
-question, dialogue the knowledge and the dialogue history, summarization the (reference)
-summary, general the user query and the response.
+A document is the part of a sample that says what it is about, as the task's task.toml says
+(``fields.topic``): QA the knowledge and the question, dialogue the knowledge and the
+dialogue history, summarization the (reference) summary, general the user query and the
+response.
 
 A sample is a failure of an eval run when the run showed its hallucinated answer (or, with
 the contrast strategy, both answers) and the model's verdict was "no": it missed the
@@ -25,33 +26,26 @@ from ..errors import UsageError
 from ..records import fingerprint
 from ..store.db import now
 from ..store.migrations import TABLE_COLUMNS
+from ..tasks import get_task
+from ..tasks.columns import field_columns
 from .topics import TopicReport
 
 __all__ = [
-    "DOCUMENT_FIELDS",
     "EvalRunInfo",
     "choose_eval_run",
+    "document_fields",
     "documents_for",
     "documents_from_files",
     "latest_eval_run",
     "save_reports",
 ]
 
-# task -> sample fields joined into the document
-DOCUMENT_FIELDS: dict[str, tuple[str, ...]] = {
-    "qa": ("knowledge", "question"),
-    "dialogue": ("knowledge", "dialogue_history"),
-    "summarization": ("right_summary",),
-    "general": ("query", "response"),
-}
 
-# task -> the fields `halugen eval` fingerprints into an item key (HaluEval's names, in
-# the order of evaluate.items.EVAL_FIELDS)
-_KEY_FIELDS: dict[str, tuple[str, ...]] = {
-    "qa": ("knowledge", "question", "right_answer", "hallucinated_answer"),
-    "dialogue": ("knowledge", "dialogue_history", "right_response", "hallucinated_response"),
-    "summarization": ("document", "right_summary", "hallucinated_summary"),
-}
+def document_fields(task: str) -> tuple[str, ...]:
+    """The fields joined into a document of ``task``: its task.toml's ``fields.topic``
+    (QA: knowledge and question; summarization: the reference summary)."""
+    return get_task(task).topic_fields
+
 
 # a missed hallucination: the shown answer was hallucinated (contrast: always) and the
 # verdict said it was not
@@ -136,8 +130,8 @@ def documents_for(
     the task, or when the latest one judged none of these samples; naming an eval run that
     judged none of them is a UsageError.
     """
-    if task not in DOCUMENT_FIELDS:
-        raise UsageError(f"unknown task {task!r}; known: {', '.join(DOCUMENT_FIELDS)}")
+    spec = get_task(task)  # UsageError for a task neither built in nor a folder's
+    task = spec.name
     db = _connection(conn)
     explicit = eval_run is not None
     if eval_run is None:
@@ -181,13 +175,14 @@ def _join(values: Any) -> str:
 
 def _samples(db: Any, task: str, gen_run: str | None) -> tuple[list[str], list[str]]:
     """(item keys, documents) of the samples, one per distinct item."""
-    key_fields = _KEY_FIELDS[task]
-    doc_fields = DOCUMENT_FIELDS[task]
+    spec = get_task(task)
+    key_fields = spec.record_fields  # what `halugen eval` fingerprints into an item key
+    doc_fields = spec.topic_fields
     where, params = "WHERE task = ?", [task]
     if gen_run is not None:
         where += " AND run_id = ?"
         params.append(gen_run)
-    columns = ", ".join(dict.fromkeys((*key_fields, *doc_fields)))
+    columns = field_columns(dict.fromkeys((*key_fields, *doc_fields)))
     cur = db.execute(
         f"SELECT {columns} FROM samples {where} "
         f"ORDER BY run_id, source_file, source_line, seed_key",
@@ -205,8 +200,8 @@ def _samples(db: Any, task: str, gen_run: str | None) -> tuple[list[str], list[s
                 continue
             seen.add(key)
             text = _join(values[n] for n in doc_fields)
-            if not text and task == "summarization":
-                text = _join([values["hallucinated_summary"]])
+            if not text:  # e.g. a summary with no reference text: the generated one
+                text = _join([values[spec.hallucinated_field]])
             keys.append(key)
             documents.append(text)
     return keys, documents
@@ -226,14 +221,6 @@ def _general(db: Any, gen_run: str | None) -> tuple[list[str], list[str]]:
     return [str(r[0]) for r in rows], [_join(r[1:]) for r in rows]
 
 
-# HaluEval file fields that make a task's document (general files name them differently)
-_FILE_FIELDS = {
-    **DOCUMENT_FIELDS,
-    "summarization": ("right_summary",),
-    "general": ("user_query", "chatgpt_response"),
-}
-
-
 def documents_from_files(
     conn: Any, task: str, paths: Sequence[str], *, eval_run: str | None = None
 ) -> tuple[list[str], list[bool] | None]:
@@ -245,7 +232,7 @@ def documents_from_files(
     documents: list[str] = []
     for item in items_from_files(list(paths), task):
         keys.append(item.item_id if task == "general" else item.key)
-        documents.append(" ".join(item.fields.get(f, "") for f in _FILE_FIELDS[task]))
+        documents.append(" ".join(item.fields.get(f, "") for f in document_fields(task)))
     if eval_run is None:
         return documents, None
     column = "item_id" if task == "general" else "item_key"

@@ -31,6 +31,7 @@ import orjson
 
 from .. import __version__
 from ..errors import UsageError
+from ..tasks import get_task
 from .classifiers import (
     MEASURES,
     examples_of,
@@ -39,7 +40,7 @@ from .classifiers import (
     overlap_with,
     sklearn_parts,
 )
-from .items import FIELDS, Item
+from .items import Item, fields_of
 from .report import AuditRow
 
 __all__ = ["BALANCED_MEASURES", "Balanced", "balance", "describe_balance", "write_balanced"]
@@ -262,23 +263,18 @@ def describe_balance(
     )
 
 
-_LAYOUT = {
-    "qa": ("knowledge", "question", "right_answer", "hallucinated_answer"),
-    "dialogue": ("knowledge", "dialogue_history", "right_response", "hallucinated_response"),
-    "summarization": ("document", "right_summary", "hallucinated_summary"),
-}
-
-
 def _record(item: Item) -> bytes:
     if item.raw:
         return item.raw  # the line as read: byte for byte
-    right, hallucinated, question, knowledge = FIELDS[item.task]
+    right, hallucinated, question, knowledge = fields_of(item.task)
     values = {right: item.right, hallucinated: item.hallucinated or ""}
     if question:
         values[question] = item.question
     if knowledge:
         values[knowledge] = item.knowledge
-    return orjson.dumps({name: values[name] for name in _LAYOUT[item.task]})
+    # a field with none of the four roles is not carried by an item: written empty
+    layout = get_task(item.task).record_fields
+    return orjson.dumps({name: values.get(name, "") for name in layout})
 
 
 def write_balanced(

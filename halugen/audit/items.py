@@ -11,20 +11,24 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+import orjson
+
 from ..errors import UsageError
 from ..evaluate.items import halueval_task, read_halueval
 from ..store.db import Store
+from ..tasks import get_task
+from ..tasks.columns import SAMPLE_COLUMNS
 
-__all__ = ["FIELDS", "Item", "items_from_file", "items_from_store", "task_of"]
+__all__ = ["Item", "fields_of", "items_from_file", "items_from_store", "task_of"]
 
-# task -> (right field, hallucinated field, context fields: the question side, the knowledge
-# side), HaluEval's names. "general" has one response and a human label instead of a pair.
-FIELDS: dict[str, tuple[str, str, str, str]] = {
-    "qa": ("right_answer", "hallucinated_answer", "question", "knowledge"),
-    "dialogue": ("right_response", "hallucinated_response", "dialogue_history", "knowledge"),
-    "summarization": ("right_summary", "hallucinated_summary", "", "document"),
-    "general": ("chatgpt_response", "", "user_query", ""),
-}
+
+def fields_of(task: str) -> tuple[str, str, str, str]:
+    """(right field, hallucinated field, the question side, the knowledge side) of ``task``,
+    as its task.toml declares them ("" where it has none). "general" has one response and a
+    human label instead of a pair."""
+    spec = get_task(task)
+    hallucinated = spec.hallucinated_field if spec.generated else ""
+    return spec.right_field, hallucinated, spec.question_field, spec.knowledge_field
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +64,7 @@ def _item(
     cluster: str = "",
     raw: bytes = b"",
 ) -> Item:
-    right, hallucinated, question, knowledge = FIELDS[task]
+    right, hallucinated, question, knowledge = fields_of(task)
     label = None
     if task == "general":
         value = str(rec.get("hallucination", "")).strip().lower()
@@ -109,27 +113,17 @@ def items_from_store(
     if runs:
         where.append(f"run_id IN ({', '.join('?' for _ in runs)})")
         params.extend(runs)
+    names = SAMPLE_COLUMNS
     sql = (
         "SELECT run_id, task, seed_id, seed_key, pattern, dataset, source_file, source_line, "
-        "knowledge, question, right_answer, hallucinated_answer, dialogue_history, "
-        "right_response, hallucinated_response, document, right_summary, hallucinated_summary "
-        f"FROM samples {'WHERE ' + ' AND '.join(where) if where else ''} "
+        f"{', '.join(names)}, extra_json FROM samples "
+        f"{'WHERE ' + ' AND '.join(where) if where else ''} "
         "ORDER BY task, run_id, source_file, source_line, seed_key"
-    )
-    names = (
-        "knowledge",
-        "question",
-        "right_answer",
-        "hallucinated_answer",
-        "dialogue_history",
-        "right_response",
-        "hallucinated_response",
-        "document",
-        "right_summary",
-        "hallucinated_summary",
     )
     for row in store.iter_rows(sql, params):
         run_id, row_task, seed_id, seed_key, pattern, dataset, src, line = row[:8]
-        rec = {n: v for n, v in zip(names, row[8:], strict=True) if v is not None}
+        rec = {n: v for n, v in zip(names, row[8:-1], strict=True) if v is not None}
+        if row[-1]:  # a task folder's own fields
+            rec.update(orjson.loads(row[-1]))
         cluster = f"{src}:{line}" if dataset == "opendialkg" else f"{run_id}:{seed_key}"
         yield _item(row_task, rec, seed_id or seed_key, pattern=pattern or "", cluster=cluster)

@@ -1,7 +1,8 @@
 """Command line: the only place that parses arguments and prints. Errors become exit codes.
 
 Exit codes: 0 done; 1 failure; 2 bad usage or input; 3 budget exhausted; 130 interrupted.
-One module per area: generation, data (the store), simulator, evaluation, audit, general.
+One module per area: generation, data (the store), simulator, evaluation, audit, general,
+batch, task (task folders).
 
 Building the parser imports no heavy module (``bench/cli_startup.py`` measures it, a test
 checks the import graph): every command imports what it needs inside its function.
@@ -16,12 +17,12 @@ from collections.abc import Callable, Sequence
 
 from .. import __version__
 from ..errors import HalugenError
-from . import audit, batch, data, evaluation, general, generation, simulator
+from . import audit, batch, data, evaluation, general, generation, simulator, task
 from .common import err
 
 __all__ = ["build_parser", "main"]
 
-_AREAS = (generation, evaluation, audit, general, data, simulator, batch)
+_AREAS = (generation, evaluation, audit, general, data, simulator, batch, task)
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     name: fn for area in _AREAS for name, fn in area.COMMANDS.items()
 }

@@ -23,7 +23,9 @@ def add_parsers(sub: Any) -> None:
         nargs="+",
         help="HaluEval-format files (JSON lines) to audit (default: the store's samples)",
     )
-    au.add_argument("--task", help="only this task (qa, dialogue, summarization, general)")
+    au.add_argument(
+        "--task", help="only this task (qa, dialogue, summarization, general, or a task folder)"
+    )
     au.add_argument("--run", nargs="+", help="only the samples of these generation runs")
     au.add_argument(
         "--measures",
@@ -82,7 +84,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     )
     from ..audit.report import audit_id, rows_from_shares
     from ..store.db import open_store
-    from ..tasks import get_task
+    from ..tasks import get_task, is_task_path
+    from ..tasks.stored import recall
 
     measures = _measures(args.measures)
     if args.out and not args.balance:
@@ -91,6 +94,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         raise UsageError("--tolerance must be between 0 and 0.5 (e.g. 0.05 for 5 points)")
     if args.data and args.run:
         raise UsageError("--run selects the store's samples; it does not apply to --data files")
+    if args.task and is_task_path(args.task):  # read and checked here, then its name
+        args.task = get_task(args.task).name
     rows = []
     groups: list[tuple[str, list]] = []  # (source, items)
     store = None
@@ -103,6 +108,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 store = open_store(Path(args.db))
         else:
             store = open_store(db_path(args))
+            recall(store)  # the task folders its runs used
             source = "runs " + ", ".join(args.run) if args.run else "store"
             items = list(items_from_store(store, task=args.task, runs=args.run))
             if not items:

@@ -68,7 +68,7 @@ def add_parsers(sub: Any) -> None:
         action="store_true",
         help="every matching run (default: the newest run per task, and say which)",
     )
-    exp.add_argument("--task", help="only this task")
+    exp.add_argument("--task", help="only this task (a name, or a task folder's path)")
     exp.add_argument(
         "--where", help="SQL predicate over the samples view, e.g. \"pattern = 'factualness'\""
     )
@@ -146,7 +146,10 @@ def cmd_sql(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from ..export import ExportRequest, export
     from ..store.db import open_store
+    from ..tasks import get_task, is_task_path
 
+    if args.task and is_task_path(args.task):  # a task folder: read and checked first
+        args.task = get_task(args.task).name
     request = ExportRequest(
         fmt=args.format,
         what=args.what,

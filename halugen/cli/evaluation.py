@@ -16,7 +16,9 @@ from .data import add_format_flag
 
 def add_parsers(sub: Any) -> None:
     ev = sub.add_parser("eval", help="recognition experiment: can a model spot hallucinations?")
-    ev.add_argument("-t", "--task", required=True, help="qa, dialogue, summarization or general")
+    ev.add_argument(
+        "-t", "--task", required=True, help="qa, dialogue, summarization, general or a task folder"
+    )
     ev.add_argument(
         "--strategy", default="plain", help="plain, knowledge, cot or contrast (default: plain)"
     )
@@ -57,7 +59,9 @@ def add_parsers(sub: Any) -> None:
     rep.add_argument("--config", help=argparse.SUPPRESS)
 
     top = sub.add_parser("topics", help="LDA topics of a task's samples and of a model's failures")
-    top.add_argument("-t", "--task", required=True, help="qa, dialogue, summarization or general")
+    top.add_argument(
+        "-t", "--task", required=True, help="qa, dialogue, summarization, general or a task folder"
+    )
     top.add_argument("--eval-run", help="whose failures (default: the latest eval run of the task)")
     top.add_argument("--gen-run", help="only the samples of this generation run")
     top.add_argument(
@@ -84,8 +88,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     import anyio
 
     from ..evaluate.run import EvalConfig, evaluate
+    from ..tasks.stored import get_task_or_stored
 
     cfg = run_config(args)
+    # a task folder is read and checked first; a name the store keeps is read from it
+    args.task = get_task_or_stored(args.task, cfg.db).name
     ecfg = EvalConfig(
         run=cfg,
         task=args.task,
@@ -162,10 +169,16 @@ def cmd_topics(args: argparse.Namespace) -> int:
     )
     from ..figures.canvas import figure_format
     from ..store.db import open_store
+    from ..tasks import get_task, is_task_path
+    from ..tasks.stored import recall
 
+    if is_task_path(args.task):  # read and checked before the store is opened
+        args.task = get_task(args.task).name
     figure_path = Path(args.out or f"topics-{args.task}.png")
     figure_format(figure_path)  # a bad extension fails before the analysis
     with open_store(db_path(args)) as store:
+        recall(store)  # the task folders its runs used
+        args.task = get_task(args.task).name
         source = choose_eval_run(store.conn, args.task, args.eval_run)
         eval_run = source.run_id if source else None
         if args.data:

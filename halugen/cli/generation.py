@@ -18,8 +18,8 @@ def add_parsers(sub: Any) -> None:
     run.add_argument(
         "-t",
         "--task",
-        help="task(s), comma-separated: qa, dialogue, summarization, "
-        "or all (every task with seed files given; default: qa)",
+        help="task(s), comma-separated: qa, dialogue, summarization, a task folder's path, "
+        "or all (every built-in task with seed files given; default: qa)",
     )
     run.add_argument("--seeds", nargs="+", help="seed files or glob patterns")
     run.add_argument("--seed-format", help="seed file format (default: detected)")
@@ -47,7 +47,9 @@ def add_parsers(sub: Any) -> None:
     add_batch_flags(run)
 
     est = sub.add_parser("estimate", help="projected cost of a run, without any call")
-    est.add_argument("-t", "--task", help="task(s), comma-separated, or all (default: qa)")
+    est.add_argument(
+        "-t", "--task", help="task(s) or task folder(s), comma-separated, or all (default: qa)"
+    )
     est.add_argument("--prompts", help="directory of prompt templates replacing bundled ones")
     est.add_argument("--seeds", nargs="+", help="seed files or glob patterns")
     est.add_argument("--seed-format", help="seed file format (default: detected)")
@@ -81,10 +83,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     cfg = run_config(args)
 
     def on_run(run_id: str, resumed: bool) -> None:
+        from ..tasks import get_task, is_task_path
+
         verb = "resuming" if resumed else "starting"
         model = f" with {cfg.model}" if cfg.model else ""
+        tasks = [get_task(t).name if is_task_path(t) else t for t in cfg.tasks]  # folders read
         err.print(
-            f"{verb} run {run_id} ({', '.join(cfg.tasks)}{model}, budget "
+            f"{verb} run {run_id} ({', '.join(tasks)}{model}, budget "
             f"{format_usd(int(cfg.budget_usd * 10**12)) if cfg.budget_usd else 'none'}) "
             f"-> {cfg.db}"
         )

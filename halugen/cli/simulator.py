@@ -75,17 +75,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.faults:
         kw["faults"] = tuple(f.strip() for f in args.faults.split(",") if f.strip())
     if args.oracle:
-        from ..evaluate.items import EVAL_FIELDS, items_from_files
+        from ..evaluate.items import item_fields, items_from_files
         from ..evaluate.judge import shown_texts
+        from ..tasks import BUILTIN_TASKS
 
         oracle: dict[str, bool] = {}
         for path in args.oracle:
             task = next(
-                (
-                    t
-                    for t in ("qa", "dialogue", "summarization", "general")
-                    if all(f in first_json(path) for f in EVAL_FIELDS[t])
-                ),
+                (t for t in BUILTIN_TASKS if all(f in first_json(path) for f in item_fields(t))),
                 None,
             )
             if task is None:

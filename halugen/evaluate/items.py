@@ -19,35 +19,28 @@ from typing import Any
 
 import orjson
 
-from ..errors import InputError, UsageError
+from ..errors import InputError
 from ..records import fingerprint
 from ..seeds import expand_paths
 from ..store.db import Store
+from ..tasks import get_task, known_tasks
+from ..tasks.columns import field_columns
 from .judge import EvalItem
 
 __all__ = [
-    "EVAL_FIELDS",
     "HaluEvalRecord",
     "halueval_task",
+    "item_fields",
     "items_from_files",
     "items_from_store",
     "read_halueval",
 ]
 
-# task -> fields an item needs (HaluEval's names)
-EVAL_FIELDS: dict[str, tuple[str, ...]] = {
-    "qa": ("knowledge", "question", "right_answer", "hallucinated_answer"),
-    "dialogue": ("knowledge", "dialogue_history", "right_response", "hallucinated_response"),
-    "summarization": ("document", "right_summary", "hallucinated_summary"),
-    "general": ("user_query", "chatgpt_response", "hallucination"),
-}
-# task -> the field only that task's files have, which tells a file's task
-_TELLS = (
-    ("qa", "right_answer"),
-    ("dialogue", "right_response"),
-    ("summarization", "right_summary"),
-    ("general", "chatgpt_response"),
-)
+
+def item_fields(task: str) -> tuple[str, ...]:
+    """The fields an item of ``task`` needs (HaluEval's names for HaluEval's tasks), in the
+    order of its records; a task folder declares them."""
+    return get_task(task).record_fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +78,12 @@ class HaluEvalRecord:
 
 def halueval_task(record: Mapping[str, Any]) -> str | None:
     """The task whose HaluEval fields ``record`` has, or None."""
-    for task, tell in _TELLS:
-        if tell in record and all(f in record for f in EVAL_FIELDS[task]):
+    # the right text's field only that task's records have (right_answer, chatgpt_response...)
+    tells = [(task, get_task(task).right_field) for task in known_tasks()]
+    for task, tell in tells:
+        if tell in record and all(f in record for f in item_fields(task)):
             return task
-    for task, tell in _TELLS:  # a record of the task with a field missing: named as such
+    for task, tell in tells:  # a record of the task with a field missing: named as such
         if tell in record:
             return task
     return None
@@ -101,8 +96,8 @@ def read_halueval(path: str, task: str | None = None) -> Iterator[HaluEvalRecord
     the task's fields (and, for the general task, a ``hallucination`` of yes or no) is an
     ``InputError`` naming the file and line; so is a file with no records.
     """
-    if task is not None and task not in EVAL_FIELDS:
-        raise UsageError(f"unknown task {task!r}; known: {', '.join(EVAL_FIELDS)}")
+    if task is not None:
+        task = get_task(task).name  # an unknown task is a UsageError naming the known ones
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed below, also on errors
     except OSError as exc:
@@ -131,7 +126,7 @@ def read_halueval(path: str, task: str | None = None) -> Iterator[HaluEvalRecord
                     )
             # the answers first: they say which task's file this is
             missing = sorted(
-                (n for n in EVAL_FIELDS[task] if n not in rec),
+                (n for n in item_fields(task) if n not in rec),
                 key=lambda n: not n.startswith(("right_", "hallucinated_", "chatgpt_")),
             )
             if missing:
@@ -150,7 +145,7 @@ def read_halueval(path: str, task: str | None = None) -> Iterator[HaluEvalRecord
 
 
 def _names(task: str) -> str:
-    return ", ".join(EVAL_FIELDS[task])
+    return ", ".join(item_fields(task))
 
 
 def _item(task: str, fields: dict[str, str], item_id: str, label: bool | None = None) -> EvalItem:
@@ -169,13 +164,13 @@ def items_from_store(store: Store, task: str, *, gen_run: str | None = None) -> 
             fields = {"user_query": query, "chatgpt_response": response, "hallucination": label}
             yield _item(task, fields, item_id, label == "yes")
         return
-    names = EVAL_FIELDS[task]
+    names = item_fields(task)
     where, params = "WHERE task = ?", [task]
     if gen_run:
         where += " AND run_id = ?"
         params.append(gen_run)
     sql = (
-        f"SELECT seed_id, {', '.join(names)} FROM samples {where} "
+        f"SELECT seed_id, {field_columns(names)} FROM samples {where} "
         f"ORDER BY run_id, source_file, source_line, seed_key"
     )
     for row in store.iter_rows(sql, params):
@@ -194,10 +189,5 @@ def items_from_files(paths: Sequence[str], task: str) -> Iterator[EvalItem]:
                 }
                 yield _item(task, fields, rec.item_id, rec.label)
             else:
-                fields = {n: " ".join(rec.text(n).split()) for n in EVAL_FIELDS[task]}
+                fields = {n: " ".join(rec.text(n).split()) for n in item_fields(task)}
                 yield _item(task, fields, rec.item_id)
-
-
-def check_task(task: str) -> None:
-    if task not in EVAL_FIELDS:
-        raise UsageError(f"unknown task {task!r}; known: {', '.join(EVAL_FIELDS)}")

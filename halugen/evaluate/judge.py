@@ -30,6 +30,9 @@ from typing import Any
 from ..errors import UsageError
 from ..llm import structured
 from ..prompts import Template, load_template
+from ..tasks import BUILTIN_TASKS, get_task
+from ..tasks.base import TaskSpec
+from ..tasks.folder import STRATEGIES
 
 __all__ = [
     "JUDGE_TASKS",
@@ -46,39 +49,11 @@ __all__ = [
     "template_name",
 ]
 
-STRATEGIES = ("plain", "knowledge", "cot", "contrast")
+# Which strategies apply, which fields are the right and the hallucinated text, which
+# template field holds the judged text and which fields every judge template shows: each
+# task declares them (``[evaluate]`` and ``[fields]`` in its task.toml).
+JUDGE_TASKS = BUILTIN_TASKS
 
-# task -> the strategies that apply to it
-_APPLICABLE: dict[str, tuple[str, ...]] = {
-    "qa": STRATEGIES,
-    "dialogue": STRATEGIES,
-    # the document is in every summarization prompt: "knowledge" would be "plain" again
-    "summarization": ("plain", "cot", "contrast"),
-    "general": ("plain", "cot"),
-}
-JUDGE_TASKS = tuple(_APPLICABLE)
-
-# task -> (right field, hallucinated field), HaluEval's names
-_ROLES: dict[str, tuple[str, str]] = {
-    "qa": ("right_answer", "hallucinated_answer"),
-    "dialogue": ("right_response", "hallucinated_response"),
-    "summarization": ("right_summary", "hallucinated_summary"),
-    "general": ("chatgpt_response", "chatgpt_response"),
-}
-
-# task -> (template field of the judged text, item fields shown as context in every strategy)
-_SHOWN_FIELD = {
-    "qa": "answer",
-    "dialogue": "response",
-    "summarization": "summary",
-    "general": "response",
-}
-_CONTEXT: dict[str, tuple[str, ...]] = {
-    "qa": ("question",),
-    "dialogue": ("dialogue_history",),
-    "summarization": ("document",),
-    "general": ("user_query",),
-}
 
 # A verdict is one word; a little room for "Verdict:" and markdown around it.
 _SHORT_TOKENS = 16
@@ -106,22 +81,21 @@ class EvalItem:
     human_label: bool | None = None
 
 
-def _check(task: str, strategy: str) -> None:
-    if task not in _APPLICABLE:
-        raise UsageError(f"unknown task {task!r}; known: {', '.join(JUDGE_TASKS)}")
+def _check(task: str, strategy: str) -> TaskSpec:
+    spec = get_task(task)
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
-    if strategy not in _APPLICABLE[task]:
+    if strategy not in spec.strategies:
         raise UsageError(
-            f"strategy {strategy!r} does not apply to the {task} task "
-            f"(it has: {', '.join(_APPLICABLE[task])})"
+            f"strategy {strategy!r} does not apply to the {spec.name} task "
+            f"(it has: {', '.join(spec.strategies)})"
         )
+    return spec
 
 
 def strategies_for(task: str) -> tuple[str, ...]:
     """The strategies that apply to ``task``."""
-    _check(task, "plain")
-    return _APPLICABLE[task]
+    return _check(task, "plain").strategies
 
 
 def template_name(task: str, strategy: str) -> str:
@@ -165,26 +139,24 @@ def judge_values(
     Texts are stripped: a trailing newline must not tell a right summary from a hallucinated
     one (a form leak in HaluEval's released data).
     """
-    _check(task, strategy)
-    values = {name: _field(item, name) for name in _CONTEXT[task]}
+    spec = _check(task, strategy)
+    values = {name: _field(item, name) for name in spec.judge_context}
     if strategy == "knowledge":
-        values["knowledge"] = _field(item, "knowledge")
+        values[spec.knowledge_field] = _field(item, spec.knowledge_field)
     if strategy == "contrast":
         if order is None or len(order) != 2:
             raise UsageError("the contrast strategy needs the two texts in shown order")
         values["answer_1"] = order[0].strip()
         values["answer_2"] = order[1].strip()
     else:
-        values[_SHOWN_FIELD[task]] = shown.strip()
+        values[spec.judge_shown] = shown.strip()
     return values
 
 
 def shown_texts(item: EvalItem) -> tuple[str, str]:
     """(right, hallucinated) texts of an item; general: its one response for both roles."""
-    if item.task not in _ROLES:
-        raise UsageError(f"unknown task {item.task!r}; known: {', '.join(JUDGE_TASKS)}")
-    right, hallucinated = _ROLES[item.task]
-    return _field(item, right), _field(item, hallucinated)
+    spec = get_task(item.task)
+    return _field(item, spec.right_field), _field(item, spec.hallucinated_field)
 
 
 def max_tokens_for(strategy: str) -> int:

@@ -31,8 +31,10 @@ from ..prompts import Template, load_template
 from ..records import ChatRequest, fingerprint
 from ..session import CallSession, call_session, closing, drive, resolve_model
 from ..store.db import KeyIndex, key_prefix
+from ..tasks import get_task
+from ..tasks.stored import remember
 from . import judge
-from .items import check_task, items_from_files, items_from_store
+from .items import items_from_files, items_from_store
 from .logprobs_check import LogprobsCheck
 from .verdicts import parse_contrast, parse_verdict, verdict_from_logprobs
 
@@ -286,7 +288,7 @@ async def evaluate(
     console: Console | None = None,
     on_run: Callable[[str, bool], None] | None = None,
 ) -> EvalOutcome:
-    check_task(cfg.task)
+    cfg = replace(cfg, task=get_task(cfg.task).name)  # a task folder's path: its name
     if cfg.scoring not in ("parse", "logprobs"):
         raise UsageError(f"--scoring must be parse or logprobs, not {cfg.scoring!r}")
     if cfg.structured not in MODES:
@@ -327,6 +329,7 @@ async def evaluate(
         transport=transport,
         on_run=on_run,
     ) as session:
+        remember(session.store, get_task(cfg.task))
         rows = session.store.query(
             "SELECT item_key FROM judgements WHERE run_id = ?", [session.run_id]
         )

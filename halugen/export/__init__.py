@@ -19,23 +19,25 @@ existing directory) always writes a directory (``target``).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import UsageError
 from ..store.db import Store
-from .halueval import HALUEVAL_FIELDS, export_halueval
+from ..tasks import get_task
+from ..tasks.stored import recall
+from .halueval import export_halueval, halueval_layout
 from .judgements import JUDGEMENT_COLUMNS, export_judgements
 from .selection import Selection
 from .target import Target, resolve_target
 
 __all__ = [
     "FORMATS",
-    "HALUEVAL_FIELDS",
     "JUDGEMENT_COLUMNS",
     "ExportRequest",
     "ExportResult",
     "export",
+    "halueval_layout",
 ]
 
 FORMATS = ("halueval", "jsonl", "parquet", "csv", "lm-eval", "inspect")
@@ -68,6 +70,9 @@ def export(store: Store, request: ExportRequest) -> ExportResult:
         raise UsageError(f"unknown --what {r.what!r}: samples or judgements")
     if r.fmt not in FORMATS:
         raise UsageError(f"unknown export format {r.fmt!r}: {', '.join(FORMATS)}")
+    recall(store)  # the task folders the store's runs used, for their fields
+    if r.task is not None:  # a task folder's path: its task's name
+        r = replace(r, task=get_task(r.task).name)
     common = {"task": r.task, "where": r.where, "run": r.run, "all_runs": r.all_runs}
     selection: Selection
     if r.what == "judgements":

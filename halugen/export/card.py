@@ -20,8 +20,11 @@ from typing import Any
 import orjson
 
 from .. import __version__
+from ..errors import UsageError
 from ..records import fingerprint
 from ..store.db import Store
+from ..tasks import get_task
+from ..tasks.base import TaskSpec
 
 __all__ = ["SEED_LICENCES", "CardFile", "card_text", "write_card"]
 
@@ -70,22 +73,9 @@ _HUB_SOURCES = {
     "halueval-summarization": "pminervini/HaluEval",
 }
 
-# task -> (right field, hallucinated field)
-_PAIR = {
-    "qa": ("right_answer", "hallucinated_answer"),
-    "dialogue": ("right_response", "hallucinated_response"),
-    "summarization": ("right_summary", "hallucinated_summary"),
-}
-# the fields `halugen eval` fingerprints into an item key (evaluate.items.EVAL_FIELDS)
-_ITEM_FIELDS = {
-    "qa": ("knowledge", "question", "right_answer", "hallucinated_answer"),
-    "dialogue": ("knowledge", "dialogue_history", "right_response", "hallucinated_response"),
-    "summarization": ("document", "right_summary", "hallucinated_summary"),
-}
-
 _FIELD_NOTES = {
     "run_id": "the generation run that made the sample",
-    "task": "qa, dialogue or summarization",
+    "task": "the task: qa, dialogue, summarization or a task folder's name",
     "seed_id": "the seed's id in its dataset (else file:line)",
     "seed_key": "fingerprint of the seed record",
     "pattern": "hallucination pattern the chosen candidate says it used",
@@ -197,6 +187,25 @@ def _config_name(file: CardFile) -> str:
     return file.tasks[0] if len(file.tasks) == 1 else "default"
 
 
+def _spec(task: str) -> TaskSpec | None:
+    """The task's declaration, or None for a task the store does not describe."""
+    try:
+        return get_task(task)
+    except UsageError:
+        return None
+
+
+def _field_note(name: str, files: Sequence[CardFile]) -> str:
+    """What a column means: the card's own notes, else the task folder's ``[fields.about]``."""
+    if name in _FIELD_NOTES:
+        return _FIELD_NOTES[name]
+    for task in dict.fromkeys(t for f in files for t in f.tasks):
+        spec = _spec(task)
+        if spec is not None and name in dict(spec.field_notes):
+            return dict(spec.field_notes)[name]
+    return ""
+
+
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:.1f}%"
 
@@ -207,9 +216,10 @@ def _baselines(store: Store, file: CardFile) -> list[list[str]]:
 
     lines = []
     for task in file.tasks:
-        if task not in _PAIR:
+        spec = _spec(task)
+        if spec is None:
             continue
-        right, hallucinated = _PAIR[task]
+        right, hallucinated = spec.right_field, spec.hallucinated_field
         judged: list[Judged] = []
         for r, h in store.conn.execute(
             f"SELECT {right}, {hallucinated} FROM ({file.query}) WHERE task = ?",
@@ -238,9 +248,10 @@ def _recognition(store: Store, file: CardFile) -> list[list[str]]:
 
     lines = []
     for task in file.tasks:
-        fields = _ITEM_FIELDS.get(task)
-        if fields is None:
+        spec = _spec(task)
+        if spec is None:
             continue
+        fields = spec.record_fields  # what `halugen eval` fingerprints into an item key
         keys = set()
         for row in store.conn.execute(
             f"SELECT {', '.join(fields)} FROM ({file.query}) WHERE task = ?",
@@ -391,7 +402,7 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
         *_md_table(
             ["field", "type", "meaning"],
             [
-                [name, dtype, _FIELD_NOTES.get(name, "")]
+                [name, dtype, _field_note(name, files)]
                 for name, dtype in (_features(store, files[0]) if files else [])
             ],
         ),

@@ -1,4 +1,5 @@
-"""HaluEval's released layout: ``qa_data.json``, ``dialogue_data.json``, ... as JSON lines.
+"""HaluEval's released layout: ``qa_data.json``, ``dialogue_data.json``, ... as JSON lines
+(a task folder's ``<task>_data.json`` holds its own fields the same way).
 
 Exactly the field names and order of HaluEval's files, one JSON object per line, text
 written as UTF-8 (not ``\\u`` escapes), as HaluEval's own files are; so its evaluation
@@ -14,24 +15,23 @@ import duckdb
 
 from ..errors import UsageError
 from ..store.db import Store
+from ..tasks import get_task
+from ..tasks.columns import field_columns
 from .samples import sample_filters
 from .selection import Selection, pick_runs, sql_error
 from .target import Target
 
-__all__ = ["HALUEVAL_FIELDS", "export_halueval"]
+__all__ = ["export_halueval", "halueval_layout"]
 
-# HaluEval's released files: task -> (file name, fields in order)
-HALUEVAL_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "qa": ("qa_data.json", ("knowledge", "question", "right_answer", "hallucinated_answer")),
-    "dialogue": (
-        "dialogue_data.json",
-        ("knowledge", "dialogue_history", "right_response", "hallucinated_response"),
-    ),
-    "summarization": (
-        "summarization_data.json",
-        ("document", "right_summary", "hallucinated_summary"),
-    ),
-}
+
+def halueval_layout(task: str) -> tuple[str, tuple[str, ...]]:
+    """(file name, fields in order) of ``task``'s file in HaluEval's released layout:
+    ``qa_data.json`` with knowledge, question, right_answer, hallucinated_answer, ...; a
+    task folder's file is ``<task>_data.json`` with its own fields."""
+    spec = get_task(task)
+    if not spec.generated:
+        raise UsageError(f"no HaluEval sample layout for task {task!r}; use --format jsonl")
+    return f"{spec.name}_data.json", spec.record_fields
 
 
 def export_halueval(
@@ -44,8 +44,8 @@ def export_halueval(
     all_runs: bool,
 ) -> tuple[list[tuple[Path, int]], Selection]:
     """Write one HaluEval file per selected task; ``target`` None: the file names in ./."""
-    if task is not None and task not in HALUEVAL_FIELDS:
-        raise UsageError(f"no HaluEval layout for task {task!r}; use --format jsonl")
+    if task is not None:
+        halueval_layout(task)
     filters, params = sample_filters(task, where)
     selection = pick_runs(
         store,
@@ -57,21 +57,19 @@ def export_halueval(
         filters=filters,
         params=params,
     )
-    unknown = [p.unit[0] for p in selection.picked if p.unit[0] not in HALUEVAL_FIELDS]
-    if unknown:
-        raise UsageError(f"no HaluEval layout for task(s) {unknown}; use --format jsonl")
+    layouts = {p.unit[0]: halueval_layout(p.unit[0]) for p in selection.picked}
     picked = sorted(selection.picked, key=lambda p: p.unit[0])
     if len(picked) > 1 and target is not None and not target.is_dir:
         raise UsageError("several tasks match: give --task, or --out a directory (end it with /)")
     files: list[tuple[Path, int]] = []
     for p in picked:
         name = p.unit[0]
-        filename, fields = HALUEVAL_FIELDS[name]
+        filename, fields = layouts[name]
         path = Path(filename) if target is None else target.file(filename)
         keep, keep_params = Selection((p,)).clause(("task",))
         predicate = " AND ".join(x for x in (filters, keep) if x)
         sql = (
-            f"SELECT {', '.join(fields)} FROM samples WHERE {predicate} "
+            f"SELECT {field_columns(fields)} FROM samples WHERE {predicate} "
             f"ORDER BY run_id, source_file, source_line, seed_key"
         )
         n = 0

@@ -22,10 +22,12 @@ from typing import Any
 import orjson
 
 from ..errors import UsageError
-from ..evaluate.items import EVAL_FIELDS
+from ..evaluate.items import item_fields
 from ..evaluate.judge import EvalItem, judge_template, judge_values, shown_texts
 from ..records import fingerprint
 from ..store.db import Store
+from ..tasks import get_task
+from ..tasks.columns import field_columns
 from .samples import sample_filters
 from .selection import Picked, Selection, pick_runs
 
@@ -52,8 +54,8 @@ class TaskData:
 
 
 def harness_strategies(task: str) -> tuple[str, ...]:
-    """``plain``, and ``knowledge`` where it differs from plain (qa, dialogue)."""
-    return ("plain", "knowledge") if task in ("qa", "dialogue") else ("plain",)
+    """``plain``, and ``knowledge`` where the task has it (qa, dialogue)."""
+    return tuple(s for s in HARNESS_STRATEGIES if s in get_task(task).strategies)
 
 
 def prompt_messages(task: str, strategy: str) -> list[tuple[str, str]]:
@@ -66,18 +68,18 @@ def prompt_messages(task: str, strategy: str) -> list[tuple[str, str]]:
 
 
 def _item_fields(task: str, item: EvalItem, shown_text: str) -> dict[str, str]:
-    strategy = "knowledge" if task in ("qa", "dialogue") else "plain"
-    return judge_values(task, strategy, item, shown_text)
+    return judge_values(task, harness_strategies(task)[-1], item, shown_text)
 
 
 def _sample_items(
     store: Store, task: str, picked: Picked, filters: str, params: list[Any]
 ) -> Iterator[dict[str, Any]]:
-    names = EVAL_FIELDS[task]
+    names = item_fields(task)
     keep, keep_params = Selection((picked,)).clause(("task",))
     predicate = " AND ".join(p for p in (filters, keep) if p)
     sql = (
-        f"SELECT run_id, seed_id, seed_key, {', '.join(names)} FROM samples WHERE {predicate} "
+        f"SELECT run_id, seed_id, seed_key, {field_columns(names)} FROM samples "
+        f"WHERE {predicate} "
         f"ORDER BY run_id, source_file, source_line, seed_key"
     )
     for run_id, seed_id, seed_key, *values in store.iter_rows(sql, [*params, *keep_params]):
@@ -119,6 +121,14 @@ def _general_items(store: Store) -> Iterator[dict[str, Any]]:
         }
 
 
+def _known(task: str) -> bool:
+    try:
+        get_task(task)
+    except UsageError:
+        return False
+    return True
+
+
 def write_task_data(
     store: Store,
     directory: Path,
@@ -130,8 +140,8 @@ def write_task_data(
 ) -> tuple[list[TaskData], Selection]:
     """``<task>.jsonl`` in ``directory`` for every task with samples (and for ``general``
     when annotated items have resolved labels); returns what was written."""
-    if task is not None and task not in EVAL_FIELDS:
-        raise UsageError(f"unknown task {task!r}; known: {', '.join(EVAL_FIELDS)}")
+    if task is not None:
+        get_task(task)  # UsageError for a task neither built in nor a folder's
     filters, params = sample_filters(None if task == "general" else task, where)
     selection = Selection(())
     if task != "general":
@@ -148,7 +158,7 @@ def write_task_data(
     sources: list[tuple[str, Iterator[dict[str, Any]], tuple[str, ...]]] = [
         (p.unit[0], _sample_items(store, p.unit[0], p, filters, params), p.runs)
         for p in sorted(selection.picked, key=lambda p: p.unit[0])
-        if p.unit[0] in EVAL_FIELDS
+        if _known(p.unit[0])
     ]
     if task in (None, "general") and not where and run is None:
         sources.append(("general", _general_items(store), ()))

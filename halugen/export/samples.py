@@ -9,13 +9,17 @@ A dataset card (``README.md`` with Hugging Face's YAML header) is written beside
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from .. import __version__
+from ..errors import UsageError
 from ..store.db import Store
+from ..tasks import get_task
+from ..tasks.columns import SAMPLE_COLUMNS, field_columns
 from .card import CardFile, write_card
 from .selection import Selection, pick_runs, sql_error
 from .target import Target
@@ -38,26 +42,29 @@ def sample_filters(task: str | None, where: str | None) -> tuple[str, list[Any]]
     return " AND ".join(clauses), params
 
 
-# the text fields of each task; a one-task file leaves out the other tasks' (always empty)
-TASK_TEXT_FIELDS: dict[str, tuple[str, ...]] = {
-    "qa": ("knowledge", "question", "right_answer", "hallucinated_answer"),
-    "dialogue": ("knowledge", "dialogue_history", "right_response", "hallucinated_response"),
-    "summarization": ("document", "right_summary", "hallucinated_summary"),
-}
+def _columns(tasks: Sequence[str], *, one_task: bool) -> str:
+    """The columns of an export of ``tasks``: every column of ``samples`` but the other
+    tasks' text fields (a one-task file, where they are always empty), with a task folder's
+    own fields (kept in ``extra_json``) as columns of their own."""
+    own: list[str] = []
+    unknown = False
+    for task in tasks:
+        try:
+            own += get_task(task).record_fields
+        except UsageError:  # a task the store does not describe: its fields stay as JSON
+            unknown = True
+    own = list(dict.fromkeys(own))
+    exclude = [] if unknown else ["extra_json"]
+    if one_task and own:
+        exclude += sorted(set(SAMPLE_COLUMNS) - set(own))
+    extra = [f for f in own if f not in SAMPLE_COLUMNS]
+    columns = f"s.* EXCLUDE ({', '.join(exclude)})" if exclude else "s.*"
+    return columns + (", " + field_columns(extra, table="s") if extra else "")
 
 
-def _columns(task: str | None) -> str:
-    if task not in TASK_TEXT_FIELDS:
-        return "s.*"
-    others = sorted(
-        {f for fields in TASK_TEXT_FIELDS.values() for f in fields} - set(TASK_TEXT_FIELDS[task])
-    )
-    return f"s.* EXCLUDE ({', '.join(others)})"
-
-
-def _rows_query(predicate: str, task: str | None = None) -> str:
+def _rows_query(predicate: str, tasks: Sequence[str], *, one_task: bool) -> str:
     return f"""
-SELECT {_columns(task)}, r.model AS run_model, c.calls AS calls_for_seed,
+SELECT {_columns(tasks, one_task=one_task)}, r.model AS run_model, c.calls AS calls_for_seed,
        c.cost_usd AS cost_usd_for_seed
 FROM (SELECT * FROM samples WHERE {predicate}) s
 JOIN runs r USING (run_id)
@@ -130,7 +137,7 @@ def export_sample_files(
         chosen = Selection(tuple(picked))
         keep, keep_params = chosen.clause(("task",))
         predicate = " AND ".join(p for p in (filters, keep) if p)
-        query = _rows_query(predicate, name)
+        query = _rows_query(predicate, [p.unit[0] for p in picked], one_task=name is not None)
         all_params = [*params, *keep_params]
         path = target.file(f"{name}.{fmt}") if name else target.path
         metadata = {

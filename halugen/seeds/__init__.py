@@ -10,7 +10,9 @@ register it in ``FORMATS`` here and give its keys and layouts to ``detect.SIGNAT
 A file no dataset layout fits, a Parquet or Arrow file, and every file when a mapping
 (``--map FIELD=COLUMN``) is given are read as a ``table`` (``table.py``): any task reads one,
 its columns named as the task's seed fields or mapped. A folder given as a seed path is a
-``save_to_disk`` dataset or a folder of Parquet shards (``table.dataset_files``).
+``save_to_disk`` dataset or a folder of Parquet shards (``table.dataset_files``). A task folder's
+seeds (a task no dataset layout belongs to) are always read as a table, its columns named by
+the task's fields or by its ``[seeds] map`` (``--map`` wins per field).
 """
 
 from __future__ import annotations
@@ -82,6 +84,21 @@ def read_seeds(
     format, a format of another task or a column that does not exist, and later, while
     iterating, for a file that turns out to be broken.
     """
+    from ..tasks import get_task
+
+    spec = get_task(task)
+    if not any(f.task == spec.name for f in FORMATS.values()):
+        # a task no dataset layout belongs to (a task folder) reads its seeds as a table
+        if not spec.generated:
+            raise UsageError(f"the {spec.name} task is judged only: it has no seeds")
+        if fmt not in (None, table.FORMAT):
+            raise UsageError(
+                f"the {spec.name} task reads its seeds as a {table.FORMAT} (records holding its "
+                f"fields {', '.join(spec.seed_fields)}, or mapped with --map), not as {fmt}"
+            )
+        fmt = table.FORMAT
+    if spec.seed_map:  # the task's own [seeds] map; --map wins field by field
+        mapping = {**dict(spec.seed_map), **dict(mapping or {})}
     plan = _plan(paths, fmt, mapping)
     fields = seed_fields(task) if any(FORMATS[n].task == ANY_TASK for _, n, _ in plan) else ()
     for path, name, seen in plan:

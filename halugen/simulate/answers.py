@@ -14,11 +14,17 @@ Prompt shape: the final user message ends with a line ``Reply format:`` followed
 ``Label: <description>`` line per field of the reply (``<one of: a, b, c>`` lists the
 options); the record's data precedes it as labelled lines (``Knowledge: ...``,
 ``Right answer: ...``, ``Answer 1: ...``), a value running to a blank line or the next
-label. Which reply: labels ``Pattern`` + ``Answer``/``Response``/``Summary`` ask for a
-hallucination (``mutate``), ``Choice`` for the filter judge's pick, ``Verdict`` for a
-recognition Yes/No, ``Hallucinated`` for a contrast judge's pick of the hallucinated one of
-``Answer 1`` / ``Answer 2`` (or ``Response n`` / ``Summary n``); no reply format at all is a
-plain user query (``plain``).
+label. Which reply: ``Pattern`` and a label for the text (``Answer``, ``Response``,
+``Claim``...) ask for a hallucination of the record's ``Right <label>`` (``mutate``),
+``Choice`` for the filter judge's pick among numbered candidates (``Answer 1``, ``Claim
+2``...), ``Verdict`` for a recognition Yes/No on the record's judged text, ``Hallucinated``
+for a contrast judge's pick of the hallucinated one of two numbered candidates; no reply
+format at all is a plain user query (``plain``).
+
+Any task's prompts are read this way, a task folder's included: the record's labels are
+first looked for among the usual ones (knowledge, question, document, ...), and when those
+do not give what the reply needs (the right text, the judged text, the candidates), every
+``Label:`` line above the reply format is read as a record label instead.
 
 A follow-up in the same conversation ("I could not read your verdict: reply with the
 Verdict line only") asks for a verdict or a pick without the record: ``with_record`` finds
@@ -70,12 +76,19 @@ _DATA_LABEL = re.compile(
     r")[ \t*_#]*:[ \t*_]*(.*)$",
     re.IGNORECASE,
 )
+# Any label, for the prompts of a task whose record labels are its own ("Passages: ...").
+_ANY_LABEL = re.compile(r"^[ \t>*_#-]*([A-Za-z][A-Za-z0-9 _-]{0,40}?)[ \t*_#]*:[ \t*_]*(.*)$")
 _FORMAT_LABEL = re.compile(r"^[ \t>*_#-]*([A-Za-z][A-Za-z0-9 _-]{0,40}?)[ \t*_#]*:[ \t]*(.*)$")
 _ONE_OF = re.compile(r"one of\s*:?\s*([^>\n]*)", re.IGNORECASE)
 _OPTION_SPLIT = re.compile(r"\s*(?:,|/|\||\bor\b)\s*")
 _NUMBERED = re.compile(r"^(?:answer|response|summary|candidate) (\d+)$")
+_ANY_NUMBERED = re.compile(r"^.+? (\d+)$")
 
 _ANSWER_LABELS = ("answer", "response", "summary")
+# reply-format labels that are never the generated text
+_NOT_TEXT = frozenset({"pattern", "explanation", "reasoning", "reason", "note", "notes"})
+# what a record calls the true text a hallucination is made from: "Right answer"
+_RIGHT = ("right", "correct", "true", "reference")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +101,7 @@ class PromptInfo:
     fields: Mapping[str, str]  # lower-case data label -> value (the record's)
     candidates: tuple[str, ...]  # "Answer 1" ... "Answer N" of a judge prompt, in order
     text: str  # the whole last user message (a follow-up's: the message with the record)
+    order: tuple[str, ...] = ()  # the record's labels as they come, the judged text last
     follow_up: bool = False  # the record came from an earlier message of the conversation
 
 
@@ -122,22 +136,29 @@ def _format_labels(lines: list[str]) -> tuple[tuple[str, ...], dict[str, tuple[s
 
 
 def _record_fields(
-    before: str, reply_labels: frozenset[str]
-) -> tuple[dict[str, str], tuple[str, ...]]:
-    """The record's labelled values, read backwards from the reply format.
+    lines: list[str], reply_labels: frozenset[str], *, any_label: bool = False
+) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...], int]:
+    """The record's labelled values, read backwards from the reply format, with the judge's
+    numbered candidates, the labels in the record's order and the index of the line of its
+    first label (``len(lines)`` when there is none).
 
     Demonstrations come before the record and use the same labels, so the scan stops at
     the first label seen twice, or at a demonstration's own reply (a line labelled like
-    the reply format asks, e.g. ``Choice: 1``).
+    the reply format asks, e.g. ``Choice: 1``). ``any_label``: every ``Label:`` line is a
+    record label (a task's own labels), and one with no value (a heading such as "The
+    record:") ends the record.
     """
+    label_re, numbered = (_ANY_LABEL, _ANY_NUMBERED) if any_label else (_DATA_LABEL, _NUMBERED)
     fields: dict[str, str] = {}
     order: list[str] = []
     tail: list[str] = []  # unlabelled lines below the current line, up to a blank line
-    for line in reversed(before.splitlines()):
+    top = len(lines)
+    for i in range(len(lines) - 1, -1, -1):
+        line = lines[i]
         if not line.strip():
             tail.clear()
             continue
-        m = _DATA_LABEL.match(line)
+        m = label_re.match(line)
         if not m:
             tail.append(line)
             continue
@@ -145,20 +166,65 @@ def _record_fields(
         if label in fields or label in reply_labels:
             break
         value = m.group(2).strip()
+        if any_label and not value and not tail and fields:
+            break
         if tail:
             value = "\n".join([value, *reversed(tail)]).strip()
             tail.clear()
         fields[label] = value.strip("*_ ").strip()
         order.append(label)
+        top = i
     # the judge's candidates: the run "Answer 1", "Answer 2", ... as the record lists them
     candidates: list[str] = []
     for label in reversed(order):
-        m = _NUMBERED.match(label)
+        m = numbered.match(label)
         if m and int(m.group(1)) == len(candidates) + 1:
             candidates.append(fields[label])
         elif candidates:
             break
-    return fields, tuple(candidates)
+    return fields, tuple(candidates), tuple(reversed(order)), top
+
+
+def _unread_labels(lines: list[str], top: int) -> bool:
+    """Does the record hold labelled lines the usual labels did not read: in it, or right
+    above its first label ("Passages: ..." before "Question: ...")?"""
+    end = top
+    while end > 0 and lines[end - 1].strip():
+        end -= 1
+    for line in lines[end:]:
+        m = _ANY_LABEL.match(line)
+        if m and m.group(2).strip() and not _DATA_LABEL.match(line):
+            return True
+    return False
+
+
+def _text_labels(labels: tuple[str, ...]) -> list[str]:
+    """The reply-format labels a hallucination prompt wants the generated text under."""
+    return [low for low in (label.lower() for label in labels) if low not in _NOT_TEXT]
+
+
+def _right_text(fields: Mapping[str, str], label: str) -> str | None:
+    """The record's true text for the reply label ``label`` ("Right answer" for "Answer");
+    else the one true text the record has."""
+    for word in _RIGHT:
+        if f"{word} {label}" in fields:
+            return fields[f"{word} {label}"]
+    for name, value in fields.items():
+        if name.split(" ", 1)[0] in _RIGHT and " " in name:
+            return value
+    return None
+
+
+def _has_what_it_needs(
+    kind: str, labels: tuple[str, ...], fields: Mapping[str, str], candidates: tuple[str, ...]
+) -> bool:
+    if kind in ("choose", "contrast"):
+        return bool(candidates)
+    if kind == "verdict":
+        return _shown_answer(fields, ()) is not None
+    if kind == "hallucinate":
+        return all(_right_text(fields, low) is not None for low in _text_labels(labels))
+    return True
 
 
 @lru_cache(maxsize=4096)
@@ -169,23 +235,32 @@ def parse_prompt(text: str) -> PromptInfo:
         return PromptInfo("plain", (), {}, {}, (), text)
     labels, options = _format_labels(fmt_lines)
     low = {label.lower() for label in labels}
-    fields, candidates = _record_fields(before, frozenset(low.difference(_ANSWER_LABELS)))
     if "choice" in low:
         kind = "choose"
     elif "verdict" in low:
         kind = "verdict"
     elif "hallucinated" in low:
         kind = "contrast"
-    elif "pattern" in low and low & set(_ANSWER_LABELS):
+    elif "pattern" in low and low - _NOT_TEXT:
         kind = "hallucinate"
     else:
         kind = "form"
-    return PromptInfo(kind, labels, options, fields, candidates, text)
+    # the labels a demonstration's own reply uses end the record; the text labels do not
+    # (a record holds "Answer 1", a judge's record "Answer")
+    stops = frozenset(
+        low - set(_ANSWER_LABELS) - set(_text_labels(labels) if kind == "hallucinate" else ())
+    )
+    lines = before.splitlines()
+    fields, candidates, order, top = _record_fields(lines, stops)
+    if not _has_what_it_needs(kind, labels, fields, candidates) or _unread_labels(lines, top):
+        # a task's own record labels ("Passages", "Claim 1")
+        fields, candidates, order, _ = _record_fields(lines, stops, any_label=True)
+    return PromptInfo(kind, labels, options, fields, candidates, text, order)
 
 
 def _has_record(info: PromptInfo) -> bool:
     if info.kind == "verdict":
-        return _shown_answer(info.fields) is not None
+        return _shown_answer(info.fields, info.order) is not None
     return bool(info.candidates)
 
 
@@ -202,6 +277,7 @@ def with_record(info: PromptInfo, earlier: Sequence[str]) -> PromptInfo:
                 fields=first.fields,
                 candidates=first.candidates,
                 text=first.text,
+                order=first.order,
                 follow_up=True,
             )
     return info
@@ -309,19 +385,34 @@ class Reply:
     values: Mapping[str, str] = field(default_factory=dict)
 
 
-def _context(fields: Mapping[str, str]) -> str:
-    parts = [
-        fields.get(k, "")
-        for k in ("knowledge", "document", "dialogue history", "dialogue", "context", "question")
-    ]
+def _context(info: PromptInfo) -> str:
+    """What grounds the record, in its order: every field but the judge's candidates, the
+    true text a hallucination is made from and the text being judged."""
+    shown = _shown_label(info.fields, info.order) if info.kind == "verdict" else None
+    parts = []
+    for label in info.order or tuple(info.fields):
+        first = label.split(" ", 1)[0]
+        if label == shown or _ANY_NUMBERED.match(label) or (first in _RIGHT and " " in label):
+            continue
+        if label in _NOT_TEXT or label in ("choice", "verdict", "hallucinated"):
+            continue
+        parts.append(info.fields[label])
     return "\n".join(p for p in parts if p)
 
 
-def _shown_answer(fields: Mapping[str, str]) -> str | None:
+def _shown_label(fields: Mapping[str, str], order: tuple[str, ...]) -> str | None:
+    """The label of the text a recognition judge is asked about: "Answer", "Response" or
+    "Summary", else the record's last field."""
     for label in _ANSWER_LABELS:
         if label in fields:
-            return fields[label]
-    return None
+            return label
+    rest = [label for label in order if not _ANY_NUMBERED.match(label)]
+    return rest[-1] if rest else None
+
+
+def _shown_answer(fields: Mapping[str, str], order: tuple[str, ...]) -> str | None:
+    label = _shown_label(fields, order)
+    return None if label is None else fields[label]
 
 
 def reply(
@@ -345,11 +436,11 @@ def reply(
         return Reply(unreadable_verdict(prompt_key))
     word, confidence = "", 0.0
     if info.kind == "choose":
-        k = choose(info.candidates, _context(info.fields), variant_key)
+        k = choose(info.candidates, _context(info), variant_key)
         decided = {"choice": str(k)}
     elif info.kind == "verdict":
         word, confidence = verdict(
-            _shown_answer(info.fields),
+            _shown_answer(info.fields, info.order),
             mix(prompt_key, 100 + choice),  # the prompt decides (each choice draws anew)
             oracle=oracle,
             judge_accuracy=judge_accuracy,
@@ -376,17 +467,10 @@ def _hallucination(info: PromptInfo, key: int) -> dict[str, str]:
     pattern = pick(options, key, 51)
     out = {"pattern": pattern}
     fields = info.fields
-    for label in info.labels:
-        low = label.lower()
-        if low in _ANSWER_LABELS:
-            right = fields.get(f"right {low}")
-            if right is None:
-                right = next(
-                    (fields[f"right {x}"] for x in _ANSWER_LABELS if f"right {x}" in fields), ""
-                )
-            out[low] = hallucinate(
-                right, _context(fields), pattern, key, question=fields.get("question", "")
-            )
+    context = _context(info)
+    for low in _text_labels(info.labels):
+        right = _right_text(fields, low) or ""
+        out[low] = hallucinate(right, context, pattern, key, question=fields.get("question", ""))
     return out
 
 
@@ -410,6 +494,6 @@ def _render(info: PromptInfo, values: Mapping[str, str]) -> str:
 
 def _filler(label: str, info: PromptInfo, key: int) -> str:
     """A value for a label the simulator has no special meaning for (e.g. "Explanation")."""
-    words = content_words(_context(info.fields) or info.text)[:3]
+    words = content_words(_context(info) or info.text)[:3]
     about = ", ".join(words) if words else "the record"
     return f"Based on {about}, this follows from the text given ({math.floor(unit(key) * 9) + 1})."

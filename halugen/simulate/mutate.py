@@ -151,7 +151,8 @@ _PATTERN_ORDER = {
     "factualness": ("name", "number", "detail", "negate"),
     "specificity": ("detail", "number", "name", "negate"),
     "inference": ("negate", "number", "name", "detail"),
-    "extrinsic-soft": ("detail", "name", "number", "negate"),
+    # dialogue: the true entity replaced (similar, dissimilar, of another type)
+    "extrinsic-soft": ("name", "number", "detail", "negate"),
     "extrinsic-hard": ("name", "number", "detail", "negate"),
     "extrinsic-grouped": ("name", "detail", "number", "negate"),
     "factual": ("number", "name", "detail", "negate"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from anyio.abc import ObjectReceiveStream
 
 from ..records import Rejected, Sample
+from ..tasks.columns import extra_fields
 from .context import GenContext
 
 __all__ = ["run_sink", "sample_row"]
@@ -53,7 +54,7 @@ def sample_row(ctx: GenContext, sample: Sample) -> tuple:
         f.get("right_summary"),
         f.get("hallucinated_summary"),
         ratio,
-        None,
+        extra_fields(f),  # a task folder's fields without a column of their own
         seed.truncated_tokens or None,
     )
 

@@ -703,6 +703,28 @@ ALTER TABLE judgements ADD COLUMN first_verdict VARCHAR;  -- yes | no | invalid:
 ALTER TABLE judgements ADD COLUMN first_raw VARCHAR;      -- the first reply, when asked again
 """
 
+# Task folders (a user's own tasks): the fields a task names otherwise than HaluEval's are
+# in sample_rows.extra_json, now in the samples view; the declaration and templates of each
+# folder a run used are kept, so exports and audits read the task back without its folder.
+_TASK_FOLDERS = """
+CREATE OR REPLACE VIEW samples AS
+SELECT run_id, task, seed_id, seed_key, pattern, template, template_hash,
+       filter_template_hash, selected_by, model, dataset, source_file, source_line,
+       knowledge, question, right_answer, hallucinated_answer,
+       dialogue_history, right_response, hallucinated_response,
+       document, right_summary, hallucinated_summary, length_ratio, truncated_tokens,
+       created_at, extra_json
+FROM sample_rows;
+
+CREATE TABLE task_folders (
+    task VARCHAR NOT NULL,
+    folder VARCHAR,                    -- where it was read from
+    digest VARCHAR NOT NULL,           -- sha256 of files_json
+    files_json VARCHAR NOT NULL,       -- {"task.toml": ..., "prompts/<stem>.txt": ...}
+    created_at TIMESTAMP NOT NULL
+);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
@@ -720,4 +742,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0014_batches", _BATCHES),
     ("0015_seed_files", _SEED_FILES),
     ("0016_judgement_reask", _JUDGEMENT_REASK),
+    ("0017_task_folders", _TASK_FOLDERS),
 )

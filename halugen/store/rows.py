@@ -298,6 +298,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "request_json",
         "created_at",
     ),
+    "task_folders": ("task", "folder", "digest", "files_json", "created_at"),
     "sample_rows": (
         "run_id",
         "task",

@@ -1,9 +1,11 @@
 """What a task is: a declaration of its fields, patterns, reply labels, layout and checks.
 
-A task module (``qa``, ``dialogue``, ...) declares one ``TaskSpec``; the steps every task
-shares (reading a sampling reply, laying out the filter's candidates, reading the judge's
-choice, checking a candidate) are in ``steps`` and take their settings from the spec, so
-a new task is a declaration plus its prompts, and the engine never changes for one.
+A task is a folder: ``task.toml`` declares it and ``prompts/`` holds its templates
+(``folder`` reads one into a ``TaskSpec``); the built-in tasks are such folders too. The
+steps every task shares (reading a sampling reply, laying out the filter's candidates,
+reading the judge's choice, checking a candidate) are in ``steps`` and take their settings
+from the spec, so a new task is a declaration plus its prompts, and the engine never
+changes for one.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..prompts import Template
     from .checks import Check
 
 __all__ = [
@@ -82,6 +86,71 @@ class TaskSpec:
     filter_template: str = "filter"
     # the field cut down when a record does not fit the model's context window
     long_field: str | None = None
+    # -- what the rest of the benchmark needs (evaluation, audit, exports, analysis) --------
+    # "generated": seeds -> hallucinations; "annotated": items come from annotation and are
+    # judged against their human label (the general track), never generated
+    kind: str = "generated"
+    title: str = ""  # how reports name it ("QA"); the name when empty
+    description: str = ""  # one line, for dataset cards
+    definitions: tuple[str, ...] = ()  # one per pattern, in the order of ``patterns``
+    # the fields of a finished item in export order; seed fields + the hallucinated one
+    # when empty (an annotated task declares its own)
+    item_fields: tuple[str, ...] = ()
+    question_field: str = ""  # what asks (the question, the dialogue history); "" when none
+    knowledge_field: str = ""  # what grounds it (knowledge, the document); "" when none
+    label_field: str = ""  # an annotated task's human label (yes / no)
+    topic_fields: tuple[str, ...] = ()  # what a record is about, for topic analysis
+    field_notes: tuple[tuple[str, str], ...] = ()  # field -> one line, for dataset cards
+    # recognition: the strategies that apply, the template field of the judged text and
+    # the item fields every judge template shows beside it
+    strategies: tuple[str, ...] = ()
+    judge_shown: str = ""
+    judge_context: tuple[str, ...] = ()
+    seed_map: tuple[tuple[str, str], ...] = ()  # field -> column, when seeds are a table
+    # stem -> template, parsed from the folder's prompts/ (the record of what was declared)
+    templates: tuple[tuple[str, Template], ...] = ()
+    folder: Path | None = None  # where it was read from
+    sources: tuple[tuple[str, str], ...] = ()  # the folder's files as read: (path, text)
+    builtin: bool = False  # one of halugen's own tasks
+
+    # -- the declaration, read --------------------------------------------------------------
+
+    @property
+    def generated(self) -> bool:
+        return self.kind == "generated"
+
+    @property
+    def record_fields(self) -> tuple[str, ...]:
+        """The fields of a finished item, in export order (HaluEval's layout for its tasks)."""
+        return self.item_fields or (*self.seed_fields, self.hallucinated_field)
+
+    @property
+    def display_name(self) -> str:
+        return self.title or self.name
+
+    def definition(self, pattern: str) -> str:
+        """What ``pattern`` means, as the task declares it."""
+        return dict(zip(self.patterns, self.definitions, strict=False)).get(pattern, "")
+
+    def template(self, stem: str, directory: Path | None = None) -> Template:
+        """The template ``prompts/<stem>.txt``; ``directory/<task>/<stem>.txt`` wins when
+        that file exists (``--prompts DIR``)."""
+        from ..prompts import load_template_file
+
+        if directory is not None and (directory / self.name / f"{stem}.txt").is_file():
+            return load_template_file(f"{self.name}/{stem}", directory / self.name / f"{stem}.txt")
+        for name, template in self.templates:
+            if name == stem:
+                return template
+        # a template the declaration does not name (a newer step's, e.g. a re-ask): the
+        # folder's prompts/ were read whole
+        for path, text in self.sources:
+            if path == f"prompts/{stem}.txt":
+                return _parsed(f"{self.name}/{stem}", text)
+        from ..errors import ConfigError
+
+        where = self.folder / "prompts" if self.folder else f"the {self.name} task"
+        raise ConfigError(f"prompt template {where}/{stem}.txt not found")
 
     # -- the shared steps, with this task's settings --------------------------------------
 
@@ -151,6 +220,13 @@ class TaskSpec:
             return "unstated"
         index = int(next(k for k, v in m.groupdict().items() if v is not None)[1:])
         return self.pattern_words[index][1]
+
+
+@lru_cache(maxsize=64)
+def _parsed(name: str, text: str) -> Template:
+    from ..prompts import parse_template
+
+    return parse_template(name, text)
 
 
 def normalise(text: str) -> str:

@@ -4,7 +4,8 @@ A hallucination that a model can spot by its form rather than its content measur
 nothing: HaluEval's released QA data can be solved to 90% by length alone, and an answer
 that contains the right one ("1865" -> "1865 and George Frederick Ernest Albert") is not
 wrong. Each guard is a small frozen object, ``guard(right, candidate) -> problem``, that a
-task lists in its declaration; "" means the candidate passes. Equality with the right text
+task lists in its declaration (``[[guards]]`` in its ``task.toml``, by the names of
+``GUARDS``, with their settings); "" means the candidate passes. Equality with the right text
 (up to punctuation and case) is checked for every task before these (``steps.check``).
 """
 
@@ -12,12 +13,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from .base import normalise
 
 __all__ = [
+    "GUARDS",
     "Check",
     "ContainsRight",
     "LengthClass",
@@ -137,9 +139,23 @@ class LengthRatio:
 class MetaTalk:
     """Talk about the task inside the text ("a hallucinated reply", "the given document")."""
 
-    pattern: str  # a regex, matched case-insensitively
+    any_of: tuple[str, ...]  # regexes, matched case-insensitively; one match rejects
+    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "regex", re.compile("|".join(self.any_of), re.IGNORECASE))
 
     def __call__(self, right: str, candidate: str) -> str:
-        if re.search(self.pattern, " ".join(candidate.split()), re.IGNORECASE):
+        if self.regex.search(" ".join(candidate.split())):
             return "meta_talk"
         return ""
+
+
+# The guards a task.toml may name (``check = "..."``), with the settings of each class.
+GUARDS: dict[str, type] = {
+    "contains_right": ContainsRight,
+    "short_span_form": ShortSpanForm,
+    "length_class": LengthClass,
+    "length_ratio": LengthRatio,
+    "meta_talk": MetaTalk,
+}

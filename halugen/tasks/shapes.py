@@ -1,6 +1,7 @@
 """How the labelled value of a sampling reply becomes a candidate's text, per kind of text.
 
-A task declares one of these as its ``shape``: ``one_line`` for short answers, ``turn`` for
+A task declares one of these as its ``shape`` (``[reply] shape`` in its ``task.toml``, by
+the names of ``SHAPES``): ``one_line`` for short answers, ``turn`` for
 a dialogue turn (speaker tags are the layout's, a later tag ends the turn), ``lines`` for a
 summary that may come as highlight lines or bullets. Each returns (text, the trailing
 "(pattern: x)" remark it cut off or ""); the remark's regex comes from the task.
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 
 from .replies import PARAGRAPH_BREAK, split_trailing, unquote
 
-__all__ = ["lines", "one_line", "turn"]
+__all__ = ["SHAPES", "lines", "one_line", "turn"]
 
 
 def one_line(value: str, trailing: re.Pattern[str]) -> tuple[str, str]:
@@ -91,3 +92,7 @@ def lines(value: str, trailing: re.Pattern[str]) -> tuple[str, str]:
     summary = _join_lines(keep, bullets)
     summary, remark = split_trailing(summary, trailing)
     return unquote(summary.strip("*_").strip()), remark
+
+
+# The shapes a task.toml may name.
+SHAPES = {"one_line": one_line, "turn": turn, "lines": lines}

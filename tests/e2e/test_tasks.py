@@ -14,8 +14,8 @@ import pytest
 
 from halugen.cli import main
 from halugen.engine import generate
-from halugen.resources import data_dir
 from halugen.seeds import read_seeds
+from halugen.tasks import builtin_folder
 from tests.e2e.test_generate import config, query
 
 RATING = '{"dialog_rating": "5"}'
@@ -271,7 +271,7 @@ def test_editing_the_filter_prompt_reruns_only_filtering(simulator, hotpot_file,
     assert first.exit_code == 0
     before = sim.stats(keys=False)["requests"]
     prompts = tmp_path / "prompts"
-    shutil.copytree(data_dir("prompts") / "qa", prompts / "qa")
+    shutil.copytree(builtin_folder("qa") / "prompts", prompts / "qa")
     filt = prompts / "qa" / "filter.txt"
     filt.write_text(filt.read_text().replace("=== system\n", "=== system\nBe careful.\n", 1))
     second = run(config(sim.base_url, seeds, db, prompts_dir=prompts))

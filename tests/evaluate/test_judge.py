@@ -22,8 +22,7 @@ from halugen.evaluate.judge import (
 )
 from halugen.evaluate.verdicts import parse_contrast, parse_verdict
 from halugen.records import ChatRequest
-from halugen.resources import data_dir
-from halugen.tasks import dialogue, qa, summarization
+from halugen.tasks import builtin_folder, get_task
 
 ITEMS = {
     "qa": EvalItem(
@@ -87,9 +86,9 @@ VERDICT_FORMAT = "Reply format:\nVerdict: <Yes or No>"
 COT_FORMAT = "Reply format:\nReasoning: <your reasoning, step by step>\nVerdict: <Yes or No>"
 CONTRAST_FORMAT = "Reply format:\nHallucinated: <1 or 2>"
 PATTERNS = {
-    "qa": qa.PATTERNS,
-    "dialogue": dialogue.PATTERNS,
-    "summarization": summarization.PATTERNS,
+    "qa": get_task("qa").patterns,
+    "dialogue": get_task("dialogue").patterns,
+    "summarization": get_task("summarization").patterns,
     "general": ("unverifiable", "non-factual", "irrelevant"),
 }
 CASES = [(t, s) for t in JUDGE_TASKS for s in strategies_for(t)]
@@ -130,10 +129,10 @@ def test_which_strategies_and_templates_apply() -> None:
 
 
 def test_every_applicable_template_file_exists_and_no_stray_ones() -> None:
-    root = data_dir("prompts")
+    root = builtin_folder("qa").parent
     expected = {f"{t}/{template_name(t, s)}.txt" for t, s in CASES}
     expected |= {f"{t}/{again_template_name(t, s)}.txt" for t, s in CASES}
-    found = {f"{p.parent.name}/{p.name}" for p in root.glob("*/judge_*.txt")}
+    found = {f"{p.parent.parent.name}/{p.name}" for p in root.glob("*/prompts/judge_*.txt")}
     assert found == expected
 
 
@@ -270,7 +269,7 @@ HALUEVAL_FRAGMENTS = [
 
 @pytest.mark.parametrize(("task", "strategy"), CASES)
 def test_templates_do_not_reuse_halueval_text(task: str, strategy: str) -> None:
-    path = data_dir("prompts") / task / f"{template_name(task, strategy)}.txt"
+    path = builtin_folder(task) / "prompts" / f"{template_name(task, strategy)}.txt"
     text = " ".join(path.read_text(encoding="utf-8").casefold().split())
     for fragment in HALUEVAL_FRAGMENTS:
         assert fragment not in text, fragment

@@ -94,8 +94,9 @@ def test_format_of_another_task(files: Path) -> None:
         r"dialogue: halueval-dialogue, opendialkg, opendialkg-dialogue\)",
     ):
         read_seeds([str(files / "a.json")], "dialogue")
-    # a task no format serves (yet)
-    with pytest.raises(InputError, match=r"not poetry seeds \(seed formats for poetry: none yet"):
+    # a task no format serves is a task folder's, whose seeds are its own records: a name
+    # that is neither built in nor a folder's is an unknown task
+    with pytest.raises(UsageError, match=r"unknown task 'poetry'"):
         read_seeds([str(files / "a.json")], "poetry")
     with pytest.raises(InputError, match="seed format halueval-qa holds qa seeds, not dialogue"):
         read_seeds([str(files / "a.json")], "dialogue", fmt="halueval-qa")

@@ -13,9 +13,8 @@ import orjson
 import pytest
 
 from halugen.prompts import Template, load_template
-from halugen.resources import data_dir
 from halugen.simulate import SimConfig, Simulator
-from halugen.tasks import get_task
+from halugen.tasks import builtin_folder, get_task
 from halugen.tasks.base import TaskSpec, normalise
 
 TASKS = ("qa", "dialogue", "summarization")
@@ -249,7 +248,7 @@ def test_conversation_teaches_one_pattern_per_turn_and_the_assistant_restates_it
 @pytest.mark.parametrize("stem", STEMS)
 @pytest.mark.parametrize("task", TASKS)
 def test_templates_do_not_reuse_halueval_text(task: str, stem: str) -> None:
-    path = data_dir("prompts") / task / f"{stem}.txt"
+    path = builtin_folder(task) / "prompts" / f"{stem}.txt"
     text = " ".join(path.read_text(encoding="utf-8").casefold().split())
     for fragment in HALUEVAL_FRAGMENTS:
         assert fragment not in text, fragment

@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 
 from halugen.prompts import Template, load_template
+from halugen.tasks import get_task
 from halugen.tasks.base import normalise
-from halugen.tasks.dialogue import DIALOGUE, PATTERNS
+
+DIALOGUE = get_task("dialogue")
+PATTERNS = DIALOGUE.patterns
 
 SEED = {
     "knowledge": "Tove Marlow wrote The Salt Orchard. The Salt Orchard has genre historical novel.",
@@ -146,3 +149,57 @@ def test_filter_demonstrations_pick_the_response_the_knowledge_supports() -> Non
             grounded = _facts(response) <= context
             assert grounded == (i == pick), (response, _facts(response) - context)
     assert len(set(picks)) > 1
+
+
+# HaluEval's dialogue generation instructions replace the true entity: with one very like it
+# (extrinsic-soft), with one unlike it (extrinsic-hard), with one of another entity type
+# (extrinsic-grouped). Our definitions must state that relation, in our own words (its
+# phrases are among test_prompts.py's HALUEVAL_FRAGMENTS).
+ENTITY_RELATION = {
+    "extrinsic-soft": "closely resembles",
+    "extrinsic-hard": "unrelated entity of the same type",
+    "extrinsic-grouped": "entity of another type",
+}
+
+
+def test_each_pattern_definition_states_halueval_entity_relation() -> None:
+    assert set(ENTITY_RELATION) == set(PATTERNS)
+    for pattern, relation in ENTITY_RELATION.items():
+        definition = DIALOGUE.definition(pattern)
+        assert relation in definition, (pattern, definition)
+        # a replacement of the true entity, not an added claim or a mix of statements
+        assert "where the true entity belongs" in definition
+        assert not re.search(r"\badds?\b|\bmix", definition), definition
+    # the one-pass prompt teaches exactly these definitions
+    onepass = _render("sample_onepass")[-1]["content"]
+    for pattern in PATTERNS:
+        assert f"{pattern}: {DIALOGUE.definition(pattern)}" in onepass
+    # every judge names each pattern by the same relation
+    for strategy in DIALOGUE.strategies:
+        system = _template(f"judge_{strategy}").render(
+            dict.fromkeys(_template(f"judge_{strategy}").fields, "x")
+        )[0]["content"]
+        for pattern, relation in ENTITY_RELATION.items():
+            (line,) = [x for x in system.splitlines() if x.startswith(f"- {pattern}:")]
+            assert relation in line, (strategy, line)
+
+
+def _replaced(right: str, hallucinated: str) -> tuple[str, str]:
+    """The spans that differ between two texts sharing a prefix and a suffix of words."""
+    a, b = right.split(), hallucinated.split()
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    return " ".join(a[start : len(a) - end]), " ".join(b[start : len(b) - end])
+
+
+def test_every_demonstration_replaces_one_entity_and_adds_nothing() -> None:
+    for d in _demonstrations():
+        old, new = _replaced(d["right"], d["hallucinated"])
+        assert old and new, d
+        # one name for another (a few words, capitalised): nothing added, nothing mixed in
+        assert len(old.split()) <= 5 and len(new.split()) <= 5, (old, new)
+        assert new[:1].isupper() and old[:1].isupper(), (old, new)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 
 from halugen.prompts import Template, load_template
+from halugen.tasks import get_task
 from halugen.tasks.base import normalise
-from halugen.tasks.qa import PATTERNS, QA
+
+QA = get_task("qa")
+PATTERNS = QA.patterns
 
 SEED = {
     "knowledge": "The Oberon Bridge spans the river Tamm in the town of Velby. It opened in 1894.",

@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 
 from halugen.prompts import Template, load_template
+from halugen.tasks import get_task
 from halugen.tasks.base import normalise
-from halugen.tasks.summarization import PATTERNS, SUMMARIZATION
+
+SUMMARIZATION = get_task("summarization")
+PATTERNS = SUMMARIZATION.patterns
 
 SEED = {
     "document": (

@@ -7,14 +7,14 @@ from collections.abc import Sequence
 
 import pytest
 
-from halugen.tasks import TASK_NAMES, dialogue, get_task, qa, summarization
+from halugen.tasks import TASK_NAMES, get_task
 from halugen.tasks.base import ParsedCandidate, TaskSpec
-from halugen.tasks.checks import ContainsRight, LengthClass
+from halugen.tasks.checks import ContainsRight, LengthClass, LengthRatio
 from halugen.tasks.shapes import one_line
 
 from . import cases
 
-SPECS = {"qa": qa.QA, "dialogue": dialogue.DIALOGUE, "summarization": summarization.SUMMARIZATION}
+SPECS = {name: get_task(name) for name in ("qa", "dialogue", "summarization")}
 
 EXPECTED = {
     "qa": (
@@ -146,11 +146,14 @@ def test_check_candidate(task: str, case: tuple[str, str, str]) -> None:
 
 
 def test_dialogue_and_summarization_length_bounds() -> None:
-    assert (dialogue.MAX_LENGTH_RATIO, dialogue.MIN_LENGTH_RATIO) == (2.0, 0.4)
-    assert dialogue.LENGTH_SLACK == 40 and cases.D_LOW <= 0
-    assert (summarization.MAX_LENGTH_RATIO, summarization.MIN_LENGTH_RATIO) == (1.5, 0.5)
+    (d_ratio,) = [c for c in SPECS["dialogue"].checks if isinstance(c, LengthRatio)]
+    assert (d_ratio.max_ratio, d_ratio.min_ratio) == (2.0, 0.4)
+    assert d_ratio.slack == 40 and cases.D_LOW <= 0
+    s_ratio = SPECS["summarization"].checks[0]
+    assert isinstance(s_ratio, LengthRatio)
+    assert (s_ratio.max_ratio, s_ratio.min_ratio, s_ratio.slack) == (1.5, 0.5, 0)
     # summarization checks length before meta talk
-    spec = summarization.SUMMARIZATION
+    spec = SPECS["summarization"]
     assert spec.check_candidate({"right_summary": "r" * 10}, "hallucinated " * 20) == "too_long"
 
 
