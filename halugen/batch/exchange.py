@@ -38,7 +38,7 @@ from ..records import canonical_json
 from ..store.db import Store, open_store
 from ..tokens import get_counter
 from . import book
-from .files import OutputLine, input_line, read_output, result_from_body
+from .files import OutputLine, input_line, read_output
 from .jobs import batch_cost
 from .planner import PassPlan
 
@@ -196,24 +196,20 @@ def _check(out: OutputLine, line: book.LineRecord, where: str) -> None:
             f"{where}: the request in the line is not the one exported under custom_id "
             f"{line.custom_id[:24]!r} (its body does not match the request key)"
         )
-    if not out.ok:
+    completion = out.completion
+    if completion is None:
         return
-    assert out.body is not None
-    model = out.body.get("model")
-    if isinstance(model, str) and model and not _same_model(model, line.model):
+    model = completion.model
+    if model and not _same_model(model, line.model):
         raise InputError(
             f"{where}: the answer is from model {model!r}, but request {line.custom_id[:24]!r} "
             f"asked {line.model!r}"
         )
     n = int(request.get("n") or 1)
-    if len(out.body["choices"]) > n:
+    if len(completion.texts) > n:
         raise InputError(
-            f"{where}: {len(out.body['choices'])} choices for a request that asked for {n}"
+            f"{where}: {len(completion.texts)} choices for a request that asked for {n}"
         )
-    try:
-        result_from_body(out.body, model=line.model, messages=[], count_tokens=len)
-    except (ValueError, KeyError, TypeError, AttributeError):
-        raise InputError(f"{where}: response.body is not a readable chat completion") from None
 
 
 def _same_model(answered: str, asked: str) -> bool:
@@ -289,7 +285,7 @@ def _store_answers(
                 )
             )
             continue
-        assert out.body is not None
+        assert out.completion is not None
         price = prices.get((line.run_id, line.model))
         if price is None:
             price = prices[(line.run_id, line.model)] = _price_of(
@@ -299,8 +295,8 @@ def _store_answers(
         if counter is None:
             counter = counters[price.tokenizer] = get_counter(price.tokenizer)
         messages = orjson.loads(line.request_json).get("messages") or []
-        result = result_from_body(
-            out.body, model=line.model, messages=messages, count_tokens=counter.count
+        result = out.completion.result(
+            model=line.model, messages=messages, count_tokens=counter.count
         )
         cost = price.cost(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
         if batch_discount:

@@ -60,6 +60,7 @@ from ..config import RateLimit
 from ..errors import CallTimeout, ConnectFailed, RetryableError, UsageError
 from .capacity import ANNOUNCED, ConcurrencyControl
 from .pacing import Pacer
+from .retrying import retry_after_seconds
 
 __all__ = [
     "ADOPT_FRACTION",
@@ -292,7 +293,7 @@ class RateLimiter:
         seq = ticket.seq if ticket is not None else None
         if status == 429:
             self._rate_limited += 1
-            hint = _retry_after(headers)
+            hint = retry_after_seconds(headers)
             self._cool_until(now + (DEFAULT_COOLDOWN_S if hint is None else hint))
             control.rate_limited(seq)
         elif status < 400:
@@ -408,17 +409,6 @@ def _number(text: str | None) -> float | None:
     except (ValueError, AttributeError):
         return None
     return value if math.isfinite(value) else None
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``retry-after``; an HTTP date is not used."""
-    ms = _number(headers.get("retry-after-ms"))
-    if ms is not None and ms >= 0:
-        return ms / 1000.0
-    seconds = _number(headers.get("retry-after"))
-    if seconds is not None and seconds >= 0:
-        return seconds
-    return None
 
 
 _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}

@@ -332,7 +332,7 @@ def test_content_filter_and_unparseable_judges_are_recorded_never_data(
 ):
     # without structured outputs, so that judges may answer off the format
     sim = simulator(
-        fail_rate=0.3, faults=("content_filter",), garbage_rate=0.3, structured_outputs=False
+        fail_rate=0.3, faults=("content_filter",), garbage_rate=0.3, response_format="400"
     )
     db = tmp_path / "h.duckdb"
     outcome = run(config(sim.base_url, hotpot_file(150), db))

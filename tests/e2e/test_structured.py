@@ -40,7 +40,7 @@ def test_filter_asks_for_json_where_supported(simulator, hotpot_file, tmp_path):
 def test_filter_falls_back_to_text_and_asks_an_unreadable_pick_again(
     simulator, hotpot_file, tmp_path
 ):
-    sim = simulator(structured_outputs=False, garbage_rate=0.5)
+    sim = simulator(response_format="400", garbage_rate=0.5)
     db = tmp_path / "h.duckdb"
     outcome = run(config(sim.base_url, hotpot_file(80), db))
     assert outcome.exit_code == 0, outcome.message
