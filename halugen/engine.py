@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,14 +18,14 @@ from .budget import Ledger, format_usd
 from .config import RunConfig
 from .context_window import effective_window, requeue_context_rejections, window_learner
 from .errors import InputError, UsageError
-from .llm.capabilities import structured_outputs
+from .llm.capabilities import JSON_SCHEMA
 from .llm.endpoint import EndpointInfo, is_openai
 from .llm.transport import AiohttpTransport, Transport
 from .pipeline import run_pipeline
 from .prompts import load_template
 from .records import Seed
 from .seeds import formats_by_task, read_seeds
-from .session import call_session, drive, prepare_endpoint, resolve_price
+from .session import OnRun, call_session, drive, prepare_endpoint, resolve_price
 from .stages.context import GenContext, LoadedTask
 from .stages.seeds import SeedSource
 from .stats import RunStats
@@ -123,7 +122,7 @@ async def generate(
     *,
     transport: Transport | None = None,
     console: Console | None = None,
-    on_run: Callable[[str, bool], None] | None = None,
+    on_run: OnRun | None = None,
 ) -> RunOutcome:
     """Run (or resume) generation for ``cfg``. Raises HalugenError for bad input/setup."""
     if not cfg.seeds:
@@ -164,7 +163,7 @@ async def _generate(
     endpoint_notes: list[str],
     transport: Transport,
     console: Console | None,
-    on_run: Callable[[str, bool], None] | None,
+    on_run: OnRun | None,
 ) -> RunOutcome:
     async with call_session(
         cfg,
@@ -173,6 +172,7 @@ async def _generate(
         tasks=",".join(cfg.tasks),
         transport=transport,
         on_run=on_run,
+        modes={JSON_SCHEMA: cfg.structured},
     ) as session:
         store, run_id = session.store, session.run_id
         session.notes[:0] = endpoint_notes
@@ -194,8 +194,9 @@ async def _generate(
             run_id=run_id,
             model=cfg.model,
             run_seed=cfg.run_seed,
-            runner=session.runner,
-            writer=store.writer,
+            runner=session.calls,
+            writer=session.writer,
+            capabilities=session.capabilities,
             stats=session.stats,
             tasks=tasks,
             sampling=cfg.sampling,
@@ -249,9 +250,7 @@ async def _generate(
             progress=cfg.progress,
             console=console,
         )
-        note = structured_outputs(session.runner, cfg.model).note
-        if note:
-            session.notes.append(f"filter {note}")
+        session.notes.extend(f"filter {note}" for note in session.capabilities.notes())
         store.writer.flush_blocking()
         return _finish(store, ctx, session.ledger, status, message, session.notes)
 

@@ -35,7 +35,7 @@ from ..llm.calls import CallFailure
 from ..llm.limiter import RateLimiter
 from ..llm.transport import AiohttpTransport, Transport
 from ..progress import ProgressView
-from ..session import EXIT_CODES, resolve_price
+from ..session import EXIT_CODES, OnRun, resolve_price
 from ..stats import RunStats
 from ..store.db import open_store
 from ..tokens import get_counter
@@ -46,7 +46,7 @@ __all__ = ["ask_on_interrupt", "pass_config", "run_in_batches"]
 
 Out = TypeVar("Out")  # the kind's outcome: a dataclass with run_id, status, message, exit_code
 # run_pass(options, on_run, console): one planning pass of the kind's pipeline
-PassRunner = Callable[[BatchOptions, Callable[[str, bool], None] | None, Console], Awaitable[Out]]
+PassRunner = Callable[[BatchOptions, OnRun | None, Console], Awaitable[Out]]
 
 
 @dataclass
@@ -91,7 +91,7 @@ async def run_in_batches(
     *,
     transport: Transport | None = None,
     console: Console | None = None,
-    on_run: Callable[[str, bool], None] | None = None,
+    on_run: OnRun | None = None,
 ) -> Out:
     """Run a kind's pipeline in batch mode; ``run_pass`` runs one planning pass."""
     opts = cfg.batch

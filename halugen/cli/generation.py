@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import UsageError
 from ..settings import INIT_TEMPLATE
 from .batch import add_batch_flags
-from .common import err, llm_flags, out, print_table, run_config
+from .common import err, llm_flags, out, print_table, run_config, structured_flag
 
 
 def add_parsers(sub: Any) -> None:
@@ -42,6 +42,7 @@ def add_parsers(sub: Any) -> None:
     )
     run.add_argument("--temperature", type=float, help="sampling temperature (default: 1.0)")
     run.add_argument("--max-tokens", type=int, help="max tokens per sampled answer (default 256)")
+    structured_flag(run, 'the filter\'s pick ({"choice": N})')
     llm_flags(run)
     add_batch_flags(run)
 
@@ -78,11 +79,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cfg = run_config(args)
 
-    def on_run(run_id: str, resumed: bool) -> None:
+    def on_run(run_id: str, resumed: bool, model: str) -> None:
         verb = "resuming" if resumed else "starting"
-        model = f" with {cfg.model}" if cfg.model else ""
         err.print(
-            f"{verb} run {run_id} ({', '.join(cfg.tasks)}{model}, budget "
+            f"{verb} run {run_id} ({', '.join(cfg.tasks)} with {model}, budget "
             f"{format_usd(int(cfg.budget_usd * 10**12)) if cfg.budget_usd else 'none'}) "
             f"-> {cfg.db}"
         )

@@ -682,6 +682,16 @@ SELECT b.batch_id, b.run_id, b.kind, b.state, b.status, b.provider_batch_id, b.r
 FROM batches b;
 """
 
+# Where each capability decision came from: "probe" rows are what later runs of the endpoint
+# and model assume; every row says how its run asked (flag, stored, run, probe, default).
+_CAPABILITY_SOURCE = """
+ALTER TABLE endpoint_capabilities ADD COLUMN source VARCHAR;
+UPDATE endpoint_capabilities SET source = CASE
+    WHEN detail LIKE 'auto: known%' THEN 'stored'
+    WHEN detail LIKE 'auto:%' THEN 'probe'
+    ELSE 'flag' END;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
@@ -697,4 +707,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0012_endpoint_capabilities", _CAPABILITIES),
     ("0013_audit_results", _AUDIT),
     ("0014_batches", _BATCHES),
+    ("0015_capability_source", _CAPABILITY_SOURCE),
 )

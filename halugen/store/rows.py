@@ -242,6 +242,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "supported",
         "detail",
         "run_id",
+        "source",
         "created_at",
     ),
     "audit_results": (
