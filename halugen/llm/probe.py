@@ -6,9 +6,10 @@ gets one attempt at the feature:
 
 - a 4xx means "not supported";
 - a 5xx is either the feature's fault (llama-cpp-python answers a JSON schema with a 500) or
-  the server's: the same probe without the feature (also a fixed body, one attempt) tells
-  them apart. Answered, the feature is not supported; failing too, the server is in
-  trouble and the probe has no answer yet;
+  a fault of the server's: the same probe without the feature (a fixed body too) tells
+  them apart. When it is answered and the feature gets the same 5xx once more, the feature
+  is not supported; otherwise the server is in trouble and the probe has no answer yet. (A
+  single 5xx would let a passing fault decide for every later run of the endpoint);
 - a 200 that ignores the feature (a text reply to a JSON schema, one choice for ``n=2``, no
   logprobs) means "not supported"; one that honours it means "supported";
 - no answer at all (429, 408, 409, 502-504, a timeout, a dropped connection, a body that is
@@ -79,20 +80,28 @@ async def probe(
     """(supported, how that was found out). Raises ``ProbeUnanswered`` (see the module)."""
     request = probe_request(capability, model)
 
+    async def once() -> ChatResult | CallFailure:
+        return await runner.call(request, stage=PROBE_STAGE, task=task, max_attempts=1)
+
     async def ask() -> tuple[bool, str]:
-        result = await runner.call(request, stage=PROBE_STAGE, task=task, max_attempts=1)
-        if isinstance(result, CallFailure):
-            status = result.status
-            if status in _NO_ANSWER:
+        result = await once()
+        if isinstance(result, CallFailure) and result.status >= 500:
+            if result.status in _NO_ANSWER:
                 raise _NoAnswer(result)
-            if status < 500:
-                return False, f"HTTP {status} to the probe: {result.message}"[:300]
+            # the feature's fault, or the server's? the plain twin, then the feature once more
             control = await runner.call(
                 control_request(model), stage=PROBE_STAGE, task=task, max_attempts=1
             )
             if isinstance(control, CallFailure):
                 raise _NoAnswer(result)
-            return False, f"HTTP {status} with {capability}, 200 without it"
+            again = await once()
+            if isinstance(again, CallFailure) and again.status == result.status:
+                return False, f"HTTP {result.status} twice with {capability}, 200 without it"
+            result = again
+        if isinstance(result, CallFailure):
+            if result.status in _NO_ANSWER or result.status >= 500:
+                raise _NoAnswer(result)
+            return False, f"HTTP {result.status} to the probe: {result.message}"[:300]
         if "content_filter" in result.finish_reasons:
             raise _NoAnswer(
                 CallFailure(request.key, "ContentFilter", "the probe was filtered", 200)

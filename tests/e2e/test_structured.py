@@ -69,7 +69,8 @@ def test_filter_asks_for_json_where_supported(simulator, hotpot_file, tmp_path):
     [
         ("ignore", [("json", "ok", 200)]),  # answered in text: ignored
         ("400", [("json", "failed", 400)]),
-        ("500", [("json", "failed", 500), ("text", "ok", 200)]),  # the plain twin answered
+        # the plain twin answered, and the feature got the same 500 again
+        ("500", [("json", "failed", 500), ("text", "ok", 200), ("json", "failed", 500)]),
     ],
 )
 def test_every_filter_request_is_text_where_the_server_has_no_structured_outputs(
@@ -138,8 +139,8 @@ def test_eval_judges_in_json_or_text_and_the_run_records_which(simulator, tmp_pa
 def test_eval_with_default_settings_judges_every_item_on_a_server_that_answers_500(
     simulator, tmp_path, capsys
 ):
-    """llama-cpp-python answers a JSON schema with HTTP 500: one probe finds it out (and its
-    plain twin tells it from a failing server); every item is then judged in text."""
+    """llama-cpp-python answers a JSON schema with HTTP 500: one probe finds it out (its plain
+    twin and one more try tell it from a failing server); every item is then judged in text."""
     data, oracle = write_qa(tmp_path / "qa_data.json", 20)
     sim = simulator(oracle=oracle, judge_accuracy=1.0, response_format="500")
     db = tmp_path / "h.duckdb"
@@ -150,8 +151,8 @@ def test_eval_with_default_settings_judges_every_item_on_a_server_that_answers_5
     assert "with halugen-sim)" in err.splitlines()[0]  # the model the server lists, named
     assert query(db, "SELECT count(*) FROM judgements") == [(20,)]
     stats = sim.stats(keys=False)
-    assert stats["by_status"] == {500: 1, 200: 21}  # probe, twin, 20 items: no retry at all
-    assert _probes(db) == [("json", "failed", 500), ("text", "ok", 200)]
+    assert stats["by_status"] == {500: 2, 200: 21}  # the probe's 3, 20 items: no retry at all
+    assert _probes(db) == [("json", "failed", 500), ("text", "ok", 200), ("json", "failed", 500)]
 
 
 def test_the_probe_is_sent_once_per_endpoint_and_model_across_sessions_and_commands(

@@ -146,11 +146,17 @@ def test_a_5xx_the_plain_twin_does_not_get_is_a_refusal_as_llama_cpp_python_give
     runner = FakeRunner(lambda r: failed(status) if r.response_format else ok("OK"))
     (decision,) = decide(caps(store, runner), JSON_SCHEMA)
     assert isinstance(decision, Decision) and not decision.supported
-    assert [r for r, _ in runner.sent] == [
-        probe_request(JSON_SCHEMA, "m"),
-        control_request("m"),
-    ]
+    feature = probe_request(JSON_SCHEMA, "m")
+    assert [r for r, _ in runner.sent] == [feature, control_request("m"), feature]
     assert rows(store)[0][3:5] == (False, "probe")
+
+
+def test_a_passing_5xx_does_not_decide_for_every_later_run(store: Store) -> None:
+    answers: list[ChatResult | CallFailure] = [failed(500), ok("OK"), ok('{"probe": "halugen"}')]
+    runner = FakeRunner(lambda r: answers.pop(0))
+    (decision,) = decide(caps(store, runner), JSON_SCHEMA)
+    assert isinstance(decision, Decision) and decision.supported
+    assert len(runner.sent) == 3
 
 
 def test_a_server_failing_everything_teaches_nothing_and_fails_the_waiting_call(
@@ -160,7 +166,7 @@ def test_a_server_failing_everything_teaches_nothing_and_fails_the_waiting_call(
     c = caps(store, runner)
     (outcome,) = decide(c, JSON_SCHEMA)
     assert isinstance(outcome, CallFailure) and outcome.status == 500
-    assert len(runner.sent) == 2 * 3  # probe + twin, in each of the policy's attempts
+    assert len(runner.sent) == 2 * 3  # probe and twin, in each of the policy's attempts
     assert rows(store) == [] and c.decisions == ()
     # the next caller asks again, and a server that is back answers
     runner.answer = honours
