@@ -21,6 +21,7 @@ import io
 import sys
 import tempfile
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
@@ -29,61 +30,34 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import write_hotpot
+from batch_cost import one
 
 from halugen.cli import main as cli
-from halugen.config import BatchOptions, RetryPolicy, RunConfig
+from halugen.config import RetryPolicy, RunConfig
 from halugen.engine import generate
 from halugen.evaluate.run import EvalConfig, evaluate
 from halugen.llm.transport import HandlerTransport, HttpResponse
 from halugen.simulate import SimConfig, Simulator
-from halugen.simulate.batch import BatchSimConfig, in_process_handlers, with_batch_stats
-
-
-class StepClock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        self.t += 1.0
-        return self.t
-
-
-def billed(seeds: Path, db: Path, *, batch: bool, response_format: str) -> dict:
-    sim = Simulator(
-        SimConfig(
-            response_format=response_format,
-            batch=BatchSimConfig(duration_s=5.0, clock=StepClock()),
-        )
-    )
-    post, get = in_process_handlers(sim)
-    cfg = RunConfig(
-        seeds=(str(seeds),),
-        model="gpt-4o-mini",
-        base_url="http://sim/v1",
-        api_key="k",
-        db=db,
-        budget_usd=50.0,
-        progress=False,
-        batch=BatchOptions(poll_seconds=0) if batch else None,
-    )
-    with contextlib.redirect_stderr(io.StringIO()):
-        outcome = anyio.run(lambda: generate(cfg, transport=HandlerTransport(post, get)))
-    assert outcome.status == "done", outcome.message
-    return with_batch_stats(sim, sim.stats(keys=False))
+from halugen.simulate.batch import in_process_handlers
 
 
 def price_ratio(tmp: Path, n: int) -> None:
     seeds = write_hotpot(tmp / "hotpot.json", n)
     for mode in ("ignore", "honour"):
-        inter = billed(seeds, tmp / f"{mode}-i.duckdb", batch=False, response_format=mode)
-        batch = billed(seeds, tmp / f"{mode}-b.duckdb", batch=True, response_format=mode)
-        probe = batch["interactive_billed_usd"]
+        runs = {
+            batch: one("qa", seeds, tmp / f"{mode}-{batch}.duckdb", batch=batch, budget=50.0,
+                       response_format=mode)
+            for batch in (False, True)
+        }  # fmt: skip
+        inter, batch = runs[False], runs[True]
+        probe = batch["interactive_billed"]
         print(
-            f"response_format {mode}: interactive ${inter['billed_usd']:.6f} "
-            f"({inter['billed_requests']} requests), batch ${batch['billed_usd']:.6f} "
-            f"({batch['batch']['billed_requests']} batch lines + {batch['requests']} probe); "
-            f"batch / interactive {batch['billed_usd'] / inter['billed_usd']:.4f}, without "
-            f"the probe {(batch['billed_usd'] - probe) / (inter['billed_usd'] - probe):.4f}"
+            f"response_format {mode}: interactive ${inter['billed']:.6f} "
+            f"({inter['billed_requests']} requests), batch ${batch['billed']:.6f} "
+            f"({batch['billed_requests'] - batch['interactive_requests']} batch lines + "
+            f"{batch['interactive_requests']} probe); batch / interactive "
+            f"{batch['billed'] / inter['billed']:.4f}, without the probe "
+            f"{(batch['billed'] - probe) / (inter['billed'] - probe):.4f}"
         )
 
 
@@ -132,7 +106,7 @@ def eval_500(tmp: Path) -> None:
     sim = Simulator(SimConfig(oracle=oracle, judge_accuracy=1.0, response_format="500"))
     with_schema = 0
 
-    async def post(path: str, headers: dict, body: bytes) -> HttpResponse:
+    async def post(path: str, headers: Mapping[str, str], body: bytes) -> HttpResponse:
         nonlocal with_schema
         with_schema += b'"response_format"' in body
         return await sim.handle(path, headers, body)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -233,7 +234,7 @@ async def _generate(
             sources.append(
                 SeedSource(
                     task=task,
-                    read=lambda task=task: read_seeds(files_of[task], task, fmt=cfg.seed_format),
+                    read=partial(read_seeds, files_of[task], task, fmt=cfg.seed_format),
                     pending=pending,
                     admitted=store.admitted_seeds(run_id, task),
                     bad_seen=bad_seen,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from pathlib import Path
 
 import anyio
@@ -28,7 +29,11 @@ def counts(db: Path) -> tuple:
 
 
 def run_like_vllm(
-    requests: Path, results: Path, *, fail: set[int] = frozenset(), response_format: str = "honour"
+    requests: Path,
+    results: Path,
+    *,
+    fail: Collection[int] = frozenset(),
+    response_format: str = "honour",
 ) -> None:
     """What ``python -m vllm.entrypoints.openai.run_batch -i requests -o results`` writes,
     answered by the simulator: one file, successes and errors, pydantic's full dumps.
