@@ -184,6 +184,7 @@ async def _generate(
             base_url=cfg.base_url,
             model=cfg.model,
             card_window=session.price.context_window,
+            run_id=run_id,
         )
         requeued = requeue_context_rejections(store, run_id, window)
         if requeued:

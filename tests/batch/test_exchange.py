@@ -237,3 +237,27 @@ def test_export_without_seeds_and_import_of_a_missing_file_are_usage_errors(tmp_
     code = main(["batch", "import", str(tmp_path / "none.jsonl"), "--db", str(tmp_path / "d")])
     assert code == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_an_export_fits_records_to_the_window_the_run_worked_with(simulator, tmp_path, capsys):
+    """An export whose server is not running (the engine runs offline) fits the records as
+    the run did before, so its requests are the ones the run sends against that server."""
+    from tests.e2e.test_tasks import write_articles
+
+    sim = simulator(context_window=2048, announce_window="models")
+    articles = write_articles(tmp_path / "a.csv", 4, repeat=20)  # ~2,400 tokens each
+    db, ref, out = tmp_path / "h.duckdb", tmp_path / "ref.duckdb", tmp_path / "r.jsonl"
+    common = ["--task", "summarization", "--seeds", str(articles), "--model", "halugen-sim",
+              "--price-card", "local", "--no-progress"]  # fmt: skip
+    server = ["--base-url", sim.base_url, "--api-key", "k"]
+    assert main(["run", *common, *server, "--db", str(db), "--limit", "1"]) == 0
+    offline = ["--base-url", "http://127.0.0.1:9/v1"]  # the same kind of server, not running
+    assert main(["batch", "export", "--out", str(out), "--stage", "sample", *common, *offline,
+                 "--db", str(db)]) == 0  # fmt: skip
+    exported = {orjson.loads(x)["custom_id"] for x in out.read_bytes().splitlines()}
+    assert len(exported) == 6  # the three seeds left, two candidates each
+    # the same seeds run against the server from the start make the same requests
+    assert main(["run", *common, *server, "--db", str(ref)]) == 0
+    sent = {r[0] for r in query(ref, "SELECT key FROM calls WHERE stage = 'sample'")}
+    assert exported <= sent
+    assert query(db, "SELECT count(*) FROM seeds WHERE truncated_tokens > 0") == [(4,)]
