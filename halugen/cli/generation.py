@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -105,9 +104,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if not cfg.seeds:
         raise UsageError("no seed files given: pass --seeds FILE")
     cfg, files_of = resolve_tasks(cfg)
-    from ..llm.endpoint import pick_model
+    import anyio
 
-    cfg = dataclasses.replace(cfg, model=pick_model(cfg.model, cfg.base_url, None)[0])
+    from ..session import resolve_model
+
+    cfg = anyio.run(resolve_model, cfg)  # asks the server which model, as every command does
     price, notes = resolve_price(cfg)
     tasks = load_tasks(cfg.tasks, cfg.prompts_dir)
     table = Table(
