@@ -27,7 +27,7 @@ import asyncio
 import dataclasses
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import ChatRequest
@@ -86,6 +86,7 @@ class Decision:
         return ""
 
 
+@dataclass(eq=False, kw_only=True)
 class Capabilities:
     """The decisions of one session; each is made once, before the requests that need it.
 
@@ -94,31 +95,21 @@ class Capabilities:
     ``task`` labels the probe calls in the ledger and the view.
     """
 
-    def __init__(
-        self,
-        *,
-        store: Store,
-        run_id: str,
-        endpoint: str,
-        model: str,
-        modes: Mapping[str, str] | None = None,
-        runner: CallRunner | None = None,
-        task: str = "",
-    ) -> None:
-        modes = dict(modes or {})
-        for capability, mode in modes.items():
+    store: Store
+    run_id: str
+    endpoint: str
+    model: str
+    modes: Mapping[str, str] = field(default_factory=dict)
+    runner: CallRunner | None = None
+    task: str = ""
+    _decided: dict[str, Decision] = field(default_factory=dict, init=False)
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict, init=False)
+    _rng: random.Random = field(default_factory=random.Random, init=False)  # probe jitter
+
+    def __post_init__(self) -> None:
+        for capability, mode in self.modes.items():
             if capability not in CAPABILITIES or mode not in MODES:
                 raise ValueError(f"no capability mode {capability}={mode!r}")
-        self._store = store
-        self._run_id = run_id
-        self._endpoint = endpoint
-        self._model = model
-        self._modes = modes
-        self._runner = runner
-        self._task = task
-        self._decided: dict[str, Decision] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._rng = random.Random()  # backoff jitter of probes only
 
     @property
     def decisions(self) -> tuple[Decision, ...]:
@@ -160,28 +151,28 @@ class Capabilities:
         return request
 
     async def _decide(self, capability: str) -> Decision:
-        mode = self._modes.get(capability, "auto")
+        mode = self.modes.get(capability, "auto")
         if mode != "auto":
             flag = _FLAGS[capability].split(" ")[0]
             return Decision(capability, mode == "on", "flag", f"{flag} {mode}".strip())
         row = self._latest(
             "endpoint = ? AND model = ? AND capability = ? AND source = 'probe'",
-            [self._endpoint, self._model, capability],
+            [self.endpoint, self.model, capability],
         )
         if row is not None:
             return Decision(capability, row[0], "stored", row[1])
-        row = self._latest("run_id = ? AND capability = ?", [self._run_id, capability])
+        row = self._latest("run_id = ? AND capability = ?", [self.run_id, capability])
         if row is not None:
             return Decision(capability, row[0], "run", row[1])
-        if self._runner is None:
+        if self.runner is None:
             return Decision(capability, False, "default", "no server was asked, none is known")
         supported, detail = await probe(
-            self._runner, capability, self._model, task=self._task, rng=self._rng
+            self.runner, capability, self.model, task=self.task, rng=self._rng
         )
         return Decision(capability, supported, "probe", detail)
 
     def _latest(self, where: str, params: list[Any]) -> tuple[bool, str] | None:
-        rows = self._store.query(
+        rows = self.store.query(
             f"SELECT supported, detail FROM endpoint_capabilities WHERE {where} "
             "ORDER BY created_at DESC LIMIT 1",
             params,
@@ -189,19 +180,6 @@ class Capabilities:
         return (bool(rows[0][0]), str(rows[0][1] or "")) if rows else None
 
     def _record(self, decision: Decision) -> None:
-        self._store.writer.put(
-            [
-                (
-                    "endpoint_capabilities",
-                    (
-                        self._endpoint,
-                        self._model,
-                        decision.capability,
-                        decision.supported,
-                        decision.detail[:500],
-                        self._run_id,
-                        decision.source,
-                    ),
-                )
-            ]
-        )
+        row = (self.endpoint, self.model, decision.capability, decision.supported,
+               decision.detail[:500], self.run_id, decision.source)  # fmt: skip
+        self.store.writer.put([("endpoint_capabilities", row)])

@@ -60,7 +60,7 @@ from ..config import RateLimit
 from ..errors import CallTimeout, ConnectFailed, RetryableError, UsageError
 from .capacity import ANNOUNCED, ConcurrencyControl
 from .pacing import Pacer
-from .retrying import retry_after_seconds
+from .retrying import header_number, retry_after_seconds
 
 __all__ = [
     "ADOPT_FRACTION",
@@ -265,8 +265,8 @@ class RateLimiter:
         control = self._control
         cap_before = control.cap
 
-        limit_requests = _number(headers.get("x-ratelimit-limit-requests"))
-        limit_tokens = _number(headers.get("x-ratelimit-limit-tokens"))
+        limit_requests = header_number(headers.get("x-ratelimit-limit-requests"))
+        limit_tokens = header_number(headers.get("x-ratelimit-limit-tokens"))
         if (limit_requests is not None and limit_requests > 0) or (
             limit_tokens is not None and limit_tokens > 0
         ):
@@ -277,7 +277,7 @@ class RateLimiter:
             ("requests", limit_requests, self._requests),
             ("tokens", limit_tokens, self._tokens),
         ):
-            remaining = _number(headers.get(f"x-ratelimit-remaining-{kind}"))
+            remaining = header_number(headers.get(f"x-ratelimit-remaining-{kind}"))
             if remaining is None or remaining > 0:
                 continue
             reset = parse_duration(headers.get(f"x-ratelimit-reset-{kind}"))
@@ -400,17 +400,6 @@ def _congestion(error: BaseException) -> bool:
     )
 
 
-def _number(text: str | None) -> float | None:
-    """A finite float, or None for a missing or garbled header value."""
-    if text is None:
-        return None
-    try:
-        value = float(text.strip())
-    except (ValueError, AttributeError):
-        return None
-    return value if math.isfinite(value) else None
-
-
 _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|us|µs|ns|h|m|s)")
 _DURATION = re.compile(rf"(?:{_PART.pattern})+")
@@ -426,5 +415,5 @@ def parse_duration(text: str | None) -> float | None:
     text = text.strip()
     if _DURATION.fullmatch(text):
         return sum(float(n) * _UNIT_S[unit] for n, unit in _PART.findall(text))
-    value = _number(text)
+    value = header_number(text)
     return value if value is not None and value >= 0 else None

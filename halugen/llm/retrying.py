@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from ..config import RetryPolicy
 from ..errors import RetryableError
 
-__all__ = ["backoff_delay", "retry_after_seconds", "retrying"]
+__all__ = ["backoff_delay", "header_number", "retry_after_seconds", "retrying"]
 
 T = TypeVar("T")
 
@@ -37,14 +37,20 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     return None
 
 
-def _seconds(text: str | None) -> float | None:
+def header_number(text: str | None) -> float | None:
+    """A finite number in a response header, or None for a missing or garbled value."""
     if text is None:
         return None
     try:
         value = float(text.strip())
     except (ValueError, AttributeError):
         return None  # an HTTP date, or garbage
-    return value if math.isfinite(value) and value >= 0 else None
+    return value if math.isfinite(value) else None
+
+
+def _seconds(text: str | None) -> float | None:
+    value = header_number(text)
+    return value if value is not None and value >= 0 else None
 
 
 def backoff_delay(

@@ -13,14 +13,23 @@ Probes (llm/probe.py) and the money machinery always use the session's ``CallRun
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import NotRequired, Protocol, TypedDict, Unpack
 
 from ..records import ChatRequest, ChatResult
 from ..store.writer import Row, StoreWriter
 from ..tokens import TokenCounter
 from .calls import CallFailure, CallRunner
 
-__all__ = ["CallStrategy", "Interactive", "StageWriter"]
+__all__ = ["CallSite", "CallStrategy", "Interactive", "StageWriter"]
+
+
+class CallSite(TypedDict):
+    """Where a call is made: its stage and task, the seed, the prompt-token estimate."""
+
+    stage: str
+    task: str
+    seed_key: NotRequired[str]
+    est_prompt_tokens: NotRequired[int | None]
 
 
 class CallStrategy(Protocol):
@@ -28,13 +37,7 @@ class CallStrategy(Protocol):
     def counter(self) -> TokenCounter: ...
 
     async def call(
-        self,
-        request: ChatRequest,
-        *,
-        stage: str,
-        task: str,
-        seed_key: str = "",
-        est_prompt_tokens: int | None = None,
+        self, request: ChatRequest, **where: Unpack[CallSite]
     ) -> ChatResult | CallFailure:
         """One logical call: an answer, or a failure the stage records."""
         ...
@@ -49,23 +52,11 @@ class Interactive:
 
     def __init__(self, runner: CallRunner) -> None:
         self.runner = runner
+        self.call = runner.call
 
     @property
     def counter(self) -> TokenCounter:
         return self.runner.counter
-
-    async def call(
-        self,
-        request: ChatRequest,
-        *,
-        stage: str,
-        task: str,
-        seed_key: str = "",
-        est_prompt_tokens: int | None = None,
-    ) -> ChatResult | CallFailure:
-        return await self.runner.call(
-            request, stage=stage, task=task, seed_key=seed_key, est_prompt_tokens=est_prompt_tokens
-        )
 
     def seed_rows(self, rows: Sequence[Row]) -> Sequence[Row]:
         return rows

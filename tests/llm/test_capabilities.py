@@ -205,7 +205,7 @@ def test_what_a_probe_found_is_reused_by_any_later_run_of_the_endpoint_and_model
     assert decision.source == "stored" and later.sent == []
     # another model, or another endpoint, is asked
     other = caps(store, later, run_id="run-3")
-    other._model = "m2"
+    other.model = "m2"
     (decision,) = decide(other, JSON_SCHEMA)
     assert isinstance(decision, Decision) and decision.source == "probe" and decision.supported
 
