@@ -40,8 +40,16 @@ class StepClock:
         return self.t
 
 
-def one(task: str, seeds: Path, db: Path, *, batch: bool, budget: float) -> dict:
-    sim = Simulator(SimConfig(batch=BatchSimConfig(duration_s=5.0, clock=StepClock())))
+def one(
+    task: str, seeds: Path, db: Path, *, batch: bool, budget: float, response_format: str = "honour"
+) -> dict:
+    """One run; ``response_format``: what the simulated server does with a JSON schema."""
+    sim = Simulator(
+        SimConfig(
+            response_format=response_format,
+            batch=BatchSimConfig(duration_s=5.0, clock=StepClock()),
+        )
+    )
     post, get = in_process_handlers(sim)
     cfg = RunConfig(
         tasks=(task,),
@@ -76,6 +84,9 @@ def one(task: str, seeds: Path, db: Path, *, batch: bool, budget: float) -> dict
         "calls": calls,
         "tokens": tokens,
         "billed": stats["billed_usd"],
+        "billed_requests": stats["billed_requests"],
+        "interactive_billed": stats["interactive_billed_usd"],  # in batch mode: the probe
+        "interactive_requests": stats["requests"],
         "duplicates": stats["duplicate_bills"],
         "spent": spent / 1e12,
         "batches": batches,

@@ -116,6 +116,10 @@ class RunConfig:
     long_documents: str = "truncate"  # truncate | skip
     context_window: int | None = None  # tokens; None: from the server, else the price card
     prompts_dir: Path | None = None  # templates found here win over the bundled ones
+    # ask the filter's judge for JSON through response_format: auto (when the endpoint takes
+    # it: llm/capabilities.py) | on | off. Not part of the identity: how the run asked is
+    # recorded and kept by its later sessions
+    structured: str = "auto"
     # None: interactive calls. Not part of the identity: a run may switch between batch and
     # interactive, and pays nothing twice (answers are found by request key either way)
     batch: BatchOptions | None = None

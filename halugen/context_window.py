@@ -6,7 +6,10 @@ Where the window comes from, first found wins:
 2. what the server says about itself (vLLM's ``max_model_len``, llama.cpp's ``n_ctx``);
 3. what an earlier context-length error from the same server and model taught us, kept in
    ``endpoint_facts``;
-4. the price card (OpenAI's published windows; a guess for anything else).
+4. the window the run worked with before, where nothing above is known (a batch export for
+   an offline engine asks no server): its records are then fitted as before, so its
+   request keys, and the answers stored under them, stay the same;
+5. the price card (OpenAI's published windows; a guess for anything else).
 
 A context-length error during a run lowers the window for the records admitted after it and
 is remembered. Seeds rejected for ``context_length`` were fitted to a window that turned out
@@ -38,8 +41,9 @@ def effective_window(
     base_url: str,
     model: str,
     card_window: int,
+    run_id: str | None = None,
 ) -> tuple[int, str]:
-    """(window, where it came from)."""
+    """(window, where it came from); ``run_id``: the run whose earlier window may be used."""
     if flag:
         return flag, "--context-window"
     announced = info.window(model) if info is not None else None
@@ -52,6 +56,12 @@ def effective_window(
     ).fetchone()
     if row:
         return int(row[0]), "an earlier context-length reply of the server"
+    if run_id is not None:
+        row = store.conn.execute(
+            "SELECT context_window FROM runs WHERE run_id = ?", [run_id]
+        ).fetchone()
+        if row and row[0]:
+            return int(row[0]), "the run's earlier sessions"
     return card_window, "the price card"
 
 

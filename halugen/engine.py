@@ -6,10 +6,9 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from .budget import Ledger, format_usd
 from .config import RunConfig
 from .context_window import effective_window, requeue_context_rejections, window_learner
 from .errors import InputError, UsageError
-from .llm.capabilities import structured_outputs
+from .llm.capabilities import JSON_SCHEMA
 from .llm.endpoint import EndpointInfo, is_openai
 from .llm.transport import AiohttpTransport, Transport
 from .pipeline import run_pipeline
@@ -29,7 +28,7 @@ from .prompts import load_template
 from .records import Seed
 from .seeds import expand_paths, formats_by_task, read_seeds
 from .seeds.stamps import stamp_files
-from .session import call_session, drive, prepare_endpoint, resolve_price
+from .session import OnRun, call_session, drive, prepare_endpoint, resolve_price
 from .stages.context import GenContext, LoadedTask
 from .stages.seeds import SeedSource
 from .stats import RunStats
@@ -162,7 +161,7 @@ async def generate(
     *,
     transport: Transport | None = None,
     console: Console | None = None,
-    on_run: Callable[[str, bool], None] | None = None,
+    on_run: OnRun | None = None,
 ) -> RunOutcome:
     """Run (or resume) generation for ``cfg``. Raises HalugenError for bad input/setup."""
     if not cfg.seeds:
@@ -203,7 +202,7 @@ async def _generate(
     endpoint_notes: list[str],
     transport: Transport,
     console: Console | None,
-    on_run: Callable[[str, bool], None] | None,
+    on_run: OnRun | None,
 ) -> RunOutcome:
     files = expand_paths([path for paths in files_of.values() for path in paths])
     async with call_session(
@@ -213,6 +212,7 @@ async def _generate(
         tasks=",".join(cfg.tasks),
         transport=transport,
         on_run=on_run,
+        modes={JSON_SCHEMA: cfg.structured},
         seed_files=await anyio.to_thread.run_sync(stamp_files, files),
     ) as session:
         store, run_id = session.store, session.run_id
@@ -226,6 +226,7 @@ async def _generate(
             base_url=cfg.base_url,
             model=cfg.model,
             card_window=session.price.context_window,
+            run_id=run_id,
         )
         requeued = requeue_context_rejections(store, run_id, window)
         if requeued:
@@ -237,8 +238,9 @@ async def _generate(
             run_id=run_id,
             model=cfg.model,
             run_seed=cfg.run_seed,
-            runner=session.runner,
-            writer=store.writer,
+            runner=session.calls,
+            writer=session.writer,
+            capabilities=session.capabilities,
             stats=session.stats,
             tasks=tasks,
             sampling=cfg.sampling,
@@ -275,7 +277,7 @@ async def _generate(
             sources.append(
                 SeedSource(
                     task=task,
-                    read=functools.partial(
+                    read=partial(
                         read_seeds,
                         files_of[task],
                         task,
@@ -298,9 +300,7 @@ async def _generate(
             progress=cfg.progress,
             console=console,
         )
-        note = structured_outputs(session.runner, cfg.model).note
-        if note:
-            session.notes.append(f"filter {note}")
+        session.notes.extend(f"filter {note}" for note in session.capabilities.notes())
         store.writer.flush_blocking()
         return _finish(store, ctx, session.ledger, status, message, session.notes)
 

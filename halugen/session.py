@@ -13,7 +13,7 @@ import dataclasses
 import gc
 import logging
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,12 +23,15 @@ from rich.console import Console
 
 from . import __version__
 from ._groups import most_serious
+from .batch.planner import PassPlan, PlanningRunner, refuse_while_batches_live
 from .budget import Ledger, ModelPrice, find_price, usd_to_pusd
 from .config import RunConfig
 from .errors import HalugenError, UsageError
 from .llm.calls import CallRunner
-from .llm.endpoint import EndpointInfo, describe_endpoint, pick_model
+from .llm.capabilities import Capabilities
+from .llm.endpoint import EndpointInfo, describe_endpoint, is_openai, pick_model
 from .llm.pool import EndpointPool
+from .llm.strategy import CallStrategy, Interactive, StageWriter
 from .llm.transport import AiohttpTransport, Transport
 from .records import fingerprint
 from .seeds.stamps import FileStamp, check_stamps, record_stamps
@@ -38,6 +41,7 @@ from .tokens import TokenCounter, get_counter
 
 __all__ = [
     "CallSession",
+    "OnRun",
     "StopFlags",
     "call_session",
     "closing",
@@ -46,6 +50,9 @@ __all__ = [
     "resolve_model",
     "resolve_price",
 ]
+
+# told when a session opens its run: (run id, resumed?, the model it calls)
+OnRun = Callable[[str, bool, str], None]
 
 STOP_WAIT_S = 30.0  # after the first Ctrl-C, how long calls in flight may take to finish
 EXIT_CODES = {"done": 0, "budget_exhausted": 3, "interrupted": 130, "input_error": 2}
@@ -66,7 +73,13 @@ class StopFlags:
 
 @dataclass
 class CallSession:
-    """An open run: its store, money, endpoints (each with its limits) and the call runner."""
+    """An open run: its store, money, endpoints (each with its limits) and how calls are made.
+
+    ``runner`` sends calls now (probes use it in every mode); ``calls`` is the strategy the
+    pipeline calls through, chosen when the session opens (``runner`` itself, or batch mode's
+    planning); ``writer`` is where the stages write, through that strategy's row filter;
+    ``capabilities`` settles what the endpoint accepts before the requests that need it.
+    """
 
     store: Store
     run_id: str
@@ -74,6 +87,9 @@ class CallSession:
     ledger: Ledger
     pool: EndpointPool
     runner: CallRunner
+    calls: CallStrategy
+    writer: StageWriter
+    capabilities: Capabilities
     stats: RunStats
     price: ModelPrice
     counter: TokenCounter
@@ -84,8 +100,16 @@ class CallSession:
 async def prepare_endpoint(
     cfg: RunConfig, transport: Transport
 ) -> tuple[RunConfig, EndpointInfo, list[str]]:
-    """Ask the server what it serves; settle the model before the run's identity is made."""
-    info = await describe_endpoint(transport, cfg.base_url, cfg.api_key)
+    """Ask the server what it serves; settle the model before the run's identity is made.
+
+    Every command that needs the model asks this way. OpenAI's API is not asked: its
+    default model is known and its model list gives no windows.
+    """
+    info = (
+        EndpointInfo()
+        if is_openai(cfg.base_url)
+        else await describe_endpoint(transport, cfg.base_url, cfg.api_key)
+    )
     model, note = pick_model(cfg.model, cfg.base_url, info)
     notes = [note] if note else []
     return dataclasses.replace(cfg, model=model), info, notes
@@ -206,11 +230,13 @@ async def call_session(
     identity: dict[str, Any],
     tasks: str,
     transport: Transport | None = None,
-    on_run: Callable[[str, bool], None] | None = None,
+    on_run: OnRun | None = None,
+    modes: Mapping[str, str] | None = None,
     seed_files: Sequence[FileStamp] = (),
 ) -> AsyncIterator[CallSession]:
     """Open (or resume) the run of ``kind`` whose settings are ``identity``.
 
+    ``modes``: how to ask about each capability (llm/capabilities.py), auto | on | off.
     ``seed_files``: the stamps of the files a generation run reads; recorded with a new
     run, checked against the recorded ones on resume (``seeds.stamps``).
     """
@@ -232,7 +258,7 @@ async def call_session(
             seed_files=seed_files,
         )
         if on_run is not None:
-            on_run(run_id, resumed)
+            on_run(run_id, resumed, cfg.model)
         lost = _mark_lost(store, run_id)
         if lost:
             notes.append(
@@ -242,7 +268,10 @@ async def call_session(
         run = store.get_run(run_id)
         assert run is not None
         ledger = Ledger(run["budget_pusd"], spent=store.spent(run_id))
-        stats = RunStats(run_id=run_id)
+        plan: PassPlan | None = cfg.batch.plan if cfg.batch is not None else None
+        # a planning pass counts into the batch session's counters, so the last reports all
+        stats = plan.stats if plan is not None and plan.stats is not None else RunStats()
+        stats.run_id = run_id
         pool = EndpointPool(
             cfg.fleet(),
             transport=transport,
@@ -261,6 +290,22 @@ async def call_session(
             retry=cfg.retry,
             first_call_id=store.next_call_id(),
         )
+        calls: CallStrategy
+        if plan is None:
+            refuse_while_batches_live(store, run_id)
+            calls = Interactive(runner)
+        else:  # batch mode: this session is a planning pass
+            plan.run_id = run_id
+            calls = PlanningRunner(runner, store=store, run_id=run_id, plan=plan, stats=stats)
+        capabilities = Capabilities(
+            store=store,
+            run_id=run_id,
+            endpoint=pool.url,
+            model=cfg.model,
+            modes=modes,
+            runner=None if plan is not None and plan.offline else runner,
+            task=tasks.split(",")[0],
+        )
         session = CallSession(
             store=store,
             run_id=run_id,
@@ -268,6 +313,9 @@ async def call_session(
             ledger=ledger,
             pool=pool,
             runner=runner,
+            calls=calls,
+            writer=StageWriter(store.writer, calls),
+            capabilities=capabilities,
             stats=stats,
             price=price,
             counter=counter,
@@ -276,9 +324,6 @@ async def call_session(
         if ledger.remaining is not None and ledger.remaining <= 0:
             ledger.exhausted = True
             session.flags.budget_exhausted = True
-        from .batch.planner import adapt_session
-
-        adapt_session(session, cfg.batch)  # a batch-mode planning pass; else: no live batch
         yield session
         store.writer.flush_blocking()
     finally:

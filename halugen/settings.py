@@ -57,6 +57,7 @@ KNOWN_KEYS: dict[str, type | tuple[type, ...]] = {
     "max_attempts": int,
     "long_documents": str,
     "prompts": str,
+    "structured": str,
     "batch": bool,
     "batch_poll": (int, float),
     "batch_max_requests": int,

@@ -3,8 +3,11 @@
 ``export_requests`` runs one planning pass of a generation run (the same as ``--batch``:
 answers already in the store are used, and what the pass completes is written) and writes
 the requests of its next stage in the OpenAI batch input format, ``custom_id`` = request
-key. The export is recorded in the store (a batch of kind 'export' and its lines), so that
-``import_results`` knows which answers the run expects.
+key. It sends no request: the engine that runs the file may be anywhere. It asks the server
+which model it serves (``GET /models``) as every command does, and what the requests
+depend on (structured outputs) comes from the flags or the store, never from a probe; the
+export says which. The export is recorded in the store (a batch of kind 'export' and its
+lines), so that ``import_results`` knows which answers the run expects.
 
 ``import_results`` reads an output file in the OpenAI format (as vLLM's ``run_batch``, a
 Ray job or the provider's console writes it) and checks every line before it writes
@@ -23,6 +26,7 @@ import io
 import os
 import uuid
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,14 +35,14 @@ import orjson
 from rich.console import Console
 
 from ..budget import ModelPrice, find_price, format_usd
-from ..config import BatchOptions, RunConfig
+from ..config import BatchOptions, RunConfig, Timeouts
 from ..errors import InputError, UsageError
-from ..llm.transport import HandlerTransport, HttpResponse
+from ..llm.transport import AiohttpTransport, HttpResponse, Transport
 from ..records import canonical_json
 from ..store.db import Store, open_store
 from ..tokens import get_counter
 from . import book
-from .files import OutputLine, input_line, read_output, result_from_body
+from .files import OutputLine, input_line, read_output
 from .jobs import batch_cost
 from .planner import PassPlan
 
@@ -53,6 +57,7 @@ class ExportOutcome:
     requests: int
     by_stage: dict[str, int]  # every pending request of the pass, per stage
     pass_message: str  # what the planning pass reported
+    notes: tuple[str, ...] = ()  # how the requests ask (JSON or text) and why
 
 
 @dataclass(frozen=True)
@@ -65,18 +70,28 @@ class ImportOutcome:
     notes: tuple[str, ...] = ()
 
 
-async def export_requests(cfg: RunConfig, out: Path, *, stage: str | None = None) -> ExportOutcome:
-    """Write the pending requests of ``cfg``'s run (of ``stage``, default all) to ``out``."""
+async def export_requests(
+    cfg: RunConfig, out: Path, *, stage: str | None = None, transport: Transport | None = None
+) -> ExportOutcome:
+    """Write the pending requests of ``cfg``'s run (of ``stage``, default all) to ``out``.
+
+    ``transport`` answers the server's description of itself (GET); it is never sent a
+    chat request.
+    """
     from ..engine import generate
 
-    plan = PassPlan()
+    plan = PassPlan(offline=True)
     options = dataclasses.replace(cfg.batch or BatchOptions(), plan=plan)
-    # an export never touches the network: the engine that runs the file may be anywhere
-    outcome = await generate(
-        dataclasses.replace(cfg, batch=options, progress=False),
-        transport=_OFFLINE,
-        console=Console(file=io.StringIO()),  # the pass's own figures are not the export's
-    )
+    asks = transport or AiohttpTransport()
+    try:
+        outcome = await generate(
+            dataclasses.replace(cfg, batch=options, progress=False),
+            transport=_GetOnly(asks),
+            console=Console(file=io.StringIO()),  # the pass's own figures are not the export's
+        )
+    finally:
+        if transport is None:
+            await asks.aclose()
     if outcome.status in ("failed", "input_error"):
         raise UsageError(outcome.message)
     by_stage = Counter(p.stage for p in plan.requests.values())
@@ -119,19 +134,32 @@ async def export_requests(cfg: RunConfig, out: Path, *, stage: str | None = None
             store.writer.put(rows)
             store.writer.flush_blocking()
     return ExportOutcome(
-        outcome.run_id, batch_id, out, len(chosen), dict(by_stage), outcome.message
+        outcome.run_id,
+        batch_id,
+        out,
+        len(chosen),
+        dict(by_stage),
+        outcome.message,
+        tuple(outcome.notes),
     )
 
 
-async def _refuse(path: str, headers: Any, body: bytes = b"") -> HttpResponse:
-    raise ConnectionRefusedError(f"batch export sends nothing ({path})")
+class _GetOnly:
+    """A transport that asks a server about itself and never sends it a request."""
 
+    def __init__(self, transport: Transport) -> None:
+        self._transport = transport
 
-async def _not_found(path: str, headers: Any) -> HttpResponse:
-    return HttpResponse(404, {}, b'{"error": {"message": "not asked: batch export is offline"}}')
+    async def get(self, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> HttpResponse:
+        return await self._transport.get(url, headers, timeouts)
 
+    async def post(
+        self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
+    ) -> HttpResponse:
+        raise RuntimeError(f"batch export sends no request ({url})")
 
-_OFFLINE = HandlerTransport(_refuse, _not_found)
+    async def aclose(self) -> None:
+        return None
 
 
 def import_results(
@@ -196,24 +224,20 @@ def _check(out: OutputLine, line: book.LineRecord, where: str) -> None:
             f"{where}: the request in the line is not the one exported under custom_id "
             f"{line.custom_id[:24]!r} (its body does not match the request key)"
         )
-    if not out.ok:
+    completion = out.completion
+    if completion is None:
         return
-    assert out.body is not None
-    model = out.body.get("model")
-    if isinstance(model, str) and model and not _same_model(model, line.model):
+    model = completion.model
+    if model and not _same_model(model, line.model):
         raise InputError(
             f"{where}: the answer is from model {model!r}, but request {line.custom_id[:24]!r} "
             f"asked {line.model!r}"
         )
     n = int(request.get("n") or 1)
-    if len(out.body["choices"]) > n:
+    if len(completion.texts) > n:
         raise InputError(
-            f"{where}: {len(out.body['choices'])} choices for a request that asked for {n}"
+            f"{where}: {len(completion.texts)} choices for a request that asked for {n}"
         )
-    try:
-        result_from_body(out.body, model=line.model, messages=[], count_tokens=len)
-    except (ValueError, KeyError, TypeError, AttributeError):
-        raise InputError(f"{where}: response.body is not a readable chat completion") from None
 
 
 def _same_model(answered: str, asked: str) -> bool:
@@ -289,7 +313,7 @@ def _store_answers(
                 )
             )
             continue
-        assert out.body is not None
+        assert out.completion is not None
         price = prices.get((line.run_id, line.model))
         if price is None:
             price = prices[(line.run_id, line.model)] = _price_of(
@@ -299,8 +323,8 @@ def _store_answers(
         if counter is None:
             counter = counters[price.tokenizer] = get_counter(price.tokenizer)
         messages = orjson.loads(line.request_json).get("messages") or []
-        result = result_from_body(
-            out.body, model=line.model, messages=messages, count_tokens=counter.count
+        result = out.completion.result(
+            model=line.model, messages=messages, count_tokens=counter.count
         )
         cost = price.cost(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
         if batch_discount:

@@ -10,13 +10,14 @@ into one file, errors included, with ``error`` a string or an error object):
     {"id": ..., "custom_id": KEY, "response": {"status_code": 200, "request_id": ...,
      "body": {chat completion}}, "error": null}
 
-A line is a success when its response has status 200 and a chat-completion body; anything
-else is a failure, retryable (expired, cancelled, 408/409/429/5xx) or not (4xx).
+A line is a success when its response has status 200 and a chat-completion body (read by
+the client's one reader, ``read_completion``); anything else is a failure, retryable
+(expired, cancelled, 408/409/429/5xx) or not (4xx).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,15 +25,13 @@ import orjson
 
 from ..errors import InputError
 from ..llm.batch_client import BATCH_ENDPOINT
-from ..records import ChatResult
+from ..llm.client import Completion, UnreadableCompletion, read_completion
 
 __all__ = [
     "OutputLine",
     "input_line",
     "read_output",
     "read_output_lenient",
-    "result_from_body",
-    "result_from_stored",
     "split_lines",
 ]
 
@@ -76,7 +75,7 @@ class OutputLine:
     line_no: int
     custom_id: str
     status_code: int  # 0 when the line has no response (expired, cancelled)
-    body: dict[str, Any] | None  # the chat completion, for a success
+    completion: Completion | None  # the chat completion, for a success
     error: str  # "" for a success
     code: str = ""  # the provider's error code, when it gave one
     request_body: Any = None  # the request, when the line carries it (some tools echo it)
@@ -150,9 +149,13 @@ def _read_line(raw: bytes, n: int, source: str) -> OutputLine:
             raise InputError(f"{where}: response.body is not an object")
     message, code = _error_of(item.get("error"), body)
     if status == 200 and not message:
-        if body is None or not isinstance(body.get("choices"), list) or not body["choices"]:
-            raise InputError(f"{where}: status 200 without a chat completion in response.body")
-        return OutputLine(n, custom_id, 200, body, "", "", echoed)
+        try:
+            completion = read_completion(body if body is not None else {})
+        except UnreadableCompletion as exc:
+            raise InputError(
+                f"{where}: status 200 without a chat completion in response.body ({exc})"
+            ) from None
+        return OutputLine(n, custom_id, 200, completion, "", "", echoed)
     if not message:
         message = f"HTTP {status}" if status else "no response"
     return OutputLine(n, custom_id, status, None, message[:500], code, echoed)
@@ -175,74 +178,3 @@ def _error_of(error: Any, body: dict[str, Any] | None) -> tuple[str, str]:
                 return message, str(code) if isinstance(code, str) else ""
         return str(candidate), ""
     return "", ""
-
-
-def result_from_body(
-    body: dict[str, Any],
-    *,
-    model: str,
-    messages: Iterable[Any],
-    count_tokens: Callable[[str], int],
-) -> ChatResult:
-    """A ChatResult from a chat-completion body; tokens counted by us when it has no usage."""
-    choices = sorted(body["choices"], key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0)
-    texts = []
-    reasons = []
-    logprobs = []
-    for choice in choices:
-        if not isinstance(choice, dict):
-            raise ValueError("a choice is not an object")
-        message = choice.get("message") or {}
-        texts.append(str(message.get("content") or ""))
-        reasons.append(str(choice.get("finish_reason") or ""))
-        logprobs.append(choice.get("logprobs"))
-    usage = body.get("usage")
-    if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
-        prompt = int(usage["prompt_tokens"])
-        completion = int(usage.get("completion_tokens") or 0)
-        details = usage.get("prompt_tokens_details") or {}
-        cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
-        estimated = False
-    else:
-        contents = [m.get("content", "") for m in messages if isinstance(m, dict)]
-        prompt = sum(count_tokens(c if isinstance(c, str) else "") + 4 for c in contents) + 3
-        completion = sum(count_tokens(t) for t in texts)
-        cached = 0
-        estimated = True
-    return ChatResult(
-        texts=tuple(texts),
-        finish_reasons=tuple(reasons),
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        cached_tokens=cached,
-        usage_estimated=estimated,
-        model=str(body.get("model") or model),
-        raw=orjson.dumps(body),
-        logprobs=tuple(logprobs) if any(lp is not None for lp in logprobs) else (),
-    )
-
-
-def result_from_stored(row: tuple[Any, ...], model: str) -> ChatResult | None:
-    """A ChatResult from a stored answer (response_json, tokens...); None when unreadable."""
-    raw, prompt, completion, cached_tokens, estimated = row
-    try:
-        data = orjson.loads(raw)
-        choices = sorted(data["choices"], key=lambda c: c.get("index", 0))
-        texts = tuple((c.get("message") or {}).get("content") or "" for c in choices)
-        reasons = tuple(c.get("finish_reason") or "" for c in choices)
-        logprobs = tuple(c.get("logprobs") for c in choices)
-    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
-        return None
-    return ChatResult(
-        texts=texts,
-        finish_reasons=reasons,
-        prompt_tokens=prompt or 0,
-        completion_tokens=completion or 0,
-        cached_tokens=cached_tokens or 0,
-        usage_estimated=bool(estimated),
-        model=model,
-        raw=raw.encode() if isinstance(raw, str) else raw,
-        from_cache=True,
-        attempts=0,
-        logprobs=logprobs if any(lp is not None for lp in logprobs) else (),
-    )

@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import partial
 from typing import Any, TypeVar
 
 import anyio
@@ -32,13 +33,14 @@ from ..budget import Ledger, ModelPrice, PromptMargin, Reservation
 from ..config import BatchOptions, RetryPolicy
 from ..errors import AuthError, FatalCallError, HalugenError, RetryableError
 from ..llm.batch_client import BatchClient, BatchInfo
-from ..llm.calls import CallFailure, backoff_delay
+from ..llm.calls import CallFailure
+from ..llm.retrying import retrying
 from ..progress import BatchRow
 from ..stats import RunStats
 from ..store.db import Store, now
 from ..tokens import TokenCounter
 from . import book
-from .files import OutputLine, input_line, read_output_lenient, result_from_body, split_lines
+from .files import OutputLine, input_line, read_output_lenient, split_lines
 from .planner import Planned
 
 __all__ = ["BatchJobs", "batch_cost"]
@@ -163,7 +165,7 @@ class BatchJobs:
         """The provider's batch made from ``input_file_id``, if any (the list, newest first)."""
         after: str | None = None
         for _ in range(100):
-            page, more = await self._retrying(lambda a=after: self.client.list(after=a))
+            page, more = await self._retrying(partial(self.client.list, after=after))
             for info in page:
                 if info.input_file_id == input_file_id:
                     return info
@@ -264,26 +266,29 @@ class BatchJobs:
         file_id = live.record.input_file_id
         assert file_id is not None
         metadata = {"halugen_batch": live.record.batch_id, "halugen_run": self.run_id}
-        last: HalugenError | None = None
-        for attempt in range(self.retry.max_attempts):
-            try:
-                return await self.client.create(file_id, metadata=metadata)
-            except RetryableError as exc:
-                last = exc
-                # it may have been created all the same: never create a batch twice
+        tried = False
+
+        async def create() -> BatchInfo:
+            nonlocal tried
+            if tried:
+                # the last attempt may have created it all the same: never create a batch twice
                 try:
                     found = await self._find(file_id)
                 except HalugenError:
                     found = None
                 if found is not None:
                     return found
-                await self._sleep(backoff_delay(attempt, self.retry, exc.retry_after, self._rng))
-            except FatalCallError as exc:
-                await self._abandon(live, f"the provider refused the batch: {exc}")
-                raise _systemic(exc) from None
-        await self._abandon(live, f"creating the batch failed: {last}")
-        assert last is not None
-        raise _systemic(last)
+            tried = True
+            return await self.client.create(file_id, metadata=metadata)
+
+        try:
+            return await self._retrying(create)
+        except RetryableError as exc:
+            await self._abandon(live, f"creating the batch failed: {exc}")
+            raise _systemic(exc) from None
+        except FatalCallError as exc:
+            await self._abandon(live, f"the provider refused the batch: {exc}")
+            raise _systemic(exc) from None
 
     async def _submitted(self, live: LiveBatch, info: BatchInfo) -> None:
         record = live.record
@@ -358,7 +363,7 @@ class BatchJobs:
         unreadable = 0
         for file_id in (info.output_file_id, info.error_file_id):
             if file_id:
-                data = await self._retrying(lambda f=file_id: self.client.content(f))
+                data = await self._retrying(partial(self.client.content, file_id))
                 readable, bad = read_output_lenient(data, f"file {file_id}")
                 unreadable += bad
                 outputs.update((out.custom_id, out) for out in readable)
@@ -406,16 +411,11 @@ class BatchJobs:
         attempts = self.attempts[key] = self.attempts.get(key, 0) + 1
         st = self.stats.stage(line.task, line.stage)
         st.in_flight = max(0, st.in_flight - 1)
-        if out is not None and out.ok:
-            assert out.body is not None
-            try:
-                messages = orjson.loads(line.request_json).get("messages") or []
-                result = result_from_body(
-                    out.body, model=line.model, messages=messages, count_tokens=self.counter.count
-                )
-            except (ValueError, KeyError, TypeError, AttributeError):
-                # billed, but unusable: spent in full, and asked again in the next batch
-                return [book.ledger_row(line, "consume", line.reserved_pusd)], line.reserved_pusd
+        if out is not None and out.completion is not None:
+            messages = orjson.loads(line.request_json).get("messages") or []
+            result = out.completion.result(
+                model=line.model, messages=messages, count_tokens=self.counter.count
+            )
             cost = batch_cost(
                 self.price,
                 self.price.cost(
@@ -550,14 +550,7 @@ class BatchJobs:
     # -- helpers ---------------------------------------------------------------------------
 
     async def _retrying(self, step: Callable[[], Awaitable[T]]) -> T:
-        for attempt in range(self.retry.max_attempts):
-            try:
-                return await step()
-            except RetryableError as exc:
-                if attempt + 1 >= self.retry.max_attempts:
-                    raise
-                await self._sleep(backoff_delay(attempt, self.retry, exc.retry_after, self._rng))
-        raise AssertionError("unreachable")
+        return await retrying(step, policy=self.retry, rng=self._rng, sleep=self._sleep)
 
 
 def _fitting(amounts: list[int], remaining: int | None) -> int:

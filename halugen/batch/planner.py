@@ -1,41 +1,40 @@
-"""A planning pass: the normal pipeline, with a call runner that sends nothing.
+"""A planning pass: the normal pipeline, with a call strategy that sends nothing.
 
-Batch mode runs a kind's ordinary pipeline (generation, eval, pre-selection) as it is, with
-two substitutions made when its session opens (``adapt_session``):
+Batch mode runs a kind's ordinary pipeline (generation, eval, pre-selection) as it is; the
+session of a planning pass opens with ``PlanningRunner`` as its call strategy
+(llm/strategy.py) instead of sending calls:
 
-- the call runner answers a request from the store when its key has an answer there, and
-  otherwise records it in the pass's plan and returns a "deferred" failure; a request whose
-  batch may still complete is not planned again;
-- the writer drops what the stages write for a seed because one of its calls was deferred
-  (a candidate or outcome that says "call failed"), so the seed simply stays pending and
-  the store holds only real results. Everything a seed with all its answers produces is
-  written as usual, so the pass that defers nothing is the last one and has written it all.
+- a request whose key has an answer in the store is answered from it; any other is recorded
+  in the pass's plan and gets a "deferred" failure; a request whose batch may still complete
+  is not planned again;
+- the rows the stages write about a seed one of whose calls was deferred (a candidate or
+  outcome that says "call failed") are dropped (``seed_rows``), so the seed simply stays
+  pending and the store holds only real results. Everything a seed with all its answers
+  produces is written as usual, so the pass that defers nothing is the last one and has
+  written it all.
 
-Without batch mode, ``adapt_session`` only refuses to start while batches of the run are
-still at the provider: an interactive session would pay again for requests those batches
-may still answer, and would not count their reserved money.
+Without batch mode, ``refuse_while_batches_live`` stops a session from starting while
+batches of the run are still at the provider: an interactive session would pay again for
+requests those batches may still answer, and would not count their reserved money.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import UsageError
-from ..llm.calls import CallFailure
+from ..llm.calls import CallFailure, CallRunner
+from ..llm.client import stored_result
 from ..records import ChatRequest, ChatResult
 from ..stats import RunStats
-from ..store.db import KeyIndex, key_prefix
+from ..store.db import KeyIndex, Store, key_prefix
+from ..store.writer import Row
+from ..tokens import TokenCounter
 from .book import live_batch_summary, live_keys
-from .files import result_from_stored
 
-if TYPE_CHECKING:
-    from ..config import BatchOptions
-    from ..session import CallSession
-    from ..store.writer import Row, StoreWriter
-
-__all__ = ["DEFERRED", "PassPlan", "Planned", "PlanningRunner", "adapt_session"]
+__all__ = ["DEFERRED", "PassPlan", "Planned", "PlanningRunner", "refuse_while_batches_live"]
 
 DEFERRED = "Deferred"  # error class of the failure a deferred call returns
 # tables whose rows name a seed as (run_id, task, seed_key, ...): what a stage writes about it
@@ -70,27 +69,28 @@ class PassPlan:
     run_id: str = ""
     # the counters of every pass of the session, so the last one reports the session's work
     stats: RunStats | None = None
+    # no server can be asked (a batch export for an offline engine): capabilities come from
+    # the store or the flags, never from a probe
+    offline: bool = False
 
 
 class PlanningRunner:
-    """Stands in for ``CallRunner`` during a planning pass (same ``call``, same counter)."""
+    """Batch mode's call strategy: answers from the store, or plans the request."""
 
-    def __init__(self, real: Any, session: CallSession, plan: PassPlan) -> None:
-        self._real = real
-        self.counter = real.counter
-        self.count_tokens = real.count_tokens
-        self.pool = real.pool  # what the endpoint probes (llm/capabilities.py) read
-        self._store = session.store
-        self._writer: StoreWriter = session.store.writer
-        self.store, self.writer = self._store, self._writer
-        self.run_id = session.run_id
-        self.on_context_window: Any = None  # a batch line's context error names no window
+    def __init__(
+        self, runner: CallRunner, *, store: Store, run_id: str, plan: PassPlan, stats: RunStats
+    ) -> None:
+        self._runner = runner  # its request bodies and prompt estimates; it sends nothing here
+        self._store = store
+        self._writer = store.writer
+        self._stats = stats
+        self.run_id = run_id
         self.plan = plan
-        self._answered = self._store.response_index()
-        run = [session.run_id]
+        self._answered = store.response_index()
+        run = [run_id]
         self._mine = KeyIndex(
             r[0]
-            for r in self._store.query(
+            for r in store.query(
                 "SELECT key_prefix FROM call_log WHERE run_id = ? AND status IN "
                 "('ok', 'cached', 'content_filter')",
                 run,
@@ -99,14 +99,18 @@ class PlanningRunner:
         # content_filter answers are outcomes too; interactive runs hand them over at once
         self._filtered = {
             r[0]: r[1:]
-            for r in self._store.query(
+            for r in store.query(
                 "SELECT key, response_json, prompt_tokens, completion_tokens, cached_tokens, "
                 "usage_estimated FROM call_log WHERE run_id = ? AND status = 'content_filter'",
                 run,
             )
         }
-        self._live = live_keys(self._store, session.run_id)
-        self._next_call_id = self._store.next_call_id()
+        self._live = live_keys(store, run_id)
+        self._next_call_id = store.next_call_id()
+
+    @property
+    def counter(self) -> TokenCounter:
+        return self._runner.counter
 
     async def call(
         self,
@@ -120,8 +124,8 @@ class PlanningRunner:
         key = request.key
         if key in self._answered:
             row = self._store.cached_response(key)
-            result = result_from_stored(row, request.model) if row is not None else None
-            if result is not None:
+            result = stored_result(row, request.model) if row is not None else None
+            if row is not None and result is not None:
                 self.plan.answered += 1
                 if key not in self._mine:  # another run's answer: this run uses it once
                     self._mine.add(key)
@@ -129,7 +133,7 @@ class PlanningRunner:
                 return result
         filtered = self._filtered.get(key)
         if filtered is not None:
-            result = result_from_stored(filtered, request.model)
+            result = stored_result(filtered, request.model)
             if result is not None:
                 self.plan.answered += 1
                 return result
@@ -149,7 +153,7 @@ class PlanningRunner:
             est = (
                 est_prompt_tokens
                 if est_prompt_tokens is not None
-                else self._real.estimate_prompt_tokens(request)
+                else self._runner.estimate_prompt_tokens(request)
             )
             self.plan.requests[key] = Planned(
                 key=key,
@@ -157,11 +161,25 @@ class PlanningRunner:
                 task=task,
                 seed_key=seed_key,
                 model=request.model,
-                body=self._real.pool.body(request),
+                body=self._runner.pool.body(request),
                 est_prompt_tokens=est,
                 max_output_tokens=request.n * request.max_tokens,
             )
         return CallFailure(key, DEFERRED, "waiting for a batch", 0)
+
+    def seed_rows(self, rows: Sequence[Row]) -> Sequence[Row]:
+        """``rows`` without those about seeds one of whose calls was deferred."""
+        deferred = self.plan.deferred_seeds
+        if not deferred:
+            return rows
+        kept: list[Row] = []
+        for r in rows:
+            if r[0] in _SEED_TABLES and (r[1][1], r[1][2]) in deferred:
+                if r[0] == "seed_outcomes" and r[1][3] == "failed":
+                    self._stats.bump(self._stats.failed, r[1][1], -1)  # pending, not failed
+                continue
+            kept.append(r)
+        return kept
 
     def _log_cached(
         self, key: str, stage: str, task: str, model: str, seed_key: str, row: tuple[Any, ...]
@@ -177,69 +195,13 @@ class PlanningRunner:
         self._writer.put([("call_log", values)])
 
 
-class PlanWriter:
-    """The store writer, minus the rows that only say a seed's call was deferred."""
-
-    def __init__(self, writer: StoreWriter, plan: PassPlan, stats: RunStats) -> None:
-        self._writer = writer
-        self._plan = plan
-        self._stats = stats
-
-    def _keep(self, rows: Sequence[Row]) -> list[Row]:
-        deferred = self._plan.deferred_seeds
-        if not deferred:
-            return list(rows)
-        kept = []
-        for r in rows:
-            if r[0] in _SEED_TABLES and (r[1][1], r[1][2]) in deferred:
-                if r[0] == "seed_outcomes" and r[1][3] == "failed":
-                    self._stats.bump(self._stats.failed, r[1][1], -1)  # pending, not failed
-                continue
-            kept.append(r)
-        return kept
-
-    def put(self, rows: Sequence[Row]) -> None:
-        kept = self._keep(rows)
-        if kept:
-            self._writer.put(kept)
-
-    async def put_durable(self, rows: Sequence[Row]) -> None:
-        kept = self._keep(rows)
-        if kept:
-            await self._writer.put_durable(kept)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._writer, name)
-
-
-class _PlanStore:
-    """The session's store, whose writer is the ``PlanWriter``."""
-
-    def __init__(self, store: Any, writer: PlanWriter) -> None:
-        self._store = store
-        self.writer = writer
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-
-def adapt_session(session: CallSession, batch: BatchOptions | None) -> None:
-    """Batch mode: make ``session`` a planning pass. Otherwise: no batch may be running."""
-    if batch is None or batch.plan is None:
-        summary = live_batch_summary(session.store, session.run_id)
-        if summary:
-            them = "it" if summary.startswith("1 ") else "them"
-            raise UsageError(
-                f"run {session.run_id} has {summary} at the provider that may still complete; "
-                f"run the same command with --batch to wait for {them} and use the answers "
-                f"('halugen batch cancel' stops {them} early)"
-            )
-        return
-    plan: PassPlan = batch.plan
-    plan.run_id = session.run_id
-    if plan.stats is not None:
-        plan.stats.run_id = session.run_id
-        session.stats = plan.stats
-    writer = PlanWriter(session.store.writer, plan, session.stats)
-    session.runner = PlanningRunner(session.runner, session, plan)  # type: ignore[assignment]
-    session.store = _PlanStore(session.store, writer)  # type: ignore[assignment]
+def refuse_while_batches_live(store: Store, run_id: str) -> None:
+    """An interactive session may not start while batches of its run may still complete."""
+    summary = live_batch_summary(store, run_id)
+    if summary:
+        them = "it" if summary.startswith("1 ") else "them"
+        raise UsageError(
+            f"run {run_id} has {summary} at the provider that may still complete; "
+            f"run the same command with --batch to wait for {them} and use the answers "
+            f"('halugen batch cancel' stops {them} early)"
+        )

@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import anyio
 from rich.console import Console
@@ -35,7 +35,7 @@ from ..llm.calls import CallFailure
 from ..llm.limiter import RateLimiter
 from ..llm.transport import AiohttpTransport, Transport
 from ..progress import ProgressView
-from ..session import EXIT_CODES, resolve_price
+from ..session import EXIT_CODES, OnRun, resolve_price
 from ..stats import RunStats
 from ..store.db import open_store
 from ..tokens import get_counter
@@ -44,9 +44,31 @@ from .planner import PassPlan
 
 __all__ = ["ask_on_interrupt", "pass_config", "run_in_batches"]
 
-Out = TypeVar("Out")  # the kind's outcome: a dataclass with run_id, status, message, exit_code
+
+class KindOutcome(Protocol):
+    """What every kind's outcome is: a dataclass with these fields (and maybe spent_pusd)."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def message(self) -> str: ...
+
+    @property
+    def exit_code(self) -> int: ...
+
+    @property
+    def notes(self) -> tuple[str, ...]: ...
+
+
+Out = TypeVar("Out", bound=KindOutcome)  # the kind's outcome
 # run_pass(options, on_run, console): one planning pass of the kind's pipeline
-PassRunner = Callable[[BatchOptions, Callable[[str, bool], None] | None, Console], Awaitable[Out]]
+PassRunner = Callable[[BatchOptions, OnRun | None, Console], Awaitable[Out]]
 
 
 @dataclass
@@ -91,7 +113,7 @@ async def run_in_batches(
     *,
     transport: Transport | None = None,
     console: Console | None = None,
-    on_run: Callable[[str, bool], None] | None = None,
+    on_run: OnRun | None = None,
 ) -> Out:
     """Run a kind's pipeline in batch mode; ``run_pass`` runs one planning pass."""
     opts = cfg.batch
@@ -114,11 +136,11 @@ async def run_in_batches(
                 dataclasses.replace(opts, plan=plan), on_run if first else None, _quiet()
             )
             first = False
-            run_id = getattr(outcome, "run_id", "") or run_id
+            run_id = outcome.run_id or run_id
             state.reported.update(
                 k for k, seed in plan.returned.items() if seed not in plan.deferred_seeds
             )
-            if getattr(outcome, "status", "") in ("failed", "interrupted", "input_error"):
+            if outcome.status in ("failed", "interrupted", "input_error"):
                 return _finish(outcome, state)
             if plan.requests or plan.waiting:
                 console.print(
@@ -150,7 +172,7 @@ async def _send_and_wait(
     cfg: RunConfig,
     opts: BatchOptions,
     plan: PassPlan,
-    outcome: Any,
+    outcome: KindOutcome,
     transport: Transport,
     console: Console,
     state: _Session,
@@ -292,12 +314,12 @@ def _sigint(handler: Callable[[], None]) -> Any:
 # -- outcomes --------------------------------------------------------------------------------
 
 
-def _what(outcome: Any) -> str:
+def _what(outcome: KindOutcome) -> str:
     return f"run {outcome.run_id}"
 
 
 def _interrupted(
-    outcome: Any, jobs: BatchJobs, ledger: Ledger, *, left: int, cancelled: bool = False
+    outcome: KindOutcome, jobs: BatchJobs, ledger: Ledger, *, left: int, cancelled: bool = False
 ) -> str:
     spent = format_usd(ledger.spent)
     if not left:
@@ -315,7 +337,7 @@ def _interrupted(
     )
 
 
-def _exhausted(outcome: Any, plan: PassPlan, ledger: Ledger) -> str:
+def _exhausted(outcome: KindOutcome, plan: PassPlan, ledger: Ledger) -> str:
     return (
         f"{_what(outcome)} stopped: the budget of {format_usd(ledger.budget)} is used up "
         f"({len(plan.requests):,} request(s) wait for money; spent {format_usd(ledger.spent)}). "
@@ -323,8 +345,8 @@ def _exhausted(outcome: Any, plan: PassPlan, ledger: Ledger) -> str:
     )
 
 
-def _notes(outcome: Any, state: _Session) -> tuple[str, ...]:
-    notes = tuple(getattr(outcome, "notes", ()) or ())
+def _notes(outcome: KindOutcome, state: _Session) -> tuple[str, ...]:
+    notes = tuple(outcome.notes)
     if state.batches:
         notes += (
             f"batch mode: {state.requests:,} request(s) in {state.batches} batch(es) this "
@@ -334,14 +356,12 @@ def _notes(outcome: Any, state: _Session) -> tuple[str, ...]:
 
 
 def _finish(outcome: Out, state: _Session) -> Out:
-    if not dataclasses.is_dataclass(outcome) or not hasattr(outcome, "notes"):
-        return outcome
-    return dataclasses.replace(outcome, notes=_notes(outcome, state))  # type: ignore[type-var]
+    return dataclasses.replace(outcome, notes=_notes(outcome, state))
 
 
 def _stop(cfg: RunConfig, outcome: Out, state: _Session, status: str, message: str) -> Out:
     """The outcome of a batch session that stopped (budget, Ctrl-C, a Batch API failure)."""
-    run_id = outcome.run_id  # type: ignore[attr-defined]
+    run_id = outcome.run_id
     with open_store(cfg.db) as store:
         store.update_run(run_id, status=status, status_detail=message[:1000])
         spent = store.spent(run_id)
@@ -350,9 +370,7 @@ def _stop(cfg: RunConfig, outcome: Out, state: _Session, status: str, message: s
         "message": message,
         "exit_code": EXIT_CODES.get(status, 1),
     }
-    names = {f.name for f in dataclasses.fields(outcome)}  # type: ignore[arg-type]
-    if "spent_pusd" in names:
+    if "spent_pusd" in outcome.__dataclass_fields__:
         changes["spent_pusd"] = spent
-    if "notes" in names:
-        changes["notes"] = _notes(outcome, state)
-    return dataclasses.replace(outcome, **changes)  # type: ignore[type-var]
+    changes["notes"] = _notes(outcome, state)
+    return dataclasses.replace(outcome, **changes)

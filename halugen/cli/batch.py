@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .common import db_path, err, llm_flags, map_flag, out, print_table
+from .common import db_path, err, llm_flags, map_flag, out, print_table, structured_flag
 
 __all__ = ["COMMANDS", "add_batch_flags", "add_parsers", "batch_options"]
 
@@ -82,6 +82,11 @@ def add_parsers(sub: Any) -> None:
     ex.add_argument("--prompts", help="directory of prompt templates, as for 'halugen run'")
     ex.add_argument("--temperature", type=float, help="sampling temperature (default: 1.0)")
     ex.add_argument("--max-tokens", type=int, help="max tokens per sampled answer (default 256)")
+    structured_flag(
+        ex,
+        'the filter\'s pick ({"choice": N}); no server is asked: without it, '
+        "what is stored decides, else text",
+    )
     llm_flags(ex)
 
     im = bsub.add_parser(
@@ -137,6 +142,8 @@ def _export(args: argparse.Namespace) -> int:
 
         raise UsageError("no seed files given: pass --seeds FILE, as for 'halugen run'")
     outcome = anyio.run(lambda: export_requests(cfg, Path(args.out), stage=args.stage))
+    for note in outcome.notes:
+        err.print(f"note: {note}", markup=False)
     pending = ", ".join(f"{n} {s}" for s, n in sorted(outcome.by_stage.items())) or "none"
     if not outcome.requests:
         out.print(

@@ -118,6 +118,17 @@ def _seed_map(
     return tuple(sorted(mapping.items()))
 
 
+def structured_flag(p: argparse.ArgumentParser, asks: str) -> None:
+    """``--structured``: whether the judge is asked for JSON through ``response_format``."""
+    p.add_argument(
+        "--structured",
+        choices=("auto", "on", "off"),
+        help=f"ask for {asks} through response_format with a JSON schema: auto = when the "
+        "endpoint takes it (found out once per endpoint and model; a run keeps how it asked), "
+        "on, off (default: auto)",
+    )
+
+
 def llm_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model endpoint")
     g.add_argument(
@@ -358,8 +369,15 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
         progress=not args.no_progress and settings.get("progress", True),
         long_documents=_pick(args, settings, "long_documents", default="truncate"),
         prompts_dir=Path(p) if (p := _pick(args, settings, "prompts")) else None,
+        structured=_structured(_pick(args, settings, "structured", default="auto")),
         batch=_batch_options(args, settings),
     )
+
+
+def _structured(value: Any) -> str:
+    if value not in ("auto", "on", "off"):
+        raise UsageError(f"structured must be auto, on or off, not {value!r}")
+    return str(value)
 
 
 def _batch_options(args: argparse.Namespace, settings: dict[str, Any]) -> Any:

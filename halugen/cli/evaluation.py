@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import UsageError
 from ..tables import TableData, plain, render_tables
 from .batch import add_batch_flags
-from .common import db_path, err, llm_flags, out, run_config
+from .common import db_path, err, llm_flags, out, run_config, structured_flag
 from .data import add_format_flag
 
 
@@ -34,13 +34,7 @@ def add_parsers(sub: Any) -> None:
         default="parse",
         help="read the Yes/No verdict (default) or score P(Yes) from logprobs",
     )
-    ev.add_argument(
-        "--structured",
-        choices=("auto", "on", "off"),
-        default="auto",
-        help='ask for a JSON verdict ({"verdict": "Yes"}): auto = when the endpoint supports '
-        "structured outputs (found out once), on, off (default: auto)",
-    )
+    structured_flag(ev, 'a JSON verdict ({"verdict": "Yes"})')
     ev.add_argument("--fresh", action="store_true", help="start a new eval run")
     ev.add_argument("--run-id", help="resume this eval run")
     llm_flags(ev)
@@ -101,13 +95,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         gen_run=args.gen_run,
         scoring=args.scoring,
         limit=cfg.limit,
-        structured=args.structured,
+        structured=cfg.structured,
     )
 
-    def on_run(run_id: str, resumed: bool) -> None:
+    def on_run(run_id: str, resumed: bool, model: str) -> None:
         err.print(
             f"{'resuming' if resumed else 'starting'} eval run {run_id} "
-            f"({args.task}/{args.strategy} with {cfg.model}) -> {cfg.db}"
+            f"({args.task}/{args.strategy} with {model}) -> {cfg.db}"
         )
 
     outcome = anyio.run(lambda: evaluate(ecfg, console=err, on_run=on_run))

@@ -119,10 +119,10 @@ def cmd_preselect(args: argparse.Namespace) -> int:
         ),
     )
 
-    def on_run(run_id: str, resumed: bool) -> None:
+    def on_run(run_id: str, resumed: bool, model: str) -> None:
         err.print(
             f"{'resuming' if resumed else 'starting'} pre-selection run {run_id} "
-            f"({args.responses} responses per query with {cfg.model}) -> {cfg.db}"
+            f"({args.responses} responses per query with {model}) -> {cfg.db}"
         )
 
     outcome = anyio.run(lambda: preselect(pcfg, console=err, on_run=on_run))

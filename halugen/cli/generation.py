@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
 from ..settings import INIT_TEMPLATE
 from .batch import add_batch_flags
-from .common import err, llm_flags, map_flag, out, print_table, run_config
+from .common import err, llm_flags, map_flag, out, print_table, run_config, structured_flag
 
 
 def add_parsers(sub: Any) -> None:
@@ -43,6 +42,7 @@ def add_parsers(sub: Any) -> None:
     )
     run.add_argument("--temperature", type=float, help="sampling temperature (default: 1.0)")
     run.add_argument("--max-tokens", type=int, help="max tokens per sampled answer (default 256)")
+    structured_flag(run, 'the filter\'s pick ({"choice": N})')
     llm_flags(run)
     add_batch_flags(run)
 
@@ -82,14 +82,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cfg = run_config(args)
 
-    def on_run(run_id: str, resumed: bool) -> None:
+    def on_run(run_id: str, resumed: bool, model: str) -> None:
         from ..tasks import get_task, is_task_path
 
         verb = "resuming" if resumed else "starting"
-        model = f" with {cfg.model}" if cfg.model else ""
         tasks = [get_task(t).name if is_task_path(t) else t for t in cfg.tasks]  # folders read
         err.print(
-            f"{verb} run {run_id} ({', '.join(tasks)}{model}, budget "
+            f"{verb} run {run_id} ({', '.join(tasks)} with {model}, budget "
             f"{format_usd(int(cfg.budget_usd * 10**12)) if cfg.budget_usd else 'none'}) "
             f"-> {cfg.db}"
         )
@@ -112,9 +111,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if not cfg.seeds:
         raise UsageError("no seed files given: pass --seeds FILE")
     cfg, files_of = resolve_tasks(cfg)
-    from ..llm.endpoint import pick_model
+    import anyio
 
-    cfg = dataclasses.replace(cfg, model=pick_model(cfg.model, cfg.base_url, None)[0])
+    from ..session import resolve_model
+
+    cfg = anyio.run(resolve_model, cfg)  # asks the server which model, as every command does
     price, notes = resolve_price(cfg)
     tasks = load_tasks(cfg.tasks, cfg.prompts_dir)
     table = Table(

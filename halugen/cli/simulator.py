@@ -50,9 +50,12 @@ def add_parsers(sub: Any) -> None:
     sim.add_argument("--garbage-rate", type=float, default=0.0)
     sim.add_argument("--no-n", action="store_true", help="ignore n>1 like some servers")
     sim.add_argument(
-        "--no-structured-outputs",
-        action="store_true",
-        help="answer a JSON response_format with 400, like servers without structured outputs",
+        "--response-format",
+        choices=("honour", "ignore", "400", "500"),
+        default="honour",
+        help="what the server does with a JSON response_format: honour it (structured "
+        "outputs), ignore it and reply in text, or refuse it with a 400 (older servers) or a "
+        "500 (llama-cpp-python's server)",
     )
     sim.add_argument("--no-usage", action="store_true", help="omit usage from responses")
     sim.add_argument("--seed", type=int, default=0)
@@ -110,7 +113,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         api_key=args.api_key,
         auth=args.auth,
         honour_n=not args.no_n,
-        structured_outputs=not args.no_structured_outputs,
+        response_format=args.response_format,
         report_usage=not args.no_usage,
         seed=args.seed,
         garbage_rate=args.garbage_rate,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import anyio
@@ -25,17 +25,16 @@ from ..budget import format_usd
 from ..config import RunConfig
 from ..errors import BudgetExhausted, UsageError
 from ..llm.calls import CallFailure
-from ..llm.capabilities import MODES, structured_outputs
+from ..llm.capabilities import JSON_SCHEMA, LOGPROBS, MODES
 from ..llm.transport import Transport
 from ..prompts import Template, load_template
-from ..records import ChatRequest, fingerprint
-from ..session import CallSession, call_session, closing, drive, resolve_model
+from ..records import ChatRequest, ChatResult, fingerprint
+from ..session import CallSession, OnRun, call_session, closing, drive, resolve_model
 from ..store.db import KeyIndex, key_prefix
 from ..tasks import get_task
 from ..tasks.stored import remember
 from . import judge
 from .items import items_from_files, items_from_store
-from .logprobs_check import LogprobsCheck
 from .verdicts import parse_contrast, parse_verdict, verdict_from_logprobs
 
 __all__ = ["EvalConfig", "EvalOutcome", "evaluate"]
@@ -146,12 +145,23 @@ async def _judge_one(
     )
     est = template.estimate_tokens(values, session.counter)
     where = dict(stage="judge", task=cfg.task, seed_key=item.key)
-    if logprobs:  # the verdict is read from the logprobs: no JSON schema, and a check first
-        result = await _logprobs_check(session, cfg).call(request, est_prompt_tokens=est, **where)
-    else:
-        structured = structured_outputs(session.runner, cfg.run.model, cfg.structured)
-        fmt = judge.response_format(cfg.strategy)
-        result, _ = await structured.call(request, fmt, est_prompt_tokens=est, **where)
+    # the verdict read from the logprobs needs them and no JSON schema; else JSON if taken
+    ready = (
+        await _logprobs_given(session)
+        if logprobs
+        else await session.capabilities.formatted(request, judge.response_format(cfg.strategy))
+    )
+    if isinstance(ready, CallFailure):
+        return None  # the probe it waited for got no answer; a resume retries the item
+    if isinstance(ready, ChatRequest):
+        request = ready
+    result = await session.calls.call(request, est_prompt_tokens=est, **where)
+    if (
+        logprobs
+        and isinstance(result, ChatResult)
+        and not (result.logprobs or result.from_cache or result.finish_reason == "content_filter")
+    ):
+        _no_logprobs(session, "a reply had none")
     if isinstance(result, CallFailure):
         return None  # logged in calls; the item stays unjudged and a resume retries it
 
@@ -183,7 +193,7 @@ async def _judge_one(
             ),
         )
         est += session.counter.count(result.text) + again.estimate_tokens({}, session.counter)
-        second, _ = await structured.call(request, fmt, est_prompt_tokens=est, **where)
+        second = await session.calls.call(request, est_prompt_tokens=est, **where)
         if isinstance(second, CallFailure):
             return None  # as for the first call: unjudged, a resume asks again
         first_verdict, first_raw, asked = verdict, result.text, 2
@@ -203,14 +213,21 @@ async def _judge_one(
     )
 
 
-_CHECKS: dict[int, LogprobsCheck] = {}
+async def _logprobs_given(session: CallSession) -> CallFailure | None:
+    """Whether the endpoint gives logprobs is settled before the first judge call; a run
+    that needs them stops with one line where it does not (never judging nothing)."""
+    decision = await session.capabilities.decide(LOGPROBS)
+    if isinstance(decision, CallFailure):
+        return decision
+    if not decision.supported:
+        _no_logprobs(session, decision.detail)
+    return None
 
 
-def _logprobs_check(session: CallSession, cfg: EvalConfig) -> LogprobsCheck:
-    check = _CHECKS.get(id(session.runner))
-    if check is None or check._runner is not session.runner:
-        check = _CHECKS[id(session.runner)] = LogprobsCheck(session.runner, cfg.run.base_url)
-    return check
+def _no_logprobs(session: CallSession, why: str) -> None:
+    raise UsageError(
+        f"{session.pool.url} gives no logprobs ({why}); judge with --scoring parse instead"
+    )
 
 
 async def _worker(
@@ -233,7 +250,7 @@ async def _worker(
             if judged is None:
                 st.bump(st.failed, cfg.task)
                 continue
-            session.store.writer.put(
+            session.writer.put(
                 [
                     (
                         "judgements",
@@ -286,7 +303,7 @@ async def evaluate(
     *,
     transport: Transport | None = None,
     console: Console | None = None,
-    on_run: Callable[[str, bool], None] | None = None,
+    on_run: OnRun | None = None,
 ) -> EvalOutcome:
     cfg = replace(cfg, task=get_task(cfg.task).name)  # a task folder's path: its name
     if cfg.scoring not in ("parse", "logprobs"):
@@ -328,6 +345,7 @@ async def evaluate(
         tasks=cfg.task,
         transport=transport,
         on_run=on_run,
+        modes={JSON_SCHEMA: cfg.structured},
     ) as session:
         remember(session.store, get_task(cfg.task))
         rows = session.store.query(
@@ -354,9 +372,7 @@ async def evaluate(
             )
         except UsageError:
             raise
-        note = structured_outputs(session.runner, cfg.run.model, cfg.structured).note
-        if note:
-            session.notes.append(note)
+        session.notes.extend(session.capabilities.notes())
         session.store.writer.flush_blocking()
         judged = session.store.query(
             "SELECT count(*) FROM judgements WHERE run_id = ?", [session.run_id]

@@ -22,7 +22,7 @@ import orjson
 
 from ..config import Timeouts
 from ..errors import RetryableError
-from .client import _error_for
+from .client import error_for
 from .transport import HttpResponse, Transport
 
 __all__ = ["BATCH_ENDPOINT", "FINAL_STATUSES", "BatchClient", "BatchInfo"]
@@ -157,14 +157,14 @@ class BatchClient:
             f"{self.base}/files/{file_id}/content", self._auth, self._timeouts
         )
         if resp.status != 200:
-            raise _error_for(resp, self._secret)
+            raise error_for(resp, self._secret)
         return resp.body
 
     # -- parsing ---------------------------------------------------------------------------
 
     def _json(self, resp: HttpResponse, doing: str) -> Any:
         if resp.status != 200:
-            err = _error_for(resp, self._secret)
+            err = error_for(resp, self._secret)
             err.args = (f"{doing}: {err}",)
             raise err
         try:

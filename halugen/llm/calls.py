@@ -16,8 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from ..budget import Ledger, ModelPrice, PromptMargin, Reservation
 from ..config import RetryPolicy
 from ..errors import (
@@ -36,9 +34,11 @@ from ..stats import RunStats, StageStats
 from ..store.db import KeyIndex, Store, key_prefix
 from ..store.writer import Row
 from ..tokens import TokenCounter
+from .client import stored_result
 from .pool import EndpointPool
+from .retrying import retrying
 
-__all__ = ["CallFailure", "CallRunner", "backoff_delay"]
+__all__ = ["CallFailure", "CallRunner"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,17 +51,6 @@ class CallFailure:
     @property
     def reason(self) -> str:
         return "context_length" if self.error_class == "ContextTooLong" else "call_failed"
-
-
-def backoff_delay(
-    attempt: int, policy: RetryPolicy, retry_after: float | None, rng: random.Random
-) -> float:
-    """Exponential backoff with full jitter; never shorter than the server's retry-after."""
-    cap = min(policy.max_delay, policy.base_delay * (2**attempt))
-    delay = rng.uniform(0, cap)
-    if retry_after is not None:
-        delay = max(delay, retry_after)
-    return delay
 
 
 class CallRunner:
@@ -179,81 +168,22 @@ class CallRunner:
             raise
 
     async def _attempts(self, call: _Call, st: StageStats) -> ChatResult | CallFailure:
-        request, key = call.request, call.key
-        max_out = request.n * request.max_tokens
-        common = (key, call.stage, call.task, request.model, call.seed_key)
-        last_error: LLMError | None = None
-        while True:
-            reserve_tokens = self.margin.reserve_tokens(call.est)
-            amount = self.price.cost(reserve_tokens, max_out)
-            reservation = await self.ledger.reserve(amount)  # BudgetExhausted propagates
-            call.res_no += 1
-            res_no = call.res_no
-            call.reserved += amount
-            st.reserved_pusd += amount
-            try:
-                await self.writer.put_durable(
-                    [("ledger", (call.call_id, res_no, self.run_id, "reserve", amount, *common))]
-                )
-            except BaseException:
-                # cancelled (or the store failed) before the request left: if the reservation
-                # row still commits, this release follows it on the same lane
-                self.ledger.release(reservation)
-                st.reserved_pusd -= amount
-                self.writer.put([_close_row(call.call_id, res_no, self.run_id, "release", 0)])
-                raise
-            call.attempts += 1
-            st.in_flight += 1
-            sent = False
-            try:
-                async with self.pool.slot(reserve_tokens + max_out) as endpoint:
-                    sent = True
-                    result = await endpoint.send(request, body=call.body)
-            except RetryableError as exc:
-                st.in_flight -= 1
-                last_error = exc
-                self._reached = self._reached or exc.status != 0
-                call.errors.append(_describe(exc))
-                await self._close(call, st, reservation, res_no, exc.billed_maybe)
-                if call.attempts >= call.max_attempts:
-                    break
-                st.retries += 1
-                await self._sleep(
-                    backoff_delay(call.attempts - 1, self.retry, exc.retry_after, self._rng)
-                )
-                continue
-            except FatalCallError as exc:
-                st.in_flight -= 1
-                last_error = exc
-                self._reached = True
-                await self._close(call, st, reservation, res_no, False)
-                if isinstance(exc, ContextTooLong) and exc.window and self.on_context_window:
-                    self.on_context_window(exc.window)
-                if isinstance(exc, AuthError):
-                    self.auth_failed = exc
-                    self._log_end(call, "failed", exc)
-                    raise
-                break
-            except BaseException:
-                st.in_flight -= 1
-                # cancelled (Ctrl-C, the endpoint given up) or a bug. Once the request may be
-                # at the provider it counts as spent, as a crash would; while it still waited
-                # for its rate-limit slot nothing left. (No await here: we are unwinding.)
-                spend = reservation.amount if sent else 0
-                call.cost += spend
-                st.reserved_pusd -= reservation.amount
-                st.cost_pusd += spend
-                if sent:
-                    self.ledger.consume(reservation)
-                else:
-                    self.ledger.release(reservation)
-                event = "consume" if sent else "release"
-                self.writer.put([_close_row(call.call_id, res_no, self.run_id, event, spend)])
-                raise
-            st.in_flight -= 1
-            return await self._succeeded(call, st, reservation, res_no, result, common)
+        def retried(exc: RetryableError) -> None:
+            st.retries += 1
 
-        assert last_error is not None
+        try:
+            return await retrying(
+                lambda: self._attempt(call, st),
+                policy=self.retry,
+                rng=self._rng,
+                max_attempts=call.max_attempts,
+                sleep=self._sleep,
+                on_retry=retried,
+            )
+        except AuthError:
+            raise
+        except (RetryableError, FatalCallError) as exc:
+            last_error: LLMError = exc
         self._log_end(call, "failed", last_error)
         if last_error.status == 0 and not self._reached and isinstance(last_error, ConnectFailed):
             # no connection was ever made, for any call: a wrong URL or no network
@@ -263,7 +193,72 @@ class CallRunner:
             )
         st.failed += 1
         self.stats.note_failure(_describe(last_error, short=True))
-        return CallFailure(key, last_error.error_class, str(last_error), last_error.status)
+        return CallFailure(call.key, last_error.error_class, str(last_error), last_error.status)
+
+    async def _attempt(self, call: _Call, st: StageStats) -> ChatResult:
+        """One attempt, reserved and paced on its own; raises what the endpoint answered."""
+        request, key = call.request, call.key
+        max_out = request.n * request.max_tokens
+        common = (key, call.stage, call.task, request.model, call.seed_key)
+        reserve_tokens = self.margin.reserve_tokens(call.est)
+        amount = self.price.cost(reserve_tokens, max_out)
+        reservation = await self.ledger.reserve(amount)  # BudgetExhausted propagates
+        call.res_no += 1
+        res_no = call.res_no
+        call.reserved += amount
+        st.reserved_pusd += amount
+        try:
+            await self.writer.put_durable(
+                [("ledger", (call.call_id, res_no, self.run_id, "reserve", amount, *common))]
+            )
+        except BaseException:
+            # cancelled (or the store failed) before the request left: if the reservation
+            # row still commits, this release follows it on the same lane
+            self.ledger.release(reservation)
+            st.reserved_pusd -= amount
+            self.writer.put([_close_row(call.call_id, res_no, self.run_id, "release", 0)])
+            raise
+        call.attempts += 1
+        st.in_flight += 1
+        sent = False
+        try:
+            async with self.pool.slot(reserve_tokens + max_out) as endpoint:
+                sent = True
+                result = await endpoint.send(request, body=call.body)
+        except RetryableError as exc:
+            st.in_flight -= 1
+            self._reached = self._reached or exc.status != 0
+            call.errors.append(_describe(exc))
+            await self._close(call, st, reservation, res_no, exc.billed_maybe)
+            raise
+        except FatalCallError as exc:
+            st.in_flight -= 1
+            self._reached = True
+            await self._close(call, st, reservation, res_no, False)
+            if isinstance(exc, ContextTooLong) and exc.window and self.on_context_window:
+                self.on_context_window(exc.window)
+            if isinstance(exc, AuthError):
+                self.auth_failed = exc
+                self._log_end(call, "failed", exc)
+            raise
+        except BaseException:
+            st.in_flight -= 1
+            # cancelled (Ctrl-C, the endpoint given up) or a bug. Once the request may be
+            # at the provider it counts as spent, as a crash would; while it still waited
+            # for its rate-limit slot nothing left. (No await here: we are unwinding.)
+            spend = reservation.amount if sent else 0
+            call.cost += spend
+            st.reserved_pusd -= reservation.amount
+            st.cost_pusd += spend
+            if sent:
+                self.ledger.consume(reservation)
+            else:
+                self.ledger.release(reservation)
+            event = "consume" if sent else "release"
+            self.writer.put([_close_row(call.call_id, res_no, self.run_id, event, spend)])
+            raise
+        st.in_flight -= 1
+        return await self._succeeded(call, st, reservation, res_no, result, common)
 
     async def _succeeded(
         self,
@@ -381,17 +376,10 @@ class CallRunner:
         self, request: ChatRequest, key: str, call_id: int, stage: str, task: str, seed_key: str
     ) -> ChatResult | None:
         row = self.store.cached_response(key)
-        if row is None:
-            return None
-        raw, prompt, completion, cached_tokens, estimated = row
-        try:
-            data = orjson.loads(raw)
-            choices = sorted(data["choices"], key=lambda c: c.get("index", 0))
-            texts = tuple((c.get("message") or {}).get("content") or "" for c in choices)
-            reasons = tuple(c.get("finish_reason") or "" for c in choices)
-            logprobs = tuple(c.get("logprobs") for c in choices)
-        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+        result = stored_result(row, request.model) if row is not None else None
+        if row is None or result is None:
             return None  # an unreadable cache entry is simply not a hit
+        _, prompt, completion, cached_tokens, estimated = row
         self.writer.put(
             [
                 (
@@ -418,26 +406,14 @@ class CallRunner:
                         None,
                         None,
                         None,
-                        reasons[0] if reasons else None,
+                        result.finish_reasons[0] if result.finish_reasons else None,
                         None,
                         None,
                     ),
                 )
             ]
         )
-        return ChatResult(
-            texts=texts,
-            finish_reasons=reasons,
-            prompt_tokens=prompt or 0,
-            completion_tokens=completion or 0,
-            cached_tokens=cached_tokens or 0,
-            usage_estimated=bool(estimated),
-            model=request.model,
-            raw=raw.encode(),
-            from_cache=True,
-            attempts=0,
-            logprobs=logprobs if any(lp is not None for lp in logprobs) else (),
-        )
+        return result
 
 
 def _with_attempts(result: ChatResult, attempts: int) -> ChatResult:

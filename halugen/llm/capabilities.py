@@ -1,151 +1,185 @@
-"""What an endpoint can do, found out once per endpoint and model: structured outputs.
+"""What an endpoint and model accept, settled before the first request whose body depends on it.
 
-Servers differ: OpenAI and vLLM accept ``response_format`` with a JSON schema, older
-servers answer it with a 400, and some ignore it and reply in text. ``StructuredOutputs``
-finds out on the first call that asks, the way pre-selection finds out whether ``n`` is
-honoured: that call goes alone (the others wait for the answer); a 400/422 means "not
-supported" and the same call is sent again as text; a 200 whose reply is not a JSON object
-means "ignored", treated the same way from then on. What was learned is stored in
-``endpoint_capabilities`` with the run that learned it (so a later run of the same endpoint
-and model does not probe again) and every run records which way it asked.
+Servers differ. Structured outputs (``response_format`` with a JSON schema): OpenAI and vLLM
+honour it, older servers refuse it with a 400, llama-cpp-python's server with a 500, and many
+gateways ignore it and reply in text. ``n`` choices: llama.cpp's server answers one.
+``logprobs``: some servers refuse them, some leave them out. A request's body must never
+depend on which of its siblings came back first, so each question is settled once per
+session, before the first request that needs the answer, and the answer holds for the whole
+session. First found wins:
 
-Readers of replies accept JSON and text alike, so a wrong guess costs nothing but the probe.
+1. the flag (``--structured on|off``, ``--use-n always|never``);
+2. what a probe found out earlier for this endpoint and model (stored);
+3. how this run asked before: a run keeps its request bodies, so its stored answers (from
+   another endpoint, or a batch file) are used, not asked again;
+4. a probe (``probe.py``): a small request with a fixed body, sent alone while the callers
+   that need the answer wait;
+5. with no server to ask (a batch export for an offline engine): not supported, which any
+   engine takes; the run says so, and the flag asks otherwise.
+
+Every decision is written to ``endpoint_capabilities`` with where it came from; rows whose
+source is ``probe`` are what later sessions of any run of the endpoint and model assume.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import weakref
+import random
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..records import ChatRequest, ChatResult
+from ..records import ChatRequest
+from ..store.db import Store
 from .calls import CallFailure, CallRunner
-from .replies import json_object, visible_text
+from .probe import ProbeUnanswered, probe
 
-__all__ = ["MODES", "StructuredOutputs", "structured_outputs"]
+__all__ = [
+    "CAPABILITIES",
+    "JSON_SCHEMA",
+    "LOGPROBS",
+    "MODES",
+    "N_CHOICES",
+    "Capabilities",
+    "Decision",
+]
 
+JSON_SCHEMA = "json_schema"  # structured outputs: response_format with a JSON schema
+N_CHOICES = "n"  # several choices from one request
+LOGPROBS = "logprobs"  # token logprobs in the reply
+CAPABILITIES = (JSON_SCHEMA, N_CHOICES, LOGPROBS)
 MODES = ("auto", "on", "off")
-CAPABILITY = "json_schema"
-# What a server without structured outputs answers a request with response_format.
-_UNSUPPORTED_STATUS = frozenset({400, 422})
-
-_BY_RUNNER: weakref.WeakKeyDictionary[CallRunner, dict[tuple[str, str], StructuredOutputs]] = (
-    weakref.WeakKeyDictionary()
-)
+# the flag that forces each one, for messages
+_FLAGS = {JSON_SCHEMA: "--structured on|off", N_CHOICES: "--use-n always|never", LOGPROBS: ""}
 
 
-def structured_outputs(runner: CallRunner, model: str, mode: str = "auto") -> StructuredOutputs:
-    """The one ``StructuredOutputs`` of this session for ``model`` (created on first use)."""
-    per_runner = _BY_RUNNER.setdefault(runner, {})
-    key = (model, mode)
-    if key not in per_runner:
-        per_runner[key] = StructuredOutputs(runner, model, mode)
-    return per_runner[key]
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """How a session asks about one capability, and why.
 
-
-class StructuredOutputs:
-    """Ask for a JSON schema when the endpoint honours it, else plain text.
-
-    ``mode``: "auto" (learn it), "on" (always ask), "off" (never ask). ``used`` says how
-    this session asked once it has: "json_schema", "text" or "" (not yet).
+    ``source``: flag | stored (a probe of an earlier session) | run (how this run asked
+    before) | probe (this session's) | default (no server could be asked).
     """
 
-    def __init__(self, runner: CallRunner, model: str, mode: str = "auto") -> None:
-        if mode not in MODES:
-            raise ValueError(f"structured-output mode must be one of {MODES}, not {mode!r}")
-        self.runner = runner
-        self.model = model
-        self.mode = mode
-        self.endpoint = runner.pool.url  # one endpoint: its URL; a fleet: all of them
-        self.supported: bool | None = {"on": True, "off": False}.get(mode)
-        self.detail = ""
-        self.used = ""
-        self._lock: asyncio.Lock | None = None
-        if self.supported is None:
-            self.supported, self.detail = self._stored()
-        self._recorded = False
-
-    def _stored(self) -> tuple[bool | None, str]:
-        rows = self.runner.store.query(
-            "SELECT supported, detail FROM endpoint_capabilities WHERE endpoint = ? AND "
-            "model = ? AND capability = ? ORDER BY created_at DESC LIMIT 1",
-            [self.endpoint, self.model, CAPABILITY],
-        )
-        return (bool(rows[0][0]), rows[0][1] or "") if rows else (None, "")
-
-    def _record(self, supported: bool, detail: str) -> None:
-        self.supported, self.detail = supported, detail
-        self.used = CAPABILITY if supported else "text"
-        if self._recorded:
-            return
-        self._recorded = True
-        self.runner.writer.put(
-            [
-                (
-                    "endpoint_capabilities",
-                    (
-                        self.endpoint,
-                        self.model,
-                        CAPABILITY,
-                        supported,
-                        f"{self.mode}: {detail}"[:500],
-                        self.runner.run_id,
-                    ),
-                )
-            ]
-        )
+    capability: str
+    supported: bool
+    source: str
+    detail: str = ""
 
     @property
     def note(self) -> str:
-        """One line for the user about how this session asked, "" before any call."""
-        if not self.used:
-            return ""
-        if self.used == CAPABILITY:
-            return f"replies asked for as JSON ({CAPABILITY} response_format)"
-        why = f" ({self.detail})" if self.detail else ""
-        return f"replies asked for as text: the endpoint has no structured outputs{why}"
+        """One line for the user ("" when there is nothing worth saying)."""
+        why = {
+            "flag": f"as the flag says ({self.detail})",
+            "stored": f"as a probe found before ({self.detail})",
+            "probe": f"as the probe found ({self.detail})",
+            "run": "as this run asked before",
+            "default": f"{self.detail}; {_FLAGS[self.capability]} decides".rstrip("; "),
+        }[self.source]
+        if self.capability == JSON_SCHEMA:
+            if self.supported:
+                return f"replies asked for as JSON ({JSON_SCHEMA} response_format), {why}"
+            return f"replies asked for as text, not with a JSON schema: {why}"
+        if self.capability == N_CHOICES and not self.supported and self.source != "flag":
+            return f"each response is sampled with its own call, not with n: {why}"
+        return ""
 
-    async def call(
-        self,
-        request: ChatRequest,
-        response_format: Mapping[str, Any],
-        **call_kw: Any,
-    ) -> tuple[ChatResult | CallFailure, bool]:
-        """Send ``request`` with ``response_format`` when supported; (result, asked as JSON).
 
-        ``call_kw`` goes to ``CallRunner.call`` (stage, task, seed_key, est_prompt_tokens).
+@dataclass(eq=False, kw_only=True)
+class Capabilities:
+    """The decisions of one session; each is made once, before the requests that need it.
+
+    ``runner`` sends the probes (the session's interactive runner, also in batch mode);
+    None when no server can be asked. ``modes`` maps a capability to auto | on | off.
+    ``task`` labels the probe calls in the ledger and the view.
+    """
+
+    store: Store
+    run_id: str
+    endpoint: str
+    model: str
+    modes: Mapping[str, str] = field(default_factory=dict)
+    runner: CallRunner | None = None
+    task: str = ""
+    _decided: dict[str, Decision] = field(default_factory=dict, init=False)
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict, init=False)
+    _rng: random.Random = field(default_factory=random.Random, init=False)  # probe jitter
+
+    def __post_init__(self) -> None:
+        for capability, mode in self.modes.items():
+            if capability not in CAPABILITIES or mode not in MODES:
+                raise ValueError(f"no capability mode {capability}={mode!r}")
+
+    @property
+    def decisions(self) -> tuple[Decision, ...]:
+        return tuple(self._decided.values())
+
+    def notes(self) -> list[str]:
+        return [d.note for d in self._decided.values() if d.note]
+
+    async def decide(self, capability: str) -> Decision | CallFailure:
+        """The session's decision; the first caller makes it, the others wait for it.
+
+        A ``CallFailure`` when a probe was needed and got no answer: the caller fails as
+        its own call would have, and the next caller asks again.
         """
-        if self.supported is None:
-            if self._lock is None:
-                self._lock = asyncio.Lock()
-            async with self._lock:  # one probe; the others wait for what it finds
-                if self.supported is None:
-                    return await self._probe(request, response_format, call_kw)
-        if self.supported:
-            self._record(True, self.detail or "known")
-            formatted = dataclasses.replace(request, response_format=dict(response_format))
-            return await self.runner.call(formatted, **call_kw), True
-        self._record(False, self.detail or "known")
-        return await self.runner.call(request, **call_kw), False
+        decided = self._decided.get(capability)
+        if decided is not None:
+            return decided
+        lock = self._locks.setdefault(capability, asyncio.Lock())
+        async with lock:
+            decided = self._decided.get(capability)
+            if decided is None:
+                try:
+                    decided = await self._decide(capability)
+                except ProbeUnanswered as exc:
+                    return exc.failure
+                self._decided[capability] = decided
+                self._record(decided)
+        return decided
 
-    async def _probe(
-        self, request: ChatRequest, response_format: Mapping[str, Any], call_kw: dict[str, Any]
-    ) -> tuple[ChatResult | CallFailure, bool]:
-        formatted = dataclasses.replace(request, response_format=dict(response_format))
-        result = await self.runner.call(formatted, **call_kw)
-        if isinstance(result, CallFailure):
-            if result.status in _UNSUPPORTED_STATUS and result.reason != "context_length":
-                plain = await self.runner.call(request, **call_kw)
-                if not isinstance(plain, CallFailure):
-                    self._record(False, f"HTTP {result.status} to response_format")
-                return plain, False
-            return result, True  # not about the format: learn nothing
-        if result.finish_reason in ("content_filter", "length"):
-            return result, True  # a cut or filtered reply says nothing about the format
-        if json_object(visible_text(result.text)) is None:
-            self._record(False, "response_format ignored, the reply was text")
-        else:
-            self._record(True, "accepted")
-        return result, True
+    async def formatted(
+        self, request: ChatRequest, response_format: Mapping[str, Any]
+    ) -> ChatRequest | CallFailure:
+        """``request`` with ``response_format`` when this session asks for JSON, else as it is."""
+        decision = await self.decide(JSON_SCHEMA)
+        if isinstance(decision, CallFailure):
+            return decision
+        if decision.supported:
+            return dataclasses.replace(request, response_format=dict(response_format))
+        return request
+
+    async def _decide(self, capability: str) -> Decision:
+        mode = self.modes.get(capability, "auto")
+        if mode != "auto":
+            flag = _FLAGS[capability].split(" ")[0]
+            return Decision(capability, mode == "on", "flag", f"{flag} {mode}".strip())
+        row = self._latest(
+            "endpoint = ? AND model = ? AND capability = ? AND source = 'probe'",
+            [self.endpoint, self.model, capability],
+        )
+        if row is not None:
+            return Decision(capability, row[0], "stored", row[1])
+        row = self._latest("run_id = ? AND capability = ?", [self.run_id, capability])
+        if row is not None:
+            return Decision(capability, row[0], "run", row[1])
+        if self.runner is None:
+            return Decision(capability, False, "default", "no server was asked, none is known")
+        supported, detail = await probe(
+            self.runner, capability, self.model, task=self.task, rng=self._rng
+        )
+        return Decision(capability, supported, "probe", detail)
+
+    def _latest(self, where: str, params: list[Any]) -> tuple[bool, str] | None:
+        rows = self.store.query(
+            f"SELECT supported, detail FROM endpoint_capabilities WHERE {where} "
+            "ORDER BY created_at DESC LIMIT 1",
+            params,
+        )
+        return (bool(rows[0][0]), str(rows[0][1] or "")) if rows else None
+
+    def _record(self, decision: Decision) -> None:
+        row = (self.endpoint, self.model, decision.capability, decision.supported,
+               decision.detail[:500], self.run_id, decision.source)  # fmt: skip
+        self.store.writer.put([("endpoint_capabilities", row)])

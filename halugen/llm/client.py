@@ -1,7 +1,9 @@
 """The OpenAI-compatible chat-completions client: one attempt per ``send``.
 
-The only module that builds provider requests and parses provider JSON. Errors come out
-as halugen's error tree (errors.py); retrying, budgeting and rate limiting are the
+The only module that builds provider requests and parses provider JSON. ``read_completion``
+is the one reader of a chat-completion body, wherever it comes from: an answer of the
+endpoint, a stored answer (``stored_result``), a line of a batch output file. Errors come
+out as halugen's error tree (errors.py); retrying, budgeting and rate limiting are the
 caller's (llm/calls.py), because each attempt must be reserved and paced on its own.
 """
 
@@ -9,7 +11,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -18,24 +21,159 @@ from ..config import Timeouts
 from ..errors import AuthError, ContextTooLong, FatalCallError, RateLimited, RetryableError
 from ..records import ChatRequest, ChatResult
 from .endpoint import context_window_from_error
+from .retrying import retry_after_seconds
 from .transport import HttpResponse, Transport
 
-__all__ = ["ChatClient", "retry_after_seconds"]
+__all__ = [
+    "ChatClient",
+    "Completion",
+    "UnreadableCompletion",
+    "error_for",
+    "read_completion",
+    "stored_result",
+]
 
 # Models that take max_completion_tokens (and only their default temperature).
 _REASONING = re.compile(r"^(o\d|gpt-5)")
 
 
-def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """The server's wait hint: ``retry-after-ms`` (ms) or ``retry-after`` (seconds)."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value:
-            try:
-                return max(0.0, float(value) * scale)
-            except ValueError:
-                continue  # an HTTP date: rare for APIs; the backoff covers it
-    return None
+class UnreadableCompletion(ValueError):
+    """A body that is not a chat completion (no choices, a choice that is not an object)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A chat completion as the provider sent it, read once.
+
+    ``usage`` is (prompt, completion, cached) tokens, None when the provider sent none.
+    """
+
+    texts: tuple[str, ...]
+    finish_reasons: tuple[str, ...]
+    logprobs: tuple[Any, ...]
+    usage: tuple[int, int, int] | None
+    model: str
+    raw: bytes
+
+    def result(
+        self,
+        *,
+        model: str,
+        messages: Iterable[Any],
+        count_tokens: Callable[[str], int],
+        latency_ms: float = 0.0,
+    ) -> ChatResult:
+        """The ChatResult of this completion; tokens counted by us when it has no usage."""
+        if self.usage is None:
+            contents = [m.get("content", "") for m in messages if isinstance(m, Mapping)]
+            prompt = sum(count_tokens(c if isinstance(c, str) else "") + 4 for c in contents) + 3
+            completion = sum(count_tokens(t) for t in self.texts)
+            cached = 0
+        else:
+            prompt, completion, cached = self.usage
+        return ChatResult(
+            texts=self.texts,
+            finish_reasons=self.finish_reasons,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cached_tokens=cached,
+            usage_estimated=self.usage is None,
+            model=self.model or model,
+            raw=self.raw,
+            latency_ms=latency_ms,
+            logprobs=self.logprobs if any(lp is not None for lp in self.logprobs) else (),
+        )
+
+
+def read_completion(body: bytes | str | Mapping[str, Any]) -> Completion:
+    """Read a chat-completion body (bytes as received, or already decoded).
+
+    Raises ``UnreadableCompletion`` for anything that is not one.
+    """
+    if isinstance(body, Mapping):
+        data: Any = body
+        raw = orjson.dumps(dict(body))
+    else:
+        raw = body.encode() if isinstance(body, str) else body
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise UnreadableCompletion("not JSON") from None
+    if not isinstance(data, Mapping):
+        raise UnreadableCompletion("not a JSON object")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise UnreadableCompletion("no choices")
+    if not all(isinstance(c, Mapping) for c in choices):
+        raise UnreadableCompletion("a choice is not an object")
+    texts = []
+    reasons = []
+    logprobs = []
+    for choice in sorted(choices, key=lambda c: _int(c.get("index")) or 0):
+        message = choice.get("message")
+        texts.append(_content(message.get("content") if isinstance(message, Mapping) else None))
+        reasons.append(str(choice.get("finish_reason") or ""))
+        logprobs.append(choice.get("logprobs"))
+    usage = data.get("usage")
+    counts = None
+    if isinstance(usage, Mapping) and (prompt := _int(usage.get("prompt_tokens"))) is not None:
+        details = usage.get("prompt_tokens_details")
+        cached = _int(details.get("cached_tokens")) if isinstance(details, Mapping) else None
+        counts = (prompt, _int(usage.get("completion_tokens")) or 0, cached or 0)
+    return Completion(
+        texts=tuple(texts),
+        finish_reasons=tuple(reasons),
+        logprobs=tuple(logprobs),
+        usage=counts,
+        model=str(data.get("model") or ""),
+        raw=raw,
+    )
+
+
+def stored_result(row: tuple[Any, ...], model: str) -> ChatResult | None:
+    """A stored answer as a ChatResult; None when it cannot be read (not a cache hit).
+
+    ``row``: (response_json, prompt_tokens, completion_tokens, cached_tokens,
+    usage_estimated) of the calls the store keeps; the token counts are the stored ones.
+    """
+    raw, prompt, completion, cached_tokens, estimated = row
+    if raw is None:
+        return None
+    try:
+        read = read_completion(raw)
+    except UnreadableCompletion:
+        return None
+    return ChatResult(
+        texts=read.texts,
+        finish_reasons=read.finish_reasons,
+        prompt_tokens=prompt or 0,
+        completion_tokens=completion or 0,
+        cached_tokens=cached_tokens or 0,
+        usage_estimated=bool(estimated),
+        model=model,
+        raw=read.raw,
+        from_cache=True,
+        attempts=0,
+        logprobs=read.logprobs if any(lp is not None for lp in read.logprobs) else (),
+    )
+
+
+def _int(value: Any) -> int | None:
+    """A token count or index: an int (not a bool), or None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _content(value: Any) -> str:
+    """A message's content: a string, or the text parts of a list of parts."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(
+            str(part.get("text") or "")
+            for part in value
+            if isinstance(part, Mapping) and part.get("type") in ("text", "output_text")
+        )
+    return ""
 
 
 class ChatClient:
@@ -83,51 +221,23 @@ class ChatClient:
         if self._observe is not None:
             self._observe(response.status, response.headers)
         if response.status != 200:
-            raise _error_for(response, self._secret)
+            raise error_for(response, self._secret)
         return self._parse(request, response, (time.perf_counter() - started) * 1000)
 
     def _parse(self, request: ChatRequest, response: HttpResponse, latency_ms: float) -> ChatResult:
         try:
-            data = orjson.loads(response.body)
-            choices = data["choices"]
-            texts = []
-            reasons = []
-            logprobs = []
-            for choice in sorted(choices, key=lambda c: c.get("index", 0)):
-                message = choice.get("message") or {}
-                texts.append(message.get("content") or "")
-                reasons.append(choice.get("finish_reason") or "")
-                logprobs.append(choice.get("logprobs"))
-            if not texts:
-                raise ValueError("no choices")
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+            read = read_completion(response.body)
+        except UnreadableCompletion:
             raise RetryableError(
                 "the server answered 200 with a body that is not a chat completion",
                 status=200,
                 billed_maybe=True,
             ) from None
-        usage = data.get("usage") if isinstance(data, dict) else None
-        estimated = not isinstance(usage, dict) or "prompt_tokens" not in usage
-        if estimated:
-            prompt = sum(self._count(m.get("content", "")) + 4 for m in request.messages) + 3
-            completion = sum(self._count(t) for t in texts)
-            cached = 0
-        else:
-            prompt = int(usage.get("prompt_tokens") or 0)
-            completion = int(usage.get("completion_tokens") or 0)
-            details = usage.get("prompt_tokens_details") or {}
-            cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
-        return ChatResult(
-            texts=tuple(texts),
-            finish_reasons=tuple(reasons),
-            prompt_tokens=prompt,
-            completion_tokens=completion,
-            cached_tokens=cached,
-            usage_estimated=estimated,
-            model=str(data.get("model") or request.model),
-            raw=response.body,
+        return read.result(
+            model=request.model,
+            messages=request.messages,
+            count_tokens=self._count,
             latency_ms=latency_ms,
-            logprobs=tuple(logprobs) if any(lp is not None for lp in logprobs) else (),
         )
 
 
@@ -153,7 +263,8 @@ def _is_context_error(code: str, message: str) -> bool:
     )
 
 
-def _error_for(response: HttpResponse, secret: str) -> Exception:
+def error_for(response: HttpResponse, secret: str) -> Exception:
+    """The error of a non-200 answer, in halugen's error tree (the key never in its text)."""
     status = response.status
     message, code = _provider_message(response.body)
     if secret and len(secret) >= 4:

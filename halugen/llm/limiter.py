@@ -60,6 +60,7 @@ from ..config import RateLimit
 from ..errors import CallTimeout, ConnectFailed, RetryableError, UsageError
 from .capacity import ANNOUNCED, ConcurrencyControl
 from .pacing import Pacer
+from .retrying import header_number, retry_after_seconds
 
 __all__ = [
     "ADOPT_FRACTION",
@@ -264,8 +265,8 @@ class RateLimiter:
         control = self._control
         cap_before = control.cap
 
-        limit_requests = _number(headers.get("x-ratelimit-limit-requests"))
-        limit_tokens = _number(headers.get("x-ratelimit-limit-tokens"))
+        limit_requests = header_number(headers.get("x-ratelimit-limit-requests"))
+        limit_tokens = header_number(headers.get("x-ratelimit-limit-tokens"))
         if (limit_requests is not None and limit_requests > 0) or (
             limit_tokens is not None and limit_tokens > 0
         ):
@@ -276,7 +277,7 @@ class RateLimiter:
             ("requests", limit_requests, self._requests),
             ("tokens", limit_tokens, self._tokens),
         ):
-            remaining = _number(headers.get(f"x-ratelimit-remaining-{kind}"))
+            remaining = header_number(headers.get(f"x-ratelimit-remaining-{kind}"))
             if remaining is None or remaining > 0:
                 continue
             reset = parse_duration(headers.get(f"x-ratelimit-reset-{kind}"))
@@ -292,7 +293,7 @@ class RateLimiter:
         seq = ticket.seq if ticket is not None else None
         if status == 429:
             self._rate_limited += 1
-            hint = _retry_after(headers)
+            hint = retry_after_seconds(headers)
             self._cool_until(now + (DEFAULT_COOLDOWN_S if hint is None else hint))
             control.rate_limited(seq)
         elif status < 400:
@@ -399,28 +400,6 @@ def _congestion(error: BaseException) -> bool:
     )
 
 
-def _number(text: str | None) -> float | None:
-    """A finite float, or None for a missing or garbled header value."""
-    if text is None:
-        return None
-    try:
-        value = float(text.strip())
-    except (ValueError, AttributeError):
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``retry-after``; an HTTP date is not used."""
-    ms = _number(headers.get("retry-after-ms"))
-    if ms is not None and ms >= 0:
-        return ms / 1000.0
-    seconds = _number(headers.get("retry-after"))
-    if seconds is not None and seconds >= 0:
-        return seconds
-    return None
-
-
 _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|us|µs|ns|h|m|s)")
 _DURATION = re.compile(rf"(?:{_PART.pattern})+")
@@ -436,5 +415,5 @@ def parse_duration(text: str | None) -> float | None:
     text = text.strip()
     if _DURATION.fullmatch(text):
         return sum(float(n) * _UNIT_S[unit] for n, unit in _PART.findall(text))
-    value = _number(text)
+    value = header_number(text)
     return value if value is not None and value >= 0 else None

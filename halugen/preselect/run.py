@@ -2,9 +2,10 @@
 score how much they disagree (mean pairwise BERTScore F1), keep the K least similar.
 
 Sampling goes through the same call machinery as generation (budget, limits, request keys,
-resume). ``n`` is used when the server honours it; when a reply comes back with fewer
-choices than asked, the missing responses are sampled with separate calls and ``n`` is not
-asked for again in this session. Scoring runs in a worker thread in batches, one scorer
+resume). ``n`` is used when the server honours it, which is settled before the first
+sampling request (``llm/capabilities.py``: a probe, or what is stored); a reply that still
+comes back with fewer choices than asked has the missing responses sampled with separate
+calls. Scoring runs in a worker thread in batches, one scorer
 loaded once. Every score is stored (``preselect_scores``, view ``preselect_ranked``); the
 kept set is the K lowest, found by a streaming top-K over the stored scores.
 
@@ -17,7 +18,6 @@ scoring failed (tried again by the next run over the same store).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import anyio
@@ -28,15 +28,18 @@ from ..budget import format_usd
 from ..config import RunConfig
 from ..errors import BudgetExhausted, UsageError
 from ..llm.calls import CallFailure
+from ..llm.capabilities import N_CHOICES
 from ..llm.transport import Transport
 from ..records import BadRecord, ChatRequest, fingerprint
-from ..session import CallSession, call_session, closing, drive, resolve_model
+from ..session import CallSession, OnRun, call_session, closing, drive, resolve_model
 from ..store.db import KeyIndex, key_prefix
 from .queries import Query, read_queries
 from .scoring import GroupScore, PairwiseScorer, ScorerSpec, usable
 from .topk import LeastSimilar
 
 __all__ = ["PreselectConfig", "PreselectOutcome", "preselect"]
+
+_N_MODES = {"auto": "auto", "always": "on", "never": "off"}  # --use-n as a capability mode
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,24 +66,6 @@ class PreselectOutcome:
     scored: int
     kept: list[tuple[str, float]]
     notes: tuple[str, ...] = ()
-
-
-class _NMode:
-    """Whether to ask for ``n`` choices in one call; learned from the first short reply."""
-
-    def __init__(self, mode: str) -> None:
-        self.use_n = mode != "never"
-        self.learned = mode == "always"
-        self.note = ""
-
-    def observe(self, asked: int, got: int) -> None:
-        if not self.learned and got < asked:
-            self.use_n = False
-            self.note = (
-                f"the server answered n={asked} with {got} choice(s): sampling each "
-                f"response with its own call"
-            )
-        self.learned = True
 
 
 def _identity(cfg: PreselectConfig, scorer_name: str) -> dict[str, object]:
@@ -125,23 +110,23 @@ class _Response:
         return "" if usable(self.text) else "empty"
 
 
-async def _sample(
-    cfg: PreselectConfig, session: CallSession, mode: _NMode, q: Query
-) -> list[_Response] | None:
+async def _sample(cfg: PreselectConfig, session: CallSession, q: Query) -> list[_Response] | None:
     out: list[_Response] = []
     want = cfg.responses
-    if mode.use_n and want > 1:
+    use_n = await session.capabilities.decide(N_CHOICES) if want > 1 else None
+    if isinstance(use_n, CallFailure):
+        return None  # the probe it waited for got no answer; a resume asks again
+    if use_n is not None and use_n.supported:
         request = _request(cfg, q, n=want, index=0)
-        result = await session.runner.call(request, stage="respond", task="general", seed_key=q.key)
+        result = await session.calls.call(request, stage="respond", task="general", seed_key=q.key)
         if isinstance(result, CallFailure):
             return None
-        mode.observe(want, len(result.texts))
         finishes = list(result.finish_reasons) + [""] * len(result.texts)
         for text, finish in zip(result.texts[:want], finishes, strict=False):
             out.append(_Response(len(out), text.strip(), finish, request.key))
     while len(out) < want:
         request = _request(cfg, q, n=1, index=len(out))
-        result = await session.runner.call(request, stage="respond", task="general", seed_key=q.key)
+        result = await session.calls.call(request, stage="respond", task="general", seed_key=q.key)
         if isinstance(result, CallFailure):
             return None
         out.append(_Response(len(out), result.text.strip(), result.finish_reason, request.key))
@@ -163,7 +148,7 @@ async def _feed(
         ):
             if isinstance(item, BadRecord):
                 st.bump(st.bad_records, "general")
-                session.store.writer.put(
+                session.writer.put(
                     [
                         (
                             "bad_records",
@@ -195,7 +180,6 @@ async def _feed(
 async def _respond(
     cfg: PreselectConfig,
     session: CallSession,
-    mode: _NMode,
     receive: ObjectReceiveStream[Query],
     send: ObjectSendStream[tuple[Query, list[str], int]],
 ) -> None:
@@ -205,7 +189,7 @@ async def _respond(
             if session.flags.interrupted:
                 continue
             try:
-                responses = await _sample(cfg, session, mode, q)
+                responses = await _sample(cfg, session, q)
             except BudgetExhausted:
                 session.flags.budget_exhausted = True
                 continue
@@ -213,7 +197,7 @@ async def _respond(
                 st.bump(st.failed, "general")
                 continue
             kept = [r for r in responses if not r.dropped]
-            session.store.writer.put(
+            session.writer.put(
                 [
                     (
                         "preselect_queries",
@@ -262,7 +246,7 @@ async def _score(
                 ("preselect_scores", (session.run_id, q.key, score.score, score.used, scorer.name))
             )
             st.bump(st.sampled, "general")
-        session.store.writer.put(rows)
+        session.writer.put(rows)
         batch.clear()
 
     async with receive:
@@ -300,7 +284,7 @@ async def preselect(
     *,
     transport: Transport | None = None,
     console: Console | None = None,
-    on_run: Callable[[str, bool], None] | None = None,
+    on_run: OnRun | None = None,
     scorer: PairwiseScorer | None = None,
 ) -> PreselectOutcome:
     if cfg.responses < 2:
@@ -346,6 +330,7 @@ async def preselect(
         tasks="general",
         transport=transport,
         on_run=on_run,
+        modes={N_CHOICES: _N_MODES[cfg.use_n]},
     ) as session:
         store = session.store
         # scored queries are done, and so are those without two usable responses (asking
@@ -356,7 +341,6 @@ async def preselect(
             [session.run_id, session.run_id],
         )
         done = KeyIndex(key_prefix(r[0]) for r in rows)
-        mode = _NMode(cfg.use_n)
         session.stats.words.update(
             seeds="queries",
             sampled="scored",
@@ -376,13 +360,12 @@ async def preselect(
                 tg.start_soon(_feed, cfg, session, done, q_tx)
                 async with q_rx, r_tx:
                     for _ in range(workers):
-                        tg.start_soon(_respond, cfg, session, mode, q_rx.clone(), r_tx.clone())
+                        tg.start_soon(_respond, cfg, session, q_rx.clone(), r_tx.clone())
                 tg.start_soon(_score, cfg, session, scorer, r_rx, unscored)
 
         status, message = await drive(session, pipeline, progress=cfg.run.progress, console=console)
         store.writer.flush_blocking()
-        if mode.note:
-            session.notes.append(mode.note)
+        session.notes.extend(session.capabilities.notes())
         if note := _unscored_note(unscored):
             session.notes.append(note)
         top = LeastSimilar(cfg.keep)

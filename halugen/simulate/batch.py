@@ -37,6 +37,7 @@ from ..llm.transport import HttpResponse
 from ..records import canonical_json
 from .keys import key64, unit
 from .request import BadRequest, error_response, parse_body
+from .structured import FormatRefused
 
 __all__ = [
     "BatchService",
@@ -343,7 +344,7 @@ class BatchService:
         sim = self.sim
         digest = hashlib.sha256(canonical_json(body)).digest()
         try:
-            req = parse_body(orjson.dumps(body))
+            req = sim.apply_format_policy(parse_body(orjson.dumps(body)))
             window = sim.config.context_window
             if req.prompt_tokens + (req.max_tokens or 0) > window:
                 raise BadRequest(
@@ -354,6 +355,8 @@ class BatchService:
                 )
         except BadRequest as exc:
             return _Line(custom_id, body, digest, "bad", str(exc), exc.code, exc.param)
+        except FormatRefused as exc:
+            return _Line(custom_id, body, digest, "fail", str(exc))
         if self.config.fail_rate > 0:
             attempt = self._attempts.get(digest, 0) + 1
             self._attempts[digest] = attempt
@@ -374,9 +377,9 @@ class BatchService:
 
     def _list(self, query: dict[str, list[str]]) -> dict[str, Any]:
         limit = max(1, min(100, int((query.get("limit") or ["20"])[0] or 20)))
-        after = (query.get("after") or [None])[0]
+        after = (query.get("after") or [""])[0]
         ids = list(reversed(self._batches))  # newest first, as OpenAI lists them
-        if after in self._batches:
+        if after and after in self._batches:
             ids = ids[ids.index(after) + 1 :]
         page = ids[:limit]
         return {
@@ -480,7 +483,7 @@ class BatchService:
     def _answer(self, line: _Line) -> dict[str, Any]:
         """What the chat endpoint answers for this body (no faults, no latency), billed."""
         sim = self.sim
-        req = parse_body(orjson.dumps(line.body))
+        req = sim.apply_format_policy(parse_body(orjson.dumps(line.body)))
         n_out = req.n if sim.config.honour_n else 1
         # the simulator's own answer path: same texts, same usage as an interactive call
         payload, completion_tokens = sim._completion(req, n_out, line.digest, None)

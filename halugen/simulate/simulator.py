@@ -45,13 +45,14 @@ from .batch import BatchSimConfig
 from .keys import key64, mix, unit
 from .limits import Admission, RateLimits
 from .request import BadRequest, ChatBody, error_response, parse_body
-from .structured import UNSUPPORTED_FORMAT, structured_text
+from .structured import REFUSED_FORMAT, UNSUPPORTED_FORMAT, FormatRefused, structured_text
 from .tokens import count_text, truncate_to_tokens
 from .words import normalise
 
-__all__ = ["FAULT_KINDS", "SimConfig", "SimulatedDrop", "Simulator"]
+__all__ = ["FAULT_KINDS", "RESPONSE_FORMAT_MODES", "SimConfig", "SimulatedDrop", "Simulator"]
 
 FAULT_KINDS = ("500", "503", "hang", "malformed", "content_filter", "drop", "429")
+RESPONSE_FORMAT_MODES = ("honour", "ignore", "400", "500")
 CONTEXT_WINDOW = 128_000
 _JSON = "application/json"
 
@@ -74,7 +75,10 @@ class SimConfig:
     api_key: str | None = field(default=None, repr=False)
     auth: str = "bearer"  # how the key must come: "bearer" (Authorization) or "api-key" (Azure)
     honour_n: bool = True  # False: ignore n > 1 and return one choice
-    structured_outputs: bool = True  # False: a JSON response_format is a 400, as on old servers
+    # what the server does with a JSON response_format: "honour" it (structured outputs),
+    # "ignore" it (a text reply, as many gateways do), refuse it with a "400" (older servers)
+    # or with a "500" (llama-cpp-python's server)
+    response_format: str = "honour"
     report_usage: bool = True  # False: omit "usage" from responses
     seed: int = 0  # mixes into every deterministic choice
     judge_accuracy: float | None = None  # recognition: P(right verdict) for oracle answers
@@ -113,6 +117,11 @@ class SimConfig:
                 raise UsageError(f"simulator {name} must be positive (or unset)")
         if self.auth not in ("bearer", "api-key"):
             raise UsageError(f"simulator auth must be bearer or api-key, not {self.auth!r}")
+        if self.response_format not in RESPONSE_FORMAT_MODES:
+            raise UsageError(
+                f"simulator response_format must be one of {', '.join(RESPONSE_FORMAT_MODES)}, "
+                f"not {self.response_format!r}"
+            )
         if self.announce_window not in ("models", "props", "none"):
             raise UsageError("simulator announce_window must be models, props or none")
         unknown = set(self.faults) - set(FAULT_KINDS)
@@ -228,6 +237,20 @@ class Simulator:
             return None
         return {"default_generation_settings": {"n_ctx": self.config.context_window}}
 
+    def apply_format_policy(self, req: ChatBody) -> ChatBody:
+        """``req`` as this server treats its ``response_format`` (``SimConfig.response_format``).
+
+        Raises ``BadRequest`` (a 400) or ``FormatRefused`` (a 500) for a server that refuses it.
+        """
+        mode = self.config.response_format
+        if req.response_format is None or mode == "honour":
+            return req
+        if mode == "ignore":
+            return replace(req, response_format=None)
+        if mode == "400":
+            raise BadRequest(UNSUPPORTED_FORMAT, "response_format", "unsupported_parameter")
+        raise FormatRefused(REFUSED_FORMAT)
+
     def authorised(self, headers: Mapping[str, str]) -> bool:
         return self._credential is None or headers.get(self._auth_header) == self._credential
 
@@ -267,9 +290,7 @@ class Simulator:
         if not self.authorised(headers):
             return self._count(self.unauthorised())
         try:
-            req = parse_body(body)
-            if req.response_format is not None and not cfg.structured_outputs:
-                raise BadRequest(UNSUPPORTED_FORMAT, "response_format", "unsupported_parameter")
+            req = self.apply_format_policy(parse_body(body))
             fits_prompt = req.prompt_tokens < cfg.context_window
             if cfg.shorten_to_fit and fits_prompt and req.max_tokens is not None:
                 # llama.cpp's way: the reply stops where the context is full
@@ -285,6 +306,10 @@ class Simulator:
                     "messages",
                     "context_length_exceeded",
                 )
+        except FormatRefused as exc:
+            return self._count(
+                error_response(500, str(exc), "server_error", None, None, self._limits.headers())
+            )
         except BadRequest as exc:
             return self._count(
                 error_response(

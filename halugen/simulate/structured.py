@@ -1,5 +1,8 @@
 """Structured outputs in the simulator: a reply as JSON that fits the request's schema.
 
+A simulated server may also ignore ``response_format`` or refuse it (a 400, or a 500 as
+llama-cpp-python's server does): ``SimConfig.response_format``.
+
 A server with structured outputs constrains its reply to the ``response_format`` schema, so
 the simulator's answer (the values ``answers.reply`` decided: a choice, a verdict, a
 pattern and a text) is written as an object of the schema's properties, each value
@@ -16,12 +19,25 @@ import orjson
 
 from .keys import pick
 
-__all__ = ["UNSUPPORTED_FORMAT", "check_response_format", "structured_text"]
+__all__ = [
+    "REFUSED_FORMAT",
+    "UNSUPPORTED_FORMAT",
+    "FormatRefused",
+    "check_response_format",
+    "structured_text",
+]
 
 # What a server without structured outputs says (OpenAI's wording for such models).
 UNSUPPORTED_FORMAT = (
     "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model."
 )
+# What a server that fails on it says with its 500 (as llama-cpp-python's server does).
+REFUSED_FORMAT = "Internal Server Error: the response_format could not be turned into a grammar"
+
+
+class FormatRefused(Exception):
+    """A server that answers a ``response_format`` with a 500."""
+
 
 _TYPES = ("text", "json_object", "json_schema")
 

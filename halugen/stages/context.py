@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Sampling
-from ..llm.calls import CallRunner
+from ..llm.capabilities import Capabilities
+from ..llm.strategy import CallStrategy, StageWriter
 from ..prompts import Template
 from ..records import fingerprint
 from ..session import StopFlags
 from ..stats import RunStats
-from ..store.writer import StoreWriter
 from ..tasks.base import TaskSpec
 
 __all__ = ["GenContext", "LoadedTask", "StopFlags"]
@@ -30,8 +30,9 @@ class GenContext:
     run_id: str
     model: str
     run_seed: int
-    runner: CallRunner
-    writer: StoreWriter
+    runner: CallStrategy  # sends the calls now, or plans them for a batch
+    writer: StageWriter
+    capabilities: Capabilities  # what the endpoint accepts, settled before it matters
     stats: RunStats
     tasks: dict[str, LoadedTask]
     sampling: Sampling

@@ -3,7 +3,8 @@
 The judge sees the candidates in an order drawn from an RNG seeded by (run seed, seed key)
 and never the right answer, so it picks the candidate closest to the truth. Identical or
 single valid candidates need no call. The judge is asked for ``{"choice": n}`` when the
-endpoint has structured outputs (``llm.capabilities``), else for text; a reply that names
+session asks for JSON (``llm.capabilities``, settled before the first filter request), else
+for text; a reply that names
 no candidate is followed once by a stricter instruction in the same conversation
 (``prompts/<task>/filter_again.txt``) before the seed is rejected. Unparseable picks are
 recorded, never data.
@@ -18,10 +19,9 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from ..errors import BudgetExhausted
 from ..llm.calls import CallFailure
-from ..llm.capabilities import structured_outputs
 from ..llm.structured import choice_format
 from ..prompts import Template, load_template
-from ..records import Candidate, ChatRequest, Judgement, Rejected, Sample, Seed
+from ..records import Candidate, ChatRequest, ChatResult, Judgement, Rejected, Sample, Seed
 from ..tasks.base import normalise
 from .context import GenContext
 
@@ -97,12 +97,17 @@ async def _judge(
         top_p=ctx.judge.top_p,
     )
     est = template.estimate_tokens(values, ctx.runner.counter)
-    structured = structured_outputs(ctx.runner, ctx.model)
-    fmt = choice_format(len(shown))
-    where = dict(stage="filter", task=seed.task, seed_key=seed.key)
     shown_idx = tuple(c.index for c in shown)
-    ctx.stats.bump(ctx.stats.filter_calls, seed.task)
-    result, _ = await structured.call(request, fmt, est_prompt_tokens=est, **where)
+    formatted = await ctx.capabilities.formatted(request, choice_format(len(shown)))
+    result: ChatResult | CallFailure
+    if isinstance(formatted, CallFailure):
+        result = formatted  # the probe it waited for got no answer: a failed call
+    else:
+        request = formatted
+        ctx.stats.bump(ctx.stats.filter_calls, seed.task)
+        result = await ctx.runner.call(
+            request, stage="filter", task=seed.task, seed_key=seed.key, est_prompt_tokens=est
+        )
     first_reply = ""
     for attempt in (1, 2):
         if isinstance(result, CallFailure):
@@ -158,9 +163,14 @@ async def _judge(
             ),
         )
         ctx.stats.bump(ctx.stats.filter_calls, seed.task)
-        result, _ = await structured.call(
-            request, fmt, est_prompt_tokens=est + 2 * MIN_FILTER_TOKENS, **where
+        result = await ctx.runner.call(
+            request,
+            stage="filter",
+            task=seed.task,
+            seed_key=seed.key,
+            est_prompt_tokens=est + 2 * MIN_FILTER_TOKENS,
         )
+    assert isinstance(result, ChatResult)  # the second reply, read and unparseable
     judgement = Judgement(
         seed.key,
         shown_idx,

@@ -725,6 +725,16 @@ CREATE TABLE task_folders (
 );
 """
 
+# Where each capability decision came from: "probe" rows are what later runs of the endpoint
+# and model assume; every row says how its run asked (flag, stored, run, probe, default).
+_CAPABILITY_SOURCE = """
+ALTER TABLE endpoint_capabilities ADD COLUMN source VARCHAR;
+UPDATE endpoint_capabilities SET source = CASE
+    WHEN detail LIKE 'auto: known%' THEN 'stored'
+    WHEN detail LIKE 'auto:%' THEN 'probe'
+    ELSE 'flag' END;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
@@ -743,4 +753,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0015_seed_files", _SEED_FILES),
     ("0016_judgement_reask", _JUDGEMENT_REASK),
     ("0017_task_folders", _TASK_FOLDERS),
+    ("0018_capability_source", _CAPABILITY_SOURCE),
 )

@@ -245,6 +245,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "supported",
         "detail",
         "run_id",
+        "source",
         "created_at",
     ),
     "audit_results": (

@@ -63,9 +63,13 @@ def assert_books_agree(db: Path, env: InProcess) -> dict[str, Any]:
     return stats
 
 
-def test_batch_mode_makes_the_same_samples_at_half_the_price(tmp_path):
+@pytest.mark.parametrize("response_format", ["honour", "ignore"])
+def test_batch_mode_makes_the_same_samples_at_half_the_price(tmp_path, response_format):
+    """Also against a server that ignores response_format: the probe settles how the filter
+    asks before anything is planned, so no filter request is planned twice."""
     seeds = seeds_file(tmp_path, 30)
-    interactive, batch = in_process(), in_process()
+    sim = {"response_format": response_format}
+    interactive, batch = in_process(sim=sim), in_process(sim=sim)
     out_i = run(config(tmp_path / "i.duckdb", seeds, batch=None), interactive)
     out_b = run(config(tmp_path / "b.duckdb", seeds), batch)
     assert out_i.status == out_b.status == "done", out_b.message
@@ -77,10 +81,15 @@ def test_batch_mode_makes_the_same_samples_at_half_the_price(tmp_path):
 
     si = assert_books_agree(tmp_path / "i.duckdb", interactive)
     sb = assert_books_agree(tmp_path / "b.duckdb", batch)
-    assert sb["requests"] == 0  # nothing went to the chat endpoint
-    assert sb["batch"]["prompt_tokens"] == si["prompt_tokens"]
-    assert sb["batch"]["completion_tokens"] == si["completion_tokens"]
-    assert sb["billed_usd"] == pytest.approx(si["billed_usd"] / 2)
+    # the one request to the chat endpoint is the structured-output probe, as interactive
+    assert sb["requests"] == sb["billed_requests"] - sb["batch"]["billed_requests"] == 1
+    probe_usd = sb["interactive_billed_usd"]
+    assert 0 < probe_usd < si["billed_usd"] / 100
+    # every other request exactly once, at exactly half the price
+    assert sb["batch"]["billed_requests"] == si["billed_requests"] - 1
+    assert sb["batch"]["prompt_tokens"] + sb["prompt_tokens"] == si["prompt_tokens"]
+    assert sb["batch"]["completion_tokens"] + sb["completion_tokens"] == si["completion_tokens"]
+    assert sb["batch"]["billed_usd"] == pytest.approx((si["billed_usd"] - probe_usd) / 2)
     # stage after stage: one batch of sampling requests, then one of filter requests
     stages = query(
         tmp_path / "b.duckdb",
@@ -91,7 +100,7 @@ def test_batch_mode_makes_the_same_samples_at_half_the_price(tmp_path):
     assert sb["batch"]["batches_created"] == 2
     # the answers are ordinary stored calls: an interactive rerun pays nothing
     again = run(config(tmp_path / "b.duckdb", seeds, batch=None), batch)
-    assert again.status == "done" and batch.stats()["requests"] == 0
+    assert again.status == "done" and batch.stats()["requests"] == 1
 
 
 def test_a_fresh_run_in_batch_mode_is_one_run_and_pays_nothing_twice(tmp_path):
@@ -167,8 +176,8 @@ def test_expired_batches_settle_what_finished_and_resend_the_rest(tmp_path):
     # every line of an expired batch that did not run was released, none settled twice
     assert query(
         db,
-        "SELECT count(*) FROM (SELECT call_id FROM ledger WHERE event <> 'batch_reserve' "
-        "GROUP BY call_id HAVING count(*) > 1)",
+        "SELECT count(*) FROM (SELECT call_id FROM ledger WHERE event NOT IN "
+        "('batch_reserve', 'reserve') GROUP BY call_id HAVING count(*) > 1)",
     ) == [(0,)]
 
 
@@ -355,7 +364,7 @@ def test_eval_in_batch_mode_gives_the_same_verdicts_at_half_the_price(tmp_path):
     assert sb["billed_usd"] == pytest.approx(si["billed_usd"] / 2)
 
 
-def test_preselect_in_batch_mode_learns_that_n_is_ignored_and_asks_the_rest(tmp_path):
+def test_preselect_in_batch_mode_finds_out_first_that_n_is_ignored(tmp_path):
     from halugen.preselect.run import PreselectConfig, preselect
     from tests.e2e.test_general_track import scorer_or_skip, write_alpaca
 
@@ -370,10 +379,12 @@ def test_preselect_in_batch_mode_learns_that_n_is_ignored_and_asks_the_rest(tmp_
     assert out.status == "done", out.message
     assert out.scored == 10 and len(out.kept) == 4
     stats = assert_books_agree(db, env)
-    # n=3 asked once; the missing answers follow, one index a round (preselect asks for the
-    # next response only once it has the one before)
-    assert stats["batch"]["batches_created"] >= 3
-    assert stats["requests"] == 0
+    # the n probe (the one request to the chat endpoint) found n ignored, so no request
+    # asks for n; the answers come one index a round (preselect asks for the next response
+    # only once it has the one before)
+    assert stats["requests"] == 1
+    assert stats["batch"]["batches_created"] == 3
+    assert stats["batch"]["billed_requests"] == 30
     assert query(db, "SELECT count(*) FROM preselect_responses") == [(30,)]
 
 

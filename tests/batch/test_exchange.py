@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from pathlib import Path
 
 import anyio
@@ -27,10 +28,17 @@ def counts(db: Path) -> tuple:
     )
 
 
-def run_like_vllm(requests: Path, results: Path, *, fail: set[int] = frozenset()) -> None:
+def run_like_vllm(
+    requests: Path,
+    results: Path,
+    *,
+    fail: Collection[int] = frozenset(),
+    response_format: str = "honour",
+) -> None:
     """What ``python -m vllm.entrypoints.openai.run_batch -i requests -o results`` writes,
-    answered by the simulator: one file, successes and errors, pydantic's full dumps."""
-    sim = Simulator(SimConfig())
+    answered by the simulator: one file, successes and errors, pydantic's full dumps.
+    ``response_format``: what the engine does with a JSON schema (SimConfig's)."""
+    sim = Simulator(SimConfig(response_format=response_format))
     out = []
 
     async def answer(body: dict) -> dict:
@@ -73,14 +81,26 @@ def run_args(seeds: Path, db: Path) -> list[str]:
     return ["--seeds", str(seeds), "--db", str(db), "--model", "gpt-4o-mini", "--no-progress"]
 
 
-def export(seeds: Path, db: Path, out: Path, stage: str | None = None) -> int:
+def export(
+    seeds: Path, db: Path, out: Path, stage: str | None = None, flags: tuple[str, ...] = ()
+) -> int:
     stage_args = ["--stage", stage] if stage else []
-    return main(["batch", "export", "--out", str(out), *stage_args, *run_args(seeds, db)])
+    return main(["batch", "export", "--out", str(out), *stage_args, *flags, *run_args(seeds, db)])
 
 
+@pytest.mark.parametrize(
+    ("engine", "flags", "asked"),
+    [
+        ("honour", (), "text"),  # no server asked, nothing stored: text, which any engine takes
+        ("ignore", (), "text"),  # an engine that ignores response_format
+        ("honour", ("--structured", "on"), "JSON"),
+    ],
+)
 def test_a_run_made_entirely_by_another_engine_through_batch_files(
-    hotpot_file, tmp_path, simulator, capsys
+    hotpot_file, tmp_path, simulator, capsys, engine, flags, asked
 ):
+    """One export and one import per stage, then 'halugen run' sends nothing: the filter
+    requests never depend on which answers came back first."""
     seeds = hotpot_file(12)
     db = tmp_path / "h.duckdb"
     sample_req, sample_out = tmp_path / "sample.jsonl", tmp_path / "sample-out.jsonl"
@@ -93,7 +113,7 @@ def test_a_run_made_entirely_by_another_engine_through_batch_files(
     assert all(len(x["custom_id"]) == 64 for x in lines)  # the request key
     assert query(db, "SELECT count(*) FROM call_log") == [(0,)]  # nothing was sent
 
-    run_like_vllm(sample_req, sample_out)
+    run_like_vllm(sample_req, sample_out, response_format=engine)
     assert main(["batch", "import", str(sample_out), "--db", str(db), "--price-card", "local"]) == 0
     assert "imported 24 answer(s)" in capsys.readouterr().out
     assert query(db, "SELECT status, count(*), sum(cost_pusd) FROM call_log GROUP BY 1") == [
@@ -104,10 +124,13 @@ def test_a_run_made_entirely_by_another_engine_through_batch_files(
     assert export(seeds, db, tmp_path / "x.jsonl", "sample") == 2
     assert "filter" in capsys.readouterr().err
     filter_req, filter_out = tmp_path / "filter.jsonl", tmp_path / "filter-out.jsonl"
-    assert export(seeds, db, filter_req, "filter") == 0
-    n_filter = len(filter_req.read_bytes().splitlines())
-    assert 0 < n_filter <= 12
-    run_like_vllm(filter_req, filter_out)
+    assert export(seeds, db, filter_req, "filter", flags) == 0
+    assert f"replies asked for as {asked}" in capsys.readouterr().err  # the export says which
+    filter_lines = [orjson.loads(x) for x in filter_req.read_bytes().splitlines()]
+    assert 0 < len(filter_lines) <= 12
+    formats = {"response_format" in x["body"] for x in filter_lines}
+    assert formats == {asked == "JSON"}
+    run_like_vllm(filter_req, filter_out, response_format=engine)
     assert main(["batch", "import", str(filter_out), "--db", str(db), "--price-card", "local"]) == 0
 
     # the same 'halugen run' then finishes from the store: the endpoint sees no request
@@ -116,8 +139,23 @@ def test_a_run_made_entirely_by_another_engine_through_batch_files(
     assert code == 0, capsys.readouterr().err
     assert sim.stats(keys=False)["requests"] == 0
     assert query(db, "SELECT count(*) FROM samples") == [(12,)]
+    assert export(seeds, db, tmp_path / "y.jsonl") == 0
+    assert "nothing to export" in capsys.readouterr().out
     assert query(db, "SELECT count(*) FROM runs") == [(1,)]
     assert query(db, "SELECT count(*) FROM batches WHERE kind = 'export'") == [(2,)]
+
+
+def test_export_without_a_model_asks_the_server_which_it_serves(
+    hotpot_file, tmp_path, simulator, capsys
+):
+    sim = simulator()  # serves one model, halugen-sim
+    seeds, db, out = hotpot_file(3), tmp_path / "h.duckdb", tmp_path / "r.jsonl"
+    args = ["batch", "export", "--out", str(out), "--seeds", str(seeds), "--db", str(db)]
+    assert main([*args, "--base-url", sim.base_url, "--no-progress"]) == 0
+    assert {orjson.loads(x)["body"]["model"] for x in out.read_bytes().splitlines()} == {
+        "halugen-sim"
+    }
+    assert sim.stats(keys=False)["requests"] == 0  # asked GET /models, sent no request
 
 
 def test_imported_answers_are_priced_from_their_usage(hotpot_file, tmp_path, capsys):
@@ -199,3 +237,27 @@ def test_export_without_seeds_and_import_of_a_missing_file_are_usage_errors(tmp_
     code = main(["batch", "import", str(tmp_path / "none.jsonl"), "--db", str(tmp_path / "d")])
     assert code == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_an_export_fits_records_to_the_window_the_run_worked_with(simulator, tmp_path, capsys):
+    """An export whose server is not running (the engine runs offline) fits the records as
+    the run did before, so its requests are the ones the run sends against that server."""
+    from tests.e2e.test_tasks import write_articles
+
+    sim = simulator(context_window=2048, announce_window="models")
+    articles = write_articles(tmp_path / "a.csv", 4, repeat=20)  # ~2,400 tokens each
+    db, ref, out = tmp_path / "h.duckdb", tmp_path / "ref.duckdb", tmp_path / "r.jsonl"
+    common = ["--task", "summarization", "--seeds", str(articles), "--model", "halugen-sim",
+              "--price-card", "local", "--no-progress"]  # fmt: skip
+    server = ["--base-url", sim.base_url, "--api-key", "k"]
+    assert main(["run", *common, *server, "--db", str(db), "--limit", "1"]) == 0
+    offline = ["--base-url", "http://127.0.0.1:9/v1"]  # the same kind of server, not running
+    assert main(["batch", "export", "--out", str(out), "--stage", "sample", *common, *offline,
+                 "--db", str(db)]) == 0  # fmt: skip
+    exported = {orjson.loads(x)["custom_id"] for x in out.read_bytes().splitlines()}
+    assert len(exported) == 6  # the three seeds left, two candidates each
+    # the same seeds run against the server from the start make the same requests
+    assert main(["run", *common, *server, "--db", str(ref)]) == 0
+    sent = {r[0] for r in query(ref, "SELECT key FROM calls WHERE stage = 'sample'")}
+    assert exported <= sent
+    assert query(db, "SELECT count(*) FROM seeds WHERE truncated_tokens > 0") == [(4,)]

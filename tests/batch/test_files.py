@@ -79,7 +79,8 @@ def test_openai_success_error_and_expired_lines():
         )
     )
     a, b, c, d = read_output(data, "out.jsonl")
-    assert a.ok and a.body == COMPLETION and not a.retryable
+    assert a.ok and a.completion is not None and not a.retryable
+    assert a.completion.texts == ("hi",) and orjson.loads(a.completion.raw) == COMPLETION
     assert not b.ok and b.error == "too long" and b.code == "context_length_exceeded"
     assert not b.retryable
     assert c.retryable and c.code == "batch_expired" and c.status_code == 0

@@ -118,7 +118,7 @@ def test_kill_9_while_batches_run_then_the_same_command_resumes_them(
     assert done.returncode == 0, done.stderr
     s = check_books(db, sim, 30)
     assert s["batch"]["batches_created"] == 2  # neither batch was ever sent again
-    assert s["requests"] == 0  # and nothing went to the chat endpoint
+    assert s["requests"] == 1  # only the structured-output probe went to the chat endpoint
     assert query(db, "SELECT state, count(*) FROM batches GROUP BY 1") == [("collected", 2)]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import duckdb
 import orjson
 
 from halugen.cli import main
@@ -51,7 +52,7 @@ def _cfg(db: Path, data: Path) -> EvalConfig:
     return EvalConfig(run=run, task="qa", data=(str(data),), scoring="logprobs")
 
 
-def test_a_server_that_refuses_logprobs_stops_on_the_first_reply(tmp_path):
+def test_a_server_that_refuses_logprobs_stops_before_the_first_item(tmp_path):
     data, _ = write_qa(tmp_path / "qa.jsonl", 30)
     for mode in ("refuse", "ignore"):
         transport, seen = _no_logprobs_server(mode)
@@ -60,7 +61,14 @@ def test_a_server_that_refuses_logprobs_stops_on_the_first_reply(tmp_path):
         assert outcome.exit_code != 0, outcome.message
         assert "gives no logprobs" in outcome.message and "--scoring parse" in outcome.message
         assert "done" not in outcome.message
-        assert seen["with_logprobs"] == 1  # found out on the first reply, never retried 8 times
+        # found out by the probe before any item: one request with logprobs where they are
+        # ignored; where they get a 500, that 500 once more after the plain probe was
+        # answered (a passing fault is not taken for a refusal); never retried 8 times
+        assert seen["with_logprobs"] == (2 if mode == "refuse" else 1)
+        db = tmp_path / f"{mode}.duckdb"
+        with duckdb.connect(str(db), read_only=True) as conn:
+            stages = conn.execute("SELECT DISTINCT stage FROM calls").fetchall()
+        assert stages == [("probe",)]  # no item was asked
 
 
 def test_eval_with_nothing_to_judge_says_so(tmp_path, capsys, simulator):

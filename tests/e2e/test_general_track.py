@@ -99,7 +99,7 @@ def test_preselect_uses_n_when_honoured(simulator, tmp_path, scorer):
     db = tmp_path / "h.duckdb"
     outcome = run_preselect(sim.base_url, queries, db, scorer, responses=3, keep=2)
     assert outcome.exit_code == 0 and not outcome.notes
-    assert sim.stats(keys=False)["requests"] == 6  # one call per query, n=3
+    assert sim.stats(keys=False)["requests"] == 1 + 6  # the n probe, one call per query (n=3)
 
 
 def test_annotate_resolve_export_and_evaluate_general(simulator, tmp_path, scorer, capsys):

@@ -66,7 +66,8 @@ def test_run_produces_one_sample_per_seed_and_logs_every_call(simulator, hotpot_
     statuses = dict(query(db, "SELECT status, count(*) FROM calls GROUP BY 1"))
     assert statuses["ok"] == stats["ok"]
     stages = {r[0] for r in query(db, "SELECT stage FROM cost_by_stage")}
-    assert stages <= {"sample", "filter"} and "sample" in stages
+    # "probe": the one small request that found out the endpoint takes a JSON schema
+    assert stages <= {"sample", "filter", "probe"} and "sample" in stages
 
 
 def test_same_command_resumes_without_paying_twice(simulator, hotpot_file, tmp_path):
@@ -332,7 +333,7 @@ def test_content_filter_and_unparseable_judges_are_recorded_never_data(
 ):
     # without structured outputs, so that judges may answer off the format
     sim = simulator(
-        fail_rate=0.3, faults=("content_filter",), garbage_rate=0.3, structured_outputs=False
+        fail_rate=0.3, faults=("content_filter",), garbage_rate=0.3, response_format="400"
     )
     db = tmp_path / "h.duckdb"
     outcome = run(config(sim.base_url, hotpot_file(150), db))

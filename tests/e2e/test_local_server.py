@@ -55,6 +55,18 @@ def test_without_model_the_one_model_the_server_serves_is_used(
     assert _query(db, "SELECT DISTINCT model FROM calls") == [("gemma-3-270m",)]
 
 
+def test_estimate_asks_the_server_for_its_model_as_run_does(
+    simulator, hotpot_file, tmp_path, capsys
+):
+    sim = simulator(served_models=("gemma-3-270m",))
+    code = main(["estimate", "--seeds", str(hotpot_file(2)), "--base-url", sim.base_url,
+                 "--price-card", "local"])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "gemma-3-270m" in captured.out
+    assert sim.stats(keys=False)["requests"] == 0  # GET /models only
+
+
 def test_several_models_and_no_model_flag_is_a_usage_error(
     simulator, hotpot_file, tmp_path, capsys
 ):

@@ -1,151 +1,259 @@
-"""Structured outputs, found out once per endpoint and model: a probe that goes alone, a
-400 or a text reply that means "no", what is stored and what later sessions assume."""
+"""Capabilities, settled before the requests that depend on them: where each decision comes
+from (flag, stored probe, the run's earlier way, a probe, no server), how a probe's answer is
+read (one attempt at the feature; a plain twin tells a refusing 5xx from a failing server;
+no answer is retried and decides nothing), and what is stored."""
 
 from __future__ import annotations
 
 import asyncio
-from types import SimpleNamespace
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from halugen.config import RetryPolicy
 from halugen.llm.calls import CallFailure
-from halugen.llm.capabilities import StructuredOutputs, structured_outputs
+from halugen.llm.capabilities import JSON_SCHEMA, LOGPROBS, N_CHOICES, Capabilities, Decision
+from halugen.llm.probe import PROBE_STAGE, control_request, probe_request
 from halugen.llm.structured import verdict_format
 from halugen.records import ChatRequest, ChatResult
+from halugen.store.db import Store, open_store
 
-FMT = verdict_format()
+Answer = Callable[[ChatRequest], ChatResult | CallFailure]
 
 
 class FakeRunner:
-    """What StructuredOutputs uses of a CallRunner: call, pool.url, store, writer."""
+    """What probes use of a CallRunner: ``call`` (one attempt each) and ``retry``."""
 
-    def __init__(self, answer, stored: list[tuple] | None = None) -> None:  # type: ignore[no-untyped-def]
-        self.answer = answer  # request -> ChatResult | CallFailure
-        self.pool = SimpleNamespace(url="http://sim/v1/chat/completions")
-        self.store = SimpleNamespace(query=lambda sql, params: list(stored or []))
-        self.rows: list[tuple] = []
-        self.writer = SimpleNamespace(put=self.rows.extend)
-        self.run_id = "run-1"
-        self.sent: list[ChatRequest] = []
-        self.in_flight = 0
-        self.most_in_flight = 0
+    def __init__(self, answer: Answer) -> None:
+        self.answer = answer
+        self.retry = RetryPolicy(max_attempts=3, base_delay=0.0, max_delay=0.0)
+        self.sent: list[tuple[ChatRequest, dict[str, Any]]] = []
 
-    async def call(self, request: ChatRequest, **kw: Any):  # type: ignore[no-untyped-def]
-        self.sent.append(request)
-        self.in_flight += 1
-        self.most_in_flight = max(self.most_in_flight, self.in_flight)
-        await asyncio.sleep(0.001 if request.response_format is not None else 0)
-        self.in_flight -= 1
+    async def call(self, request: ChatRequest, **kw: Any) -> ChatResult | CallFailure:
+        self.sent.append((request, kw))
+        await asyncio.sleep(0)
         return self.answer(request)
 
 
-def ok(text: str) -> ChatResult:
-    return ChatResult(texts=(text,), finish_reasons=("stop",), prompt_tokens=1, completion_tokens=1)
+def ok(*texts: str, logprobs: tuple[Any, ...] = (), finish: str = "stop") -> ChatResult:
+    return ChatResult(
+        texts=texts,
+        finish_reasons=(finish,) * len(texts),
+        prompt_tokens=3,
+        completion_tokens=1,
+        logprobs=logprobs,
+    )
 
 
-def request(i: int = 0) -> ChatRequest:
-    return ChatRequest(model="m", messages=({"role": "user", "content": f"q{i}"},))
+def failed(status: int) -> CallFailure:
+    return CallFailure("k", "FatalCallError" if 400 <= status < 500 else "RetryableError",
+                       f"HTTP {status}", status)  # fmt: skip
 
 
-def run_many(so: StructuredOutputs, n: int) -> list[tuple[Any, bool]]:
-    async def go() -> list[tuple[Any, bool]]:
-        return list(
-            await asyncio.gather(*(so.call(request(i), FMT, stage="judge") for i in range(n)))
-        )
+def honours(request: ChatRequest) -> ChatResult:
+    """A server with every feature."""
+    if request.response_format is not None:
+        return ok('{"probe": "halugen"}')
+    if request.logprobs:
+        return ok("OK", logprobs=({"content": [{"token": "OK", "logprob": -0.1}]},))
+    return ok(*["OK"] * request.n)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with open_store(tmp_path / "h.duckdb") as s:
+        yield s
+
+
+def caps(store: Store, runner: Any, **kw: Any) -> Capabilities:
+    """``runner``: a FakeRunner standing in for the CallRunner, or None (no server)."""
+    kw.setdefault("run_id", "run-1")
+    return Capabilities(
+        store=store, endpoint="http://sim/v1/chat/completions", model="m", runner=runner, **kw
+    )
+
+
+def decide(c: Capabilities, capability: str, callers: int = 1) -> list[Decision | CallFailure]:
+    async def go() -> list[Decision | CallFailure]:
+        return list(await asyncio.gather(*(c.decide(capability) for _ in range(callers))))
 
     return asyncio.run(go())
 
 
-def test_a_supporting_endpoint_is_probed_once_and_asked_for_json() -> None:
-    runner = FakeRunner(
-        lambda r: ok('{"verdict": "Yes"}') if r.response_format else ok("Verdict: Yes")
+def rows(store: Store) -> list[tuple]:
+    store.writer.flush_blocking()
+    return store.query(
+        "SELECT endpoint, model, capability, supported, source, run_id "
+        "FROM endpoint_capabilities ORDER BY created_at"
     )
-    so = StructuredOutputs(runner, "m")  # type: ignore[arg-type]
-    results = run_many(so, 5)
-    assert all(as_json for _, as_json in results)
-    assert all(r.response_format == FMT for r in runner.sent)
-    assert so.supported is True and so.used == "json_schema"
-    # the probe went alone; once it answered, the others went together
-    assert runner.sent[0].messages[0]["content"] == "q0"
-    assert runner.most_in_flight > 1
-    ((table, row),) = runner.rows  # recorded once for the session
-    assert table == "endpoint_capabilities"
-    assert (row[0], row[1], row[2], row[3], row[5]) == (
-        "http://sim/v1/chat/completions",
-        "m",
-        "json_schema",
-        True,
-        "run-1",
-    )
-    assert "JSON" in so.note
 
 
-def test_a_400_means_unsupported_and_the_call_is_sent_again_as_text() -> None:
-    def answer(r: ChatRequest):  # type: ignore[no-untyped-def]
-        if r.response_format is not None:
-            return CallFailure(
-                "k", "FatalCallError", "HTTP 400: response_format not supported", 400
-            )
-        return ok("Verdict: No")
-
-    runner = FakeRunner(answer)
-    so = StructuredOutputs(runner, "m")  # type: ignore[arg-type]
-    results = run_many(so, 4)
-    assert [(res.text, as_json) for res, as_json in results] == [("Verdict: No", False)] * 4
-    formatted = [r for r in runner.sent if r.response_format is not None]
-    assert len(formatted) == 1  # one probe, then text for everything
-    assert len(runner.sent) == 5
-    assert so.supported is False and so.used == "text"
-    ((table, row),) = runner.rows
-    assert table == "endpoint_capabilities" and row[3] is False and "400" in row[4]
-    assert "text" in so.note and "400" in so.note
+def test_one_probe_with_a_fixed_small_body_decides_for_every_caller(store: Store) -> None:
+    runner = FakeRunner(honours)
+    c = caps(store, runner, task="qa")
+    decisions = decide(c, JSON_SCHEMA, callers=8)
+    assert all(d == decisions[0] for d in decisions)
+    (decision,) = set(decisions)
+    assert isinstance(decision, Decision) and decision.supported and decision.source == "probe"
+    ((request, kw),) = runner.sent  # one probe, the seven others waited for it
+    assert request == probe_request(JSON_SCHEMA, "m") and request.max_tokens <= 16
+    assert kw == {"stage": PROBE_STAGE, "task": "qa", "max_attempts": 1}
+    assert probe_request(JSON_SCHEMA, "m").key == probe_request(JSON_SCHEMA, "m").key
+    assert rows(store) == [
+        ("http://sim/v1/chat/completions", "m", JSON_SCHEMA, True, "probe", "run-1")
+    ]
+    assert "JSON" in c.notes()[0]
 
 
-def test_a_server_that_ignores_the_format_is_asked_for_text_from_then_on() -> None:
-    runner = FakeRunner(lambda r: ok("Verdict: Yes"))
-    so = StructuredOutputs(runner, "m")  # type: ignore[arg-type]
-    results = run_many(so, 3)
-    assert [res.text for res, _ in results] == ["Verdict: Yes"] * 3
-    assert [r.response_format is not None for r in runner.sent] == [True, False, False]
-    assert so.supported is False and "ignored" in so.detail
+@pytest.mark.parametrize(
+    ("capability", "reply", "supported"),
+    [
+        (JSON_SCHEMA, ok('{"probe": "halugen"}'), True),
+        (JSON_SCHEMA, ok('```json\n{"probe": "halugen"}\n```'), True),
+        (JSON_SCHEMA, ok('{"probe": "hal', finish="length"), True),  # cut, but JSON
+        (JSON_SCHEMA, ok("OK"), False),  # the format ignored
+        (JSON_SCHEMA, ok('{"ok": true}'), False),  # JSON the prompt did not ask for: not ours
+        (N_CHOICES, ok("OK", "OK"), True),
+        (N_CHOICES, ok("OK"), False),  # n ignored
+        (LOGPROBS, ok("OK", logprobs=({"content": [{"token": "OK"}]},)), True),
+        (LOGPROBS, ok("OK"), False),  # logprobs left out
+    ],
+)
+def test_a_reply_that_ignores_the_feature_means_unsupported(
+    store: Store, capability: str, reply: ChatResult, supported: bool
+) -> None:
+    runner = FakeRunner(lambda r: reply)
+    (decision,) = decide(caps(store, runner), capability)
+    assert isinstance(decision, Decision) and decision.supported is supported
+    assert len(runner.sent) == 1
 
 
-def test_a_400_not_about_the_format_teaches_nothing() -> None:
-    fail = CallFailure("k", "FatalCallError", "HTTP 400: bad messages", 400)
-    runner = FakeRunner(lambda r: fail)
-    so = StructuredOutputs(runner, "m")  # type: ignore[arg-type]
-    result, _ = asyncio.run(so.call(request(), FMT, stage="judge"))
-    assert result is fail
-    assert so.supported is None and runner.rows == []
-    # a failure that is no 400 is returned as it is, also without learning
-    runner.answer = lambda r: CallFailure("k", "RetryableError", "HTTP 503", 503)
-    result, _ = asyncio.run(so.call(request(), FMT, stage="judge"))
-    assert result.status == 503 and so.supported is None
+@pytest.mark.parametrize("status", [400, 404, 415, 422])
+def test_a_4xx_to_the_probe_means_unsupported_after_one_attempt(store: Store, status: int) -> None:
+    runner = FakeRunner(lambda r: failed(status) if r.response_format else ok("OK"))
+    (decision,) = decide(caps(store, runner), JSON_SCHEMA)
+    assert isinstance(decision, Decision) and not decision.supported
+    assert f"HTTP {status}" in decision.detail
+    assert [r.response_format is not None for r, _ in runner.sent] == [True]
 
 
-def test_what_an_earlier_run_learned_is_assumed_without_a_probe() -> None:
-    runner = FakeRunner(lambda r: ok("Verdict: Yes"), stored=[(False, "auto: HTTP 400")])
-    so = StructuredOutputs(runner, "m")  # type: ignore[arg-type]
-    run_many(so, 2)
-    assert all(r.response_format is None for r in runner.sent)
-    # this run still records how it asked
-    assert len(runner.rows) == 1 and runner.rows[0][1][3] is False
+@pytest.mark.parametrize("status", [500, 501])
+def test_a_5xx_the_plain_twin_does_not_get_is_a_refusal_as_llama_cpp_python_gives(
+    store: Store, status: int
+) -> None:
+    runner = FakeRunner(lambda r: failed(status) if r.response_format else ok("OK"))
+    (decision,) = decide(caps(store, runner), JSON_SCHEMA)
+    assert isinstance(decision, Decision) and not decision.supported
+    feature = probe_request(JSON_SCHEMA, "m")
+    assert [r for r, _ in runner.sent] == [feature, control_request("m"), feature]
+    assert rows(store)[0][3:5] == (False, "probe")
 
 
-@pytest.mark.parametrize(("mode", "as_json"), [("on", True), ("off", False)])
-def test_modes_on_and_off_never_probe(mode: str, as_json: bool) -> None:
-    runner = FakeRunner(lambda r: ok("Verdict: Yes"), stored=[(not as_json, "")])
-    so = StructuredOutputs(runner, "m", mode)  # type: ignore[arg-type]
-    results = run_many(so, 2)
-    assert [j for _, j in results] == [as_json, as_json]
-    assert all((r.response_format is not None) == as_json for r in runner.sent)
+def test_a_passing_5xx_does_not_decide_for_every_later_run(store: Store) -> None:
+    answers: list[ChatResult | CallFailure] = [failed(500), ok("OK"), ok('{"probe": "halugen"}')]
+    runner = FakeRunner(lambda r: answers.pop(0))
+    (decision,) = decide(caps(store, runner), JSON_SCHEMA)
+    assert isinstance(decision, Decision) and decision.supported
+    assert len(runner.sent) == 3
 
 
-def test_one_object_per_session_and_model() -> None:
+def test_a_server_failing_everything_teaches_nothing_and_fails_the_waiting_call(
+    store: Store,
+) -> None:
+    runner = FakeRunner(lambda r: failed(500))
+    c = caps(store, runner)
+    (outcome,) = decide(c, JSON_SCHEMA)
+    assert isinstance(outcome, CallFailure) and outcome.status == 500
+    assert len(runner.sent) == 2 * 3  # probe and twin, in each of the policy's attempts
+    assert rows(store) == [] and c.decisions == ()
+    # the next caller asks again, and a server that is back answers
+    runner.answer = honours
+    (decision,) = decide(c, JSON_SCHEMA)
+    assert isinstance(decision, Decision) and decision.supported
+
+
+@pytest.mark.parametrize("status", [0, 408, 429, 502, 503, 504, 200])
+def test_no_answer_says_nothing_about_the_feature_and_is_tried_again(
+    store: Store, status: int
+) -> None:
+    answers: list[ChatResult | CallFailure] = [failed(status), ok('{"probe": "halugen"}')]
+    runner = FakeRunner(lambda r: answers.pop(0))
+    (decision,) = decide(caps(store, runner), JSON_SCHEMA)
+    assert isinstance(decision, Decision) and decision.supported
+    assert [r for r, _ in runner.sent] == [probe_request(JSON_SCHEMA, "m")] * 2
+
+
+def test_a_filtered_probe_is_asked_again(store: Store) -> None:
+    answers = [ok("", finish="content_filter"), ok("OK", "OK")]
+    runner = FakeRunner(lambda r: answers.pop(0))
+    (decision,) = decide(caps(store, runner), N_CHOICES)
+    assert isinstance(decision, Decision) and decision.supported and len(runner.sent) == 2
+
+
+def test_what_a_probe_found_is_reused_by_any_later_run_of_the_endpoint_and_model(
+    store: Store,
+) -> None:
+    first = FakeRunner(lambda r: ok("text, not JSON"))
+    decide(caps(store, first), JSON_SCHEMA)
+    store.writer.flush_blocking()
+    later = FakeRunner(honours)
+    c = caps(store, later, run_id="run-2")
+    (decision,) = decide(c, JSON_SCHEMA)
+    assert isinstance(decision, Decision) and not decision.supported
+    assert decision.source == "stored" and later.sent == []
+    # another model, or another endpoint, is asked
+    other = caps(store, later, run_id="run-3")
+    other.model = "m2"
+    (decision,) = decide(other, JSON_SCHEMA)
+    assert isinstance(decision, Decision) and decision.source == "probe" and decision.supported
+
+
+def test_a_run_keeps_how_it_asked_where_nothing_is_known_of_the_endpoint(store: Store) -> None:
+    # an export for an offline engine: no server, nothing stored: text, and said so
+    offline = caps(store, None)
+    (decision,) = decide(offline, JSON_SCHEMA)
+    assert isinstance(decision, Decision) and not decision.supported
+    assert decision.source == "default" and "--structured" in decision.note
+    store.writer.flush_blocking()
+    # the same run against a server nothing is known of: asks as before, sends nothing
+    runner = FakeRunner(honours)
+    (decision,) = decide(caps(store, runner), JSON_SCHEMA)
+    assert isinstance(decision, Decision) and not decision.supported
+    assert decision.source == "run" and runner.sent == []
+    # another run probes
+    (decision,) = decide(caps(store, runner, run_id="run-2"), JSON_SCHEMA)
+    assert isinstance(decision, Decision) and decision.supported and len(runner.sent) == 1
+
+
+@pytest.mark.parametrize(("mode", "supported"), [("on", True), ("off", False)])
+def test_the_flag_decides_without_a_probe(store: Store, mode: str, supported: bool) -> None:
     runner = FakeRunner(lambda r: ok("x"))
-    a = structured_outputs(runner, "m")  # type: ignore[arg-type]
-    assert structured_outputs(runner, "m") is a  # type: ignore[arg-type]
-    assert structured_outputs(runner, "other") is not a  # type: ignore[arg-type]
+    c = caps(store, runner, modes={JSON_SCHEMA: mode})
+    (decision,) = decide(c, JSON_SCHEMA)
+    assert isinstance(decision, Decision) and decision.supported is supported
+    assert decision.source == "flag" and runner.sent == []
+    # a flag's row is not a fact about the endpoint: another run still probes
+    store.writer.flush_blocking()
+    (decision,) = decide(caps(store, runner, run_id="run-2"), JSON_SCHEMA)
+    assert isinstance(decision, Decision) and decision.source == "probe"
+
+
+def test_formatted_adds_the_schema_only_where_the_session_asks_for_json(store: Store) -> None:
+    request = ChatRequest(model="m", messages=({"role": "user", "content": "q"},))
+    for runner, expected in ((FakeRunner(honours), verdict_format()), (None, None)):
+        c = caps(store, runner, run_id=f"run-{expected is None}")
+
+        async def go(c: Capabilities = c) -> ChatRequest | CallFailure:
+            return await c.formatted(request, verdict_format())
+
+        got = asyncio.run(go())
+        assert isinstance(got, ChatRequest) and got.response_format == expected
+
+
+def test_unknown_modes_are_refused(store: Store) -> None:
     with pytest.raises(ValueError):
-        StructuredOutputs(runner, "m", "sometimes")  # type: ignore[arg-type]
+        caps(store, None, modes={JSON_SCHEMA: "sometimes"})
+    with pytest.raises(ValueError):
+        caps(store, None, modes={"streaming": "on"})

@@ -9,7 +9,7 @@ import pytest
 
 from halugen.config import Timeouts
 from halugen.errors import AuthError, FatalCallError, RateLimited, RetryableError
-from halugen.llm.client import ChatClient, retry_after_seconds
+from halugen.llm.client import ChatClient, read_completion, stored_result
 from halugen.llm.transport import HandlerTransport, HttpResponse
 from halugen.records import ChatRequest
 
@@ -182,11 +182,36 @@ def test_transport_timeout_is_retryable_and_maybe_billed():
     assert info.value.billed_maybe
 
 
-def test_retry_after_parsing():
-    assert retry_after_seconds({"retry-after-ms": "250"}) == 0.25
-    assert retry_after_seconds({"retry-after": "3"}) == 3.0
-    assert retry_after_seconds({"retry-after": "Wed, 21 Oct 2026 07:28:00 GMT"}) is None
-    assert retry_after_seconds({}) is None
+def test_one_reader_of_chat_completions_for_answers_stored_answers_and_batch_lines():
+    body = {
+        "model": "m-2024",
+        "choices": [
+            {"index": 1, "message": {"content": [{"type": "text", "text": "b"}]}},
+            {"index": 0, "message": {"content": "a"}, "finish_reason": "stop", "logprobs": {}},
+        ],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 2,
+                  "prompt_tokens_details": {"cached_tokens": 3}},
+    }  # fmt: skip
+    for given in (body, orjson.dumps(body), orjson.dumps(body).decode()):
+        read = read_completion(given)
+        assert read.texts == ("a", "b") and read.finish_reasons == ("stop", "")
+        assert read.usage == (7, 2, 3) and read.model == "m-2024"
+        result = read.result(model="m", messages=[], count_tokens=len)
+        assert (result.prompt_tokens, result.cached_tokens, result.model) == (7, 3, "m-2024")
+        assert not result.usage_estimated and result.logprobs == ({}, None)
+    # no usage (or a null count): counted by us from the request, and said so
+    bare = {"choices": [{"message": {"content": "four"}}], "usage": {"prompt_tokens": None}}
+    result = read_completion(bare).result(
+        model="m", messages=[{"content": "abc"}], count_tokens=len
+    )
+    assert result.usage_estimated and result.prompt_tokens == 3 + 4 + 3
+    assert result.completion_tokens == 4 and result.model == "m"
+    # a stored answer keeps the stored counts
+    stored = stored_result((orjson.dumps(body).decode(), 9, 1, 0, False), "m")
+    assert stored is not None and stored.from_cache and stored.texts == ("a", "b")
+    assert (stored.prompt_tokens, stored.completion_tokens, stored.model) == (9, 1, "m")
+    assert stored_result(("{not json", 1, 1, 0, False), "m") is None
+    assert stored_result(('{"choices": ["x"]}', 1, 1, 0, False), "m") is None
 
 
 def test_observe_sees_every_response():

@@ -1,5 +1,6 @@
-"""The simulator's structured outputs: JSON that fits the request's schema, or a 400 like a
-server without them."""
+"""The simulator's structured outputs: JSON that fits the request's schema, or the other
+behaviours of servers users have: the format ignored (a text reply), refused with a 400, or
+refused with a 500 as llama-cpp-python's server does; on the chat endpoint and in batches."""
 
 from __future__ import annotations
 
@@ -82,17 +83,66 @@ def test_garbage_never_breaks_a_schema() -> None:
     assert _json(sim, prompt, structured.choice_format(2), seed=3) == {"choice": 2}
 
 
-def test_a_server_without_structured_outputs_refuses_with_a_400() -> None:
-    sim = Simulator(SimConfig(structured_outputs=False))
+@pytest.mark.parametrize(("mode", "status"), [("400", 400), ("500", 500)])
+def test_a_server_without_structured_outputs_refuses_it(mode: str, status: int) -> None:
+    sim = Simulator(SimConfig(response_format=mode))
     prompt = filter_prompt(KNOW, QUESTION, ["Ostra", "Serin"])
     resp = call(sim, body(prompt, response_format=structured.choice_format(2)))
-    assert resp.status == 400
+    assert resp.status == status
     error = orjson.loads(resp.body)["error"]
-    assert error["param"] == "response_format" and "not supported" in error["message"]
+    if status == 400:
+        assert error["param"] == "response_format" and "not supported" in error["message"]
+    else:
+        assert error["type"] == "server_error" and "response_format" in error["message"]
     assert sim.stats(keys=False)["billed_requests"] == 0
     # text is still answered
     assert call(sim, body(prompt)).status == 200
     assert call(sim, body(prompt, response_format={"type": "text"})).status == 200
+
+
+def test_a_server_that_ignores_the_format_answers_in_text_and_bills_it() -> None:
+    prompt = filter_prompt(KNOW, QUESTION, ["Ostra", "Serin"])
+    ignoring = Simulator(SimConfig(response_format="ignore"))
+    resp = call(ignoring, body(prompt, response_format=structured.choice_format(2)))
+    assert resp.status == 200
+    (text,) = texts(resp)
+    assert text.startswith("Choice:")  # the reply format the prompt asks for, not JSON
+    assert ignoring.stats(keys=False)["billed_requests"] == 1
+
+
+@pytest.mark.parametrize(("mode", "outcome"), [("ignore", 200), ("400", 400), ("500", 500)])
+def test_batch_lines_get_what_the_chat_endpoint_answers(mode: str, outcome: int) -> None:
+    import anyio
+
+    from halugen.llm.batch_client import BatchClient
+    from tests.batch.support import in_process
+
+    env = in_process(sim={"response_format": mode})
+    prompt = filter_prompt(KNOW, QUESTION, ["Ostra", "Serin"])
+    request = orjson.loads(body(prompt, response_format=structured.choice_format(2)))
+    line = {"custom_id": "k", "method": "POST", "url": "/v1/chat/completions", "body": request}
+
+    async def main() -> dict:
+        client = BatchClient(base_url="http://sim/v1", api_key="k", transport=env.transport)
+        created = await client.create(await client.upload(orjson.dumps(line) + b"\n"))
+        while not (info := await client.get(created.id)).final:
+            pass
+        file_id = info.output_file_id if outcome == 200 else info.error_file_id
+        assert file_id is not None
+        return orjson.loads(await client.content(file_id))
+
+    (got,) = [anyio.run(main)]
+    assert got["response"]["status_code"] == outcome
+    if outcome == 200:
+        direct = call(Simulator(SimConfig(response_format=mode)), orjson.dumps(request))
+        assert got["response"]["body"]["choices"] == orjson.loads(direct.body)["choices"]
+
+
+def test_an_unknown_response_format_mode_is_refused() -> None:
+    from halugen.errors import UsageError
+
+    with pytest.raises(UsageError, match="response_format"):
+        SimConfig(response_format="sometimes")
 
 
 @pytest.mark.parametrize(
