@@ -299,27 +299,38 @@ def _what(outcome: Any) -> str:
 def _interrupted(
     outcome: Any, jobs: BatchJobs, ledger: Ledger, *, left: int, cancelled: bool = False
 ) -> str:
+    from ..endings import closing_line
+
     spent = format_usd(ledger.spent)
-    if not left:
-        return f"{_what(outcome)} interrupted (spent {spent}). Run the same command to resume"
     noun = "batch" if left == 1 else "batches"
+    if not left:
+        return closing_line("interrupted", what=_what(outcome), summary=f"spent {spent}")
     if cancelled:
-        return (
-            f"{_what(outcome)} interrupted: {left} {noun} asked to cancel (spent {spent} so "
-            f"far). Run the same command again to use what they finished and continue"
+        return closing_line(
+            "interrupted",
+            what=_what(outcome),
+            detail=f"{left} {noun} asked to cancel",
+            summary=f"spent {spent} so far",
+            next_step="Run the same command again to use what they finished and continue",
         )
-    return (
-        f"{_what(outcome)} interrupted: {left} {noun} left running at the provider (spent "
-        f"{spent} so far, {format_usd(ledger.reserved)} reserved). Run the same command again "
-        f"to use their answers and continue"
+    return closing_line(
+        "interrupted",
+        what=_what(outcome),
+        detail=f"{left} {noun} left running at the provider",
+        summary=f"spent {spent} so far, {format_usd(ledger.reserved)} reserved",
+        next_step="Run the same command again to use their answers and continue",
     )
 
 
 def _exhausted(outcome: Any, plan: PassPlan, ledger: Ledger) -> str:
-    return (
-        f"{_what(outcome)} stopped: the budget of {format_usd(ledger.budget)} is used up "
-        f"({len(plan.requests):,} request(s) wait for money; spent {format_usd(ledger.spent)}). "
-        f"State is saved: run the same command with a larger --budget to continue"
+    from ..endings import closing_line
+
+    return closing_line(
+        "budget_exhausted",
+        what=_what(outcome),
+        budget=format_usd(ledger.budget),
+        summary=f"{len(plan.requests):,} request(s) wait for money; spent "
+        f"{format_usd(ledger.spent)}",
     )
 
 
@@ -348,7 +359,7 @@ def _stop(cfg: RunConfig, outcome: Out, state: _Session, status: str, message: s
     changes: dict[str, Any] = {
         "status": status,
         "message": message,
-        "exit_code": EXIT_CODES.get(status, 1),
+        "exit_code": EXIT_CODES[status],
     }
     names = {f.name for f in dataclasses.fields(outcome)}  # type: ignore[arg-type]
     if "spent_pusd" in names:

@@ -682,6 +682,23 @@ SELECT b.batch_id, b.run_id, b.kind, b.state, b.status, b.provider_batch_id, b.r
 FROM batches b;
 """
 
+# More usage than reserved: a provider whose tokenizer counts more than our estimate bills
+# above the reservation. The settle row holds what it billed, the reserve row what was held;
+# one row per attempt where the first exceeds the second (in batch mode too).
+_OVERSHOOT = """
+CREATE OR REPLACE VIEW overshoots AS
+SELECT s.run_id, s.call_id, r.key, r.stage, r.task, r.model, r.seed_key,
+       r.pusd / 1e12 AS reserved_usd, s.pusd / 1e12 AS billed_usd,
+       (s.pusd - r.pusd) / 1e12 AS overshoot_usd,
+       l.est_prompt_tokens, l.prompt_tokens, l.completion_tokens,
+       l.prompt_tokens / NULLIF(l.est_prompt_tokens, 0) AS prompt_ratio, s.created_at
+FROM ledger s
+JOIN ledger r ON r.call_id = s.call_id AND r.res_no = s.res_no
+               AND r.event IN ('reserve', 'batch_reserve')
+LEFT JOIN call_log l ON l.call_id = s.call_id
+WHERE s.event = 'settle' AND s.pusd > r.pusd;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
@@ -697,4 +714,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0012_endpoint_capabilities", _CAPABILITIES),
     ("0013_audit_results", _AUDIT),
     ("0014_batches", _BATCHES),
+    ("0015_usage_overshoot", _OVERSHOOT),
 )
