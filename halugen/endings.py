@@ -79,17 +79,7 @@ def closing_line(
     return f"{line}. {step}" if step else line
 
 
-def closing(
-    status: str,
-    *,
-    what: str,
-    summary: str = "",
-    detail: str = "",
-    budget: str = "",
-    next_step: str | None = None,
-) -> tuple[str, int]:
-    """The closing line and the exit code of a run that ended with ``status``."""
-    line = closing_line(
-        status, what=what, summary=summary, detail=detail, budget=budget, next_step=next_step
-    )
-    return line, exit_code(status)
+def closing(status: str, **parts: str) -> tuple[str, int]:
+    """The closing line (``parts`` as for ``closing_line``) and the exit code of a run that
+    ended with ``status``."""
+    return closing_line(status, **parts), exit_code(status)

@@ -303,23 +303,20 @@ def _interrupted(
 
     spent = format_usd(ledger.spent)
     noun = "batch" if left == 1 else "batches"
-    if not left:
-        return closing_line("interrupted", what=_what(outcome), summary=f"spent {spent}")
+    parts = {"what": _what(outcome), "summary": f"spent {spent}"}
     if cancelled:
-        return closing_line(
-            "interrupted",
-            what=_what(outcome),
+        parts.update(
             detail=f"{left} {noun} asked to cancel",
             summary=f"spent {spent} so far",
             next_step="Run the same command again to use what they finished and continue",
         )
-    return closing_line(
-        "interrupted",
-        what=_what(outcome),
-        detail=f"{left} {noun} left running at the provider",
-        summary=f"spent {spent} so far, {format_usd(ledger.reserved)} reserved",
-        next_step="Run the same command again to use their answers and continue",
-    )
+    elif left:
+        parts.update(
+            detail=f"{left} {noun} left running at the provider",
+            summary=f"spent {spent} so far, {format_usd(ledger.reserved)} reserved",
+            next_step="Run the same command again to use their answers and continue",
+        )
+    return closing_line("interrupted", **parts)
 
 
 def _exhausted(outcome: Any, plan: PassPlan, ledger: Ledger) -> str:

@@ -19,6 +19,7 @@ from halugen.config import RateLimit, RetryPolicy, RunConfig, Sampling, Timeouts
 from halugen.engine import generate
 from halugen.llm.transport import HandlerTransport
 from halugen.simulate import SimConfig, Simulator
+from tests.e2e.test_money import _config as money_config
 
 _STOPPING = re.compile(
     r"stopping: (?:(\d+) request\(s\) at the provider will finish|nothing is at the provider)"
@@ -27,20 +28,7 @@ _STOPPING = re.compile(
 
 
 def _config(seeds: Path, db: Path, **kw: object) -> RunConfig:
-    values: dict[str, object] = dict(
-        tasks=("qa",),
-        seeds=(str(seeds),),
-        model="gpt-4o-mini",
-        base_url="http://sim/v1",
-        api_key="k",
-        db=db,
-        rate=RateLimit(concurrency=8),
-        retry=RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02),
-        timeouts=Timeouts(total=5, read=5),
-        progress=False,
-    )
-    values.update(kw)
-    return RunConfig(**values)  # type: ignore[arg-type]
+    return money_config("http://sim/v1", seeds, db, **{"timeouts": Timeouts(total=5), **kw})
 
 
 def test_first_ctrl_c_sends_nothing_more_than_what_is_at_the_provider(

@@ -112,18 +112,33 @@ def _run(tmp_path: Path, scenario: Callable[[Store], Any]) -> Any:
         store.close()
 
 
-def test_reservations_are_durable_only_for_requests_at_the_provider(tmp_path: Path) -> None:
+async def _six_calls_two_at_the_provider(
+    sim: Simulator, gate: Gate, store: Store
+) -> tuple[CallRunner, list[asyncio.Task[ChatResult | CallFailure]]]:
+    """Six calls through a concurrency of 2: two wait inside the simulator, four for a slot.
+
+    One call goes first and alone: the limiter sends one request until the server has
+    answered (and announced its limits, which opens the cap to the concurrency).
+    """
+    runner = _runner(sim, store, concurrency=2, margin=_calibrated())
+    await runner.call(_request(100), stage="sample", task="qa")
+    calls = [
+        asyncio.create_task(runner.call(_request(i), stage="sample", task="qa")) for i in range(6)
+    ]
+    await gate.reached.wait()
+    return runner, calls
+
+
+def _gated() -> tuple[Gate, Simulator]:
     gate = Gate(want=2)
-    sim = Simulator(SimConfig(latency_ms=1, sleep=gate, rpm=1e6))
+    return gate, Simulator(SimConfig(latency_ms=1, sleep=gate, rpm=1e6))
+
+
+def test_reservations_are_durable_only_for_requests_at_the_provider(tmp_path: Path) -> None:
+    gate, sim = _gated()
 
     async def scenario(store: Store) -> None:
-        runner = _runner(sim, store, concurrency=2, margin=_calibrated())
-        await runner.call(_request(100), stage="sample", task="qa")  # the server's limits
-        calls = [
-            asyncio.create_task(runner.call(_request(i), stage="sample", task="qa"))
-            for i in range(6)
-        ]
-        await gate.reached.wait()
+        runner, calls = await _six_calls_two_at_the_provider(sim, gate, store)
         # two requests at the simulator (the concurrency), four waiting for a slot: what a
         # kill -9 now would leave counted as spent is the two, not the six
         assert sim.stats(keys=False)["in_flight"] == 2
@@ -143,17 +158,10 @@ def test_reservations_are_durable_only_for_requests_at_the_provider(tmp_path: Pa
 
 
 def test_closing_the_outbox_releases_queued_calls_and_sends_nothing_more(tmp_path: Path) -> None:
-    gate = Gate(want=2)
-    sim = Simulator(SimConfig(latency_ms=1, sleep=gate, rpm=1e6))
+    gate, sim = _gated()
 
     async def scenario(store: Store) -> None:
-        runner = _runner(sim, store, concurrency=2, margin=_calibrated())
-        await runner.call(_request(100), stage="sample", task="qa")  # the server's limits
-        calls = [
-            asyncio.create_task(runner.call(_request(i), stage="sample", task="qa"))
-            for i in range(6)
-        ]
-        await gate.reached.wait()
+        runner, calls = await _six_calls_two_at_the_provider(sim, gate, store)
         at_provider, released = runner.outbox.close()
         assert (at_provider, released) == (2, 4)
         # the four queued calls end at once, before the two at the provider are answered
