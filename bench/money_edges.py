@@ -54,8 +54,15 @@ def wait_for(proc: subprocess.Popen, ready, what: str, timeout: float = 300) -> 
     deadline = time.monotonic() + timeout
     while not ready():
         if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"the run ended or stalled before {what}: {proc.stderr.read()}")
+            err = proc.stderr.read() if proc.stderr else ""
+            raise SystemExit(f"the run ended or stalled before {what}: {err}")
         time.sleep(0.02)
+
+
+def one(conn: duckdb.DuckDBPyConnection, sql: str) -> tuple:
+    row = conn.execute(sql).fetchone()
+    assert row is not None
+    return row
 
 
 def ctrl_c(code: Path, tmp: Path, trials: int) -> None:
@@ -67,6 +74,7 @@ def ctrl_c(code: Path, tmp: Path, trials: int) -> None:
             wait_for(proc, lambda: stats(url)["requests"] >= 30, "30 requests")
             at_signal = stats(url)["requests"]
             os.kill(proc.pid, signal.SIGINT)
+            assert proc.stderr is not None
             line = proc.stderr.readline()
             while line and not line.startswith("stopping"):
                 line = proc.stderr.readline()
@@ -85,20 +93,23 @@ def ctrl_c(code: Path, tmp: Path, trials: int) -> None:
 
 def open_reservations(db: Path) -> tuple[int, float]:
     with duckdb.connect(str(db), read_only=True) as conn:
-        return conn.execute(
+        n, usd = one(
+            conn,
             "SELECT count(*), COALESCE(sum(r.pusd), 0) / 1e12 FROM ledger r WHERE r.event = "
             "'reserve' AND NOT EXISTS (SELECT 1 FROM ledger c WHERE c.call_id = r.call_id AND "
-            "c.res_no = r.res_no AND c.event <> 'reserve')"
-        ).fetchone()
+            "c.res_no = r.res_no AND c.event <> 'reserve')",
+        )
+    return int(n), float(usd)
 
 
 def spent_counted(db: Path) -> float:
     """What the store counts as spent after a kill: closed money plus every open reservation."""
     with duckdb.connect(str(db), read_only=True) as conn:
-        (closed,) = conn.execute(
+        (closed,) = one(
+            conn,
             "SELECT COALESCE(sum(pusd), 0) / 1e12 FROM ledger "
-            "WHERE event IN ('settle', 'consume', 'lost')"
-        ).fetchone()
+            "WHERE event IN ('settle', 'consume', 'lost')",
+        )
     return closed + open_reservations(db)[1]
 
 
@@ -161,7 +172,7 @@ def gone(code: Path, tmp: Path, cap_s: float) -> None:
         print(f"  stopped {took:.1f} s after the provider went down, exit {proc.returncode}")
         print(f"    closing: {closing}")
         with duckdb.connect(str(db), read_only=True) as conn:
-            (ok,) = conn.execute("SELECT count(*) FROM calls WHERE status = 'ok'").fetchone()
+            (ok,) = one(conn, "SELECT count(*) FROM calls WHERE status = 'ok'")
         print(f"    answers kept in the store: {ok} (the simulator had answered {last['ok']})")
 
 
