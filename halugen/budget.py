@@ -422,5 +422,15 @@ class Ledger:
     def release(self, r: Reservation) -> None:
         self._close(r, 0)
 
+    def overshoot_note(self) -> str | None:
+        """One line for the end of a run in which calls cost more than was reserved."""
+        if not self.overshoots:
+            return None
+        return (
+            f"{self.overshoots} call(s) cost more than was reserved ({format_usd(self.overshoot)} "
+            f"over in all: the provider counts more tokens than our estimate, which later "
+            f"reservations allow for; see the overshoots view)"
+        )
+
     def consume(self, r: Reservation) -> None:
         self._close(r, r.amount)

@@ -372,7 +372,7 @@ async def drive(
                     loop.remove_signal_handler(signal.SIGINT)
                 view.stop()
                 cancel_scope.cancel()
-    note = getattr(session.runner, "overshoot_note", lambda: None)()
+    note = session.ledger.overshoot_note()
     if note:
         session.notes.append(note)
     if isinstance(error, RunStopping):  # a stop no stage caught: the same as its flag

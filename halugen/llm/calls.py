@@ -379,7 +379,7 @@ class CallRunner:
 
     def _overshot(self, call: _Call, result: ChatResult, reserved: int, cost: int) -> None:
         """The provider billed more than was reserved: say so once, as it happens (the
-        overshoots view lists every one; ``overshoot_note`` sums them up at the end)."""
+        overshoots view lists every one; ``Ledger.overshoot_note`` sums them up at the end)."""
         if self.ledger.overshoots > 1:
             return
         self._notify(
@@ -387,17 +387,6 @@ class CallRunner:
             f"{call.est:,} were estimated ({call.stage} call): {format_usd(cost)} billed "
             f"against {format_usd(reserved)} reserved. Reservations now allow "
             f"{self.margin.factor:.2f}x the estimate"
-        )
-
-    def overshoot_note(self) -> str | None:
-        """One line for the end of the run when calls cost more than was reserved."""
-        n = self.ledger.overshoots
-        if not n:
-            return None
-        return (
-            f"{n} call(s) cost more than was reserved ({format_usd(self.ledger.overshoot)} "
-            f"over in all; the provider counts {self.margin.ratio:.2f}x the tokens we "
-            f"estimate, which reservations now allow for; see the overshoots view)"
         )
 
     def _log_end(self, call: _Call, status: str, error: LLMError | None) -> None:

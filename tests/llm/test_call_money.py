@@ -218,7 +218,7 @@ def test_the_first_call_goes_alone_so_only_it_overshoots(tmp_path: Path) -> None
     assert runner.ledger.overshoots == 1 and runner.ledger.overshoot > 0
     assert runner.margin.ratio > 1.5
     assert len(notes) == 1 and "prompt tokens where" in notes[0]
-    note = runner.overshoot_note()
+    note = runner.ledger.overshoot_note()
     assert note is not None and "1 call(s) cost more than was reserved" in note
     # every bill is the simulator's: what it billed is what the ledger spent
     billed = round(sim.stats(keys=False)["billed_usd"] * 1e12)
