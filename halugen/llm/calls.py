@@ -204,8 +204,7 @@ class CallRunner:
         common = (call.key, call.stage, call.task, request.model, call.seed_key)
         last_error: LLMError | None = None
         while True:
-            self.outbox.check()  # no retry after Ctrl-C
-            with self.outbox.place() as place:
+            with self.outbox.place() as place:  # after Ctrl-C: Interrupted, no (re)try
                 alone = await self._first.turn()
                 answered = False
                 try:
