@@ -8,9 +8,17 @@ Reserve -> settle / release / consume:
     reserve(amount)   waits (first come, first served) until amount fits under the budget
                       counting what is spent and what is reserved by calls in flight; raises
                       BudgetExhausted when it cannot fit and nothing is in flight to free money
-    settle(r, cost)   the provider reported usage: spend ``cost``, release the rest
+    leaving(r)        a queued reservation's request leaves (``reserve(..., queued=True)``):
+                      from now on the provider may bill it
+    settle(r, cost)   the provider reported usage: spend ``cost``, release the rest. A cost
+                      above the reservation (the provider's tokenizer counts more than our
+                      estimate) is spent all the same and counted as an overshoot
     release(r)        the call was not billed (e.g. 429, 5xx): give the whole amount back
     consume(r)        the outcome is unknown (timeout after sending): count it all as spent
+
+``reserved`` is every open reservation (what a new one must fit beside); ``queued`` the part
+of it whose requests have not left (waiting for a rate-limit slot), which Ctrl-C gives back
+at $0 and a kill never counts, so the money at the provider is ``reserved - queued``.
 """
 
 from __future__ import annotations
@@ -267,9 +275,11 @@ def find_price(
 class PromptMargin:
     """How much to inflate our prompt-token estimate when reserving money.
 
-    Starts generous; once the provider has reported usage for a few calls it follows the
-    largest reported/estimated ratio seen so far (plus a little), so the reservation stays
-    an upper bound without tying up much more money than needed.
+    Starts generous (``initial``, for a tokenizer like ours). Once the provider has reported
+    usage it follows the largest reported/estimated ratio seen so far: times ``initial``
+    while fewer than ``warmup`` reports are in (one text's ratio says little about the next
+    one's), then plus a little, so the reservation stays an upper bound without tying up
+    much more money than needed, whatever tokenizer the provider counts with.
     """
 
     def __init__(self, initial: float = 1.25, *, warmup: int = 8, floor: float = 1.02) -> None:
@@ -285,9 +295,19 @@ class PromptMargin:
             self._max_ratio = max(self._max_ratio, reported / estimated)
 
     @property
+    def calibrated(self) -> bool:
+        """Has the provider reported usage at least once (so the ratio is known)?"""
+        return self._seen > 0
+
+    @property
+    def ratio(self) -> float:
+        """The largest reported/estimated prompt-token ratio seen (0 before any)."""
+        return self._max_ratio
+
+    @property
     def factor(self) -> float:
         if self._seen < self._warmup:
-            return max(self._initial, self._max_ratio * 1.05)
+            return max(self._initial, self._max_ratio * self._initial)
         return max(self._floor, self._max_ratio * 1.05)
 
     def reserve_tokens(self, estimated: int) -> int:
@@ -298,6 +318,7 @@ class PromptMargin:
 class Reservation:
     amount: int
     done: bool = False
+    queued: bool = False  # its request has not left yet
 
 
 class Ledger:
@@ -307,8 +328,11 @@ class Ledger:
         self.budget = budget
         self.spent = spent
         self.reserved = 0
+        self.queued = 0  # the part of ``reserved`` whose requests have not left
         self.exhausted = False
-        self._waiters: deque[tuple[int, asyncio.Future[Reservation]]] = deque()
+        self.overshoot = 0  # spent above what was reserved, this session
+        self.overshoots = 0  # settlements above their reservation, this session
+        self._waiters: deque[tuple[int, bool, asyncio.Future[Reservation]]] = deque()
 
     @property
     def remaining(self) -> int | None:
@@ -316,38 +340,49 @@ class Ledger:
             return None
         return self.budget - self.spent - self.reserved
 
+    @property
+    def at_provider(self) -> int:
+        """Reserved by requests that have left: what the provider may bill."""
+        return self.reserved - self.queued
+
     def _fits(self, amount: int) -> bool:
         return self.budget is None or self.spent + self.reserved + amount <= self.budget
 
-    async def reserve(self, amount: int) -> Reservation:
+    def _take(self, amount: int, queued: bool) -> Reservation:
+        self.reserved += amount
+        if queued:
+            self.queued += amount
+        return Reservation(amount, queued=queued)
+
+    async def reserve(self, amount: int, *, queued: bool = False) -> Reservation:
+        """Reserve ``amount`` (see the module docstring); ``queued``: its request has not
+        left yet, ``leaving`` says when it does."""
         if not self._waiters and self._fits(amount):
-            self.reserved += amount
-            return Reservation(amount)
+            return self._take(amount, queued)
         if not self._waiters and self.reserved == 0:
             self.exhausted = True
             raise BudgetExhausted(f"a call needing {format_usd(amount)} does not fit the budget")
         fut: asyncio.Future[Reservation] = asyncio.get_running_loop().create_future()
-        self._waiters.append((amount, fut))
+        self._waiters.append((amount, queued, fut))
         try:
             return await fut
         except asyncio.CancelledError:
             if fut.done() and not fut.cancelled() and fut.exception() is None:
                 self.release(fut.result())
             else:
-                self._waiters = deque(w for w in self._waiters if w[1] is not fut)
+                self._waiters = deque(w for w in self._waiters if w[2] is not fut)
                 self._pump()
             raise
 
     def _pump(self) -> None:
         while self._waiters:
-            amount, fut = self._waiters[0]
+            amount, queued, fut = self._waiters[0]
             if fut.done():
                 self._waiters.popleft()
                 continue
             if self._fits(amount):
                 self._waiters.popleft()
-                self.reserved += amount
-                fut.set_result(Reservation(amount))
+                fut.set_result(self._take(amount, queued))
             elif self.reserved == 0:
                 # nothing in flight can free money: this one will never fit
                 self._waiters.popleft()
@@ -358,19 +393,44 @@ class Ledger:
             else:
                 return  # head of line waits for calls in flight to settle
 
+    def leaving(self, r: Reservation) -> None:
+        """The request of a queued reservation leaves: the provider may bill it from now on."""
+        if r.queued and not r.done:
+            r.queued = False
+            self.queued -= r.amount
+
     def _close(self, r: Reservation, spend: int) -> None:
         if r.done:
             return
         r.done = True
         self.reserved -= r.amount
+        if r.queued:
+            r.queued = False
+            self.queued -= r.amount
         self.spent += spend
         self._pump()
 
-    def settle(self, r: Reservation, cost: int) -> None:
+    def settle(self, r: Reservation, cost: int) -> int:
+        """Spend ``cost`` for ``r``; returns by how much it exceeds the reservation (0 if not)."""
+        over = max(0, cost - r.amount) if not r.done else 0
+        if over:
+            self.overshoot += over
+            self.overshoots += 1
         self._close(r, cost)
+        return over
 
     def release(self, r: Reservation) -> None:
         self._close(r, 0)
+
+    def overshoot_note(self) -> str | None:
+        """One line for the end of a run in which calls cost more than was reserved."""
+        if not self.overshoots:
+            return None
+        return (
+            f"{self.overshoots} call(s) cost more than was reserved ({format_usd(self.overshoot)} "
+            f"over in all: the provider counts more tokens than our estimate, which later "
+            f"reservations allow for; see the overshoots view)"
+        )
 
     def consume(self, r: Reservation) -> None:
         self._close(r, r.amount)

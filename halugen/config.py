@@ -41,6 +41,8 @@ class RetryPolicy:
     max_attempts: int = 8
     base_delay: float = 0.5  # seconds; attempt k waits uniform(0, min(cap, base * 2**k))
     max_delay: float = 60.0
+    # the run stops when every attempt has failed to connect for this long (llm/reach.py)
+    unreachable_after: float = 60.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -19,7 +19,8 @@ from rich.console import Console
 from .budget import Ledger, format_usd
 from .config import RunConfig
 from .context_window import effective_window, requeue_context_rejections, window_learner
-from .errors import InputError, UsageError
+from .endings import closing
+from .errors import UsageError
 from .llm.capabilities import JSON_SCHEMA
 from .llm.endpoint import EndpointInfo, is_openai
 from .llm.transport import AiohttpTransport, Transport
@@ -49,13 +50,11 @@ __all__ = [
 
 log = logging.getLogger("halugen")
 
-EXIT_OK, EXIT_FAILED, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 3, 130
-
 
 @dataclass(frozen=True)
 class RunOutcome:
     run_id: str
-    status: str  # done | budget_exhausted | interrupted | failed
+    status: str  # a status of endings.EXIT_CODES
     message: str
     exit_code: int
     spent_pusd: int
@@ -324,42 +323,26 @@ def _finish(
         f"session; spent {format_usd(spent)} of {format_usd(ledger.budget)}"
     )
     (admitted_ever,) = store.query("SELECT count(*) FROM seeds WHERE run_id = ?", [run_id])[0]
+    what = f"run {run_id}"
+    detail = message
     if status == "done" and bad and not admitted_ever:
-        status, code = "input_error", InputError.exit_code
-        message = (
-            f"run {run_id}: every record in the seed files is bad ({bad} bad record(s), listed "
-            f"in the bad_records table with their reasons); check the files and --seed-format"
+        status = "input_error"
+        detail = (
+            f"every record in the seed files is bad ({bad} bad record(s), listed in the "
+            f"bad_records table with their reasons); check the files and --seed-format"
         )
+        summary = ""
     elif status == "done" and pending:
-        status, code = "incomplete", EXIT_FAILED
+        status = "incomplete"
         cause = st.main_failure()
-        message = (
-            f"run {run_id}: {pending} seed(s) failed on call errors ({summary}); "
-            + (f"most common cause: {cause}; " if cause else "")
-            + "run the same command again to retry them"
+        detail = f"{pending} seed(s) failed on call errors" + (
+            f"; most common cause: {cause}" if cause else ""
         )
-    elif status == "done":
-        code = EXIT_OK
-        message = f"run {run_id} done: {summary}"
-    elif status == "budget_exhausted":
-        code = EXIT_BUDGET
-        message = (
-            f"run {run_id} stopped: the budget of {format_usd(ledger.budget)} is used up "
-            f"({summary}; {pending} seed(s) pending). State is saved: run the same "
-            f"command with a larger --budget to continue"
-        )
-    elif status == "interrupted":
-        code = EXIT_INTERRUPTED
-        message = (
-            f"run {run_id} interrupted ({summary}; {pending} seed(s) pending). State is "
-            f"saved: run the same command again to resume"
-        )
-    elif status == "input_error":
-        code = InputError.exit_code
-        message = f"run {run_id}: {message} ({summary})"
-    else:
-        code = EXIT_FAILED
-        message = f"run {run_id} failed: {message}"
+    elif status in ("budget_exhausted", "interrupted"):
+        summary += f"; {pending} seed(s) pending"
+    message, code = closing(
+        status, what=what, summary=summary, detail=detail, budget=format_usd(ledger.budget)
+    )
     store.update_run(run_id, status=status, status_detail=message[:1000])
     return RunOutcome(
         run_id=run_id,

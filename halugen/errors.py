@@ -5,8 +5,11 @@
     ├── InputError                  a seed file or data file that cannot be read (exit 2)
     ├── ConfigError                 halugen.toml, price cards, prompt templates (exit 2)
     ├── StoreError                  the DuckDB store cannot be opened / is corrupt (exit 1)
-    ├── BudgetExhausted             nothing more fits in the budget (exit 3)
-    ├── EndpointUnreachable         no call has ever got through to the endpoint (exit 1)
+    ├── RunStopping                 a call not made because the run is stopping; its item
+    │   │                           stays pending for the next run
+    │   ├── BudgetExhausted         nothing more fits in the budget (exit 3)
+    │   └── Interrupted             Ctrl-C released the call before it left (exit 130)
+    ├── EndpointUnreachable         the endpoint cannot be reached, or no longer (exit 1)
     └── LLMError                    a call to the model endpoint failed
         ├── RetryableError          429, 408, 409, 5xx, timeouts, connection errors, bad bodies
         │   ├── RateLimited         429; carries the server's retry-after hint
@@ -17,10 +20,13 @@
             └── AuthError           401: stops the whole run
 
 Per-record failures travel downstream as values (``records.Rejected``); only systemic
-failures (budget, auth, store) are raised through the pipeline.
+failures (budget, auth, store) are raised through the pipeline. Exit codes come from the one
+table of run endings (``endings.EXIT_CODES``): an error's code is its status's.
 """
 
 from __future__ import annotations
+
+from .endings import EXIT_CODES
 
 __all__ = [
     "AuthError",
@@ -33,9 +39,11 @@ __all__ = [
     "FatalCallError",
     "HalugenError",
     "InputError",
+    "Interrupted",
     "LLMError",
     "RateLimited",
     "RetryableError",
+    "RunStopping",
     "StoreError",
     "UsageError",
 ]
@@ -44,33 +52,52 @@ __all__ = [
 class HalugenError(Exception):
     """Base of every error halugen raises on purpose."""
 
-    exit_code = 1
+    exit_code = EXIT_CODES["failed"]
 
 
 class UsageError(HalugenError):
-    exit_code = 2
+    exit_code = EXIT_CODES["input_error"]
 
 
 class InputError(HalugenError):
-    exit_code = 2
+    exit_code = EXIT_CODES["input_error"]
 
 
 class ConfigError(HalugenError):
-    exit_code = 2
+    exit_code = EXIT_CODES["input_error"]
 
 
 class StoreError(HalugenError):
-    exit_code = 1
+    exit_code = EXIT_CODES["failed"]
 
 
-class BudgetExhausted(HalugenError):
-    exit_code = 3
+class RunStopping(HalugenError):
+    """A call was not made because the run is stopping; its item stays pending.
+
+    Stages catch it and go on to the next item (which stops the same way), so the pipeline
+    drains without sending anything more. ``status`` is the run status it leads to.
+    """
+
+    status = "failed"
+
+
+class BudgetExhausted(RunStopping):
+    status = "budget_exhausted"
+    exit_code = EXIT_CODES["budget_exhausted"]
+
+
+class Interrupted(RunStopping):
+    """Ctrl-C: the call was released before its request left (nothing was billed)."""
+
+    status = "interrupted"
+    exit_code = EXIT_CODES["interrupted"]
 
 
 class EndpointUnreachable(HalugenError):
-    """The endpoint never answered: a wrong --base-url or no network. Stops the run."""
+    """No attempt reaches the endpoint: a wrong --base-url, no network, or a provider that
+    went away and stayed away. Stops the run."""
 
-    exit_code = 1
+    exit_code = EXIT_CODES["failed"]
 
 
 class LLMError(HalugenError):

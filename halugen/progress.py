@@ -43,7 +43,7 @@ from .stats import RunStats, StageStats
 if TYPE_CHECKING:
     from .llm.limiter import LimiterSnapshot
 
-__all__ = ["BatchRow", "ProgressView", "format_eta"]
+__all__ = ["BatchRow", "ProgressView", "abandoned_message", "format_eta", "stopping_message"]
 
 _STAGE_ORDER = {"sample": 0, "filter": 1}
 _LOW_MONEY = 0.10  # share of the budget under which "remaining" is highlighted
@@ -96,9 +96,11 @@ class _Figures:
         self.elapsed = max(0.0, now - stats.started_at)
         self.rpm, self.tpm = stats.rates()
         # one definition of spent everywhere (live view, status, run_spend): closed money
-        # plus what calls in flight have reserved, which the provider may bill
-        self.spent = ledger.spent + ledger.reserved
-        self.reserved = ledger.reserved
+        # plus what requests at the provider have reserved, which it may bill. Money held
+        # for queued calls is not spent: they have sent nothing, Ctrl-C gives it back
+        self.spent = ledger.spent + ledger.at_provider
+        self.reserved = ledger.at_provider
+        self.queued = ledger.queued
         self.remaining = ledger.remaining
         self.budget = ledger.budget
         self.exhausted = ledger.exhausted
@@ -322,6 +324,8 @@ class ProgressView:
                 ("of which in flight", format_usd(f.reserved)),
             ),
         )
+        if f.queued:
+            _pairs(line, (("held for queued calls", format_usd(f.queued)),))
         style = f.money_style()
         line.append("  remaining ")
         line.append(format_usd(f.remaining), style=style)
@@ -433,6 +437,32 @@ class ProgressView:
                 )
             )
         return "[halugen] " + " | ".join(parts)
+
+
+def stopping_message(at_provider: int, released: int, wait_s: float) -> str:
+    """What the first Ctrl-C does, said at once: nothing more is sent."""
+    queued = (
+        f"{released} queued call(s) released at $0 (never sent)"
+        if released
+        else "nothing was queued"
+    )
+    if not at_provider:
+        return f"stopping: nothing is at the provider; {queued}"
+    return (
+        f"stopping: {at_provider} request(s) at the provider will finish (waiting at most "
+        f"{wait_s:g} s) and are billed as usual; {queued}. Ctrl-C again abandons the "
+        f"{at_provider} at the provider: they count as spent (the provider may bill them)"
+    )
+
+
+def abandoned_message(reason: str, at_provider: int) -> str:
+    """What a second Ctrl-C (or the end of the wait) does to the requests at the provider."""
+    if not at_provider:
+        return f"{reason}: nothing was at the provider"
+    return (
+        f"{reason}: {at_provider} request(s) at the provider abandoned; they count as spent "
+        f"(the provider may bill them)"
+    )
 
 
 def _batch_table(rows: Sequence[BatchRow]) -> Table:

@@ -26,10 +26,12 @@ from ._groups import most_serious
 from .batch.planner import PassPlan, PlanningRunner, refuse_while_batches_live
 from .budget import Ledger, ModelPrice, find_price, usd_to_pusd
 from .config import RunConfig
-from .errors import HalugenError, UsageError
+from .endings import EXIT_CODES, closing
+from .errors import BudgetExhausted, HalugenError, RunStopping, UsageError
 from .llm.calls import CallRunner
 from .llm.capabilities import Capabilities
 from .llm.endpoint import EndpointInfo, describe_endpoint, is_openai, pick_model
+from .llm.outbox import Outbox
 from .llm.pool import EndpointPool
 from .llm.strategy import CallStrategy, Interactive, StageWriter
 from .llm.transport import AiohttpTransport, Transport
@@ -40,6 +42,7 @@ from .store.db import Store, open_store
 from .tokens import TokenCounter, get_counter
 
 __all__ = [
+    "EXIT_CODES",
     "CallSession",
     "OnRun",
     "StopFlags",
@@ -54,8 +57,7 @@ __all__ = [
 # told when a session opens its run: (run id, resumed?, the model it calls)
 OnRun = Callable[[str, bool, str], None]
 
-STOP_WAIT_S = 30.0  # after the first Ctrl-C, how long calls in flight may take to finish
-EXIT_CODES = {"done": 0, "budget_exhausted": 3, "interrupted": 130, "input_error": 2}
+STOP_WAIT_S = 30.0  # after the first Ctrl-C, how long requests at the provider may take
 
 
 @dataclass
@@ -69,6 +71,14 @@ class StopFlags:
     @property
     def stop_admitting(self) -> bool:
         return self.budget_exhausted or self.interrupted
+
+    def stopped_by(self, stop: RunStopping) -> None:
+        """A call was not made because the run is stopping (stages catch ``RunStopping``
+        and go on, so the pipeline drains): stop admitting work for the same reason."""
+        if isinstance(stop, BudgetExhausted):
+            self.budget_exhausted = True
+        else:
+            self.interrupted = True
 
 
 @dataclass
@@ -95,6 +105,8 @@ class CallSession:
     counter: TokenCounter
     flags: StopFlags = field(default_factory=StopFlags)
     notes: list[str] = field(default_factory=list)
+    # where calls wait before they leave; the first Ctrl-C closes it (``drive``)
+    outbox: Outbox = field(default_factory=Outbox)
 
 
 async def prepare_endpoint(
@@ -209,7 +221,11 @@ def _say(message: str) -> None:
 
 
 def _mark_lost(store: Store, run_id: str) -> int:
-    """Reservations never closed (a crash): count them as spent. Returns how many."""
+    """Reservations never closed (a crash): count them as spent. Returns how many.
+
+    A reservation is durable only once its request is about to leave, so these are the
+    requests that were at the provider when the session died (at most its concurrency).
+    """
     rows = store.open_reservations(run_id)
     if rows:
         store.writer.put(
@@ -262,8 +278,8 @@ async def call_session(
         lost = _mark_lost(store, run_id)
         if lost:
             notes.append(
-                f"{lost} call(s) in flight when the last session stopped were counted "
-                f"as spent (the provider may have billed them)"
+                f"{lost} request(s) at the provider when the last session stopped were "
+                f"counted as spent (the provider may have billed them)"
             )
         run = store.get_run(run_id)
         assert run is not None
@@ -279,6 +295,7 @@ async def call_session(
             count_tokens=counter.count,
             notify=_say,
         )
+        outbox = Outbox()
         runner = CallRunner(
             run_id=run_id,
             pool=pool,
@@ -289,6 +306,8 @@ async def call_session(
             stats=stats,
             retry=cfg.retry,
             first_call_id=store.next_call_id(),
+            outbox=outbox,
+            notify=_say,
         )
         calls: CallStrategy
         if plan is None:
@@ -302,7 +321,7 @@ async def call_session(
             run_id=run_id,
             endpoint=pool.url,
             model=cfg.model,
-            modes=modes,
+            modes=modes or {},
             runner=None if plan is not None and plan.offline else runner,
             task=tasks.split(",")[0],
         )
@@ -320,6 +339,7 @@ async def call_session(
             price=price,
             counter=counter,
             notes=notes,
+            outbox=outbox,
         )
         if ledger.remaining is not None and ledger.remaining <= 0:
             ledger.exhausted = True
@@ -339,14 +359,17 @@ async def drive(
     progress: bool,
     console: Console | None = None,
 ) -> tuple[str, str]:
-    """Run ``pipeline`` with the progress view and Ctrl-C handling; returns (status, msg).
+    """Run ``pipeline`` with the progress view and Ctrl-C handling; returns (status, detail).
 
-    First Ctrl-C: stop admitting work, let calls in flight finish. Second: cancel them
-    (their reservations count as spent). Systemic errors become status "failed".
+    First Ctrl-C: stop admitting work and send nothing more: calls waiting for money, a
+    rate-limit slot or a retry are released at $0; requests already at the provider finish
+    (at most ``STOP_WAIT_S``). Second: abandon those too (they count as spent). Systemic
+    errors become status "failed".
     """
-    from .progress import ProgressView
+    from .progress import ProgressView, abandoned_message, stopping_message
 
     flags = session.flags
+    outbox = session.outbox
     # --no-progress means plain lines every few seconds instead of the live view, not silence
     view = ProgressView(
         stats=session.stats,
@@ -357,34 +380,30 @@ async def drive(
     )
     say = view.console
     error: BaseException | None = None
+    released = abandoned = 0
     with _quiet_gc():
         async with anyio.create_task_group() as outer:
             cancel_scope = outer.cancel_scope
             presses = 0
 
             def give_up(reason: str) -> None:
+                nonlocal abandoned
                 if cancel_scope.cancel_called:
                     return
-                left = session.stats.totals().in_flight
-                say.print(
-                    f"{reason}: {left} call(s) abandoned; they count as spent "
-                    f"(the provider may bill them)",
-                    markup=False,
-                    highlight=False,
-                )
+                abandoned = outbox.at_provider
+                say.print(abandoned_message(reason, abandoned), markup=False, highlight=False)
                 cancel_scope.cancel()
 
             def on_sigint() -> None:
-                nonlocal presses
+                nonlocal presses, released
                 presses += 1
                 flags.interrupted = True
                 if presses > 1:
                     give_up("stopping now")
                     return
-                in_flight = session.stats.totals().in_flight
+                at_provider, released = outbox.close()
                 say.print(
-                    f"stopping: {in_flight} call(s) in flight will finish (waiting at most "
-                    f"{STOP_WAIT_S:g} s); Ctrl-C again abandons them and counts them as spent",
+                    stopping_message(at_provider, released, STOP_WAIT_S),
                     markup=False,
                     highlight=False,
                 )
@@ -414,12 +433,18 @@ async def drive(
                     loop.remove_signal_handler(signal.SIGINT)
                 view.stop()
                 cancel_scope.cancel()
+    note = session.ledger.overshoot_note()
+    if note:
+        session.notes.append(note)
+    if isinstance(error, RunStopping):  # a stop no stage caught: the same as its flag
+        flags.stopped_by(error)
+        error = None
     if isinstance(error, HalugenError):
         return "failed", str(error)
     if error is not None:
         raise error
     if flags.interrupted:
-        return "interrupted", ""
+        return "interrupted", _interrupted_detail(released, abandoned)
     if flags.budget_exhausted:
         return "budget_exhausted", ""
     if flags.input_error is not None:
@@ -427,22 +452,14 @@ async def drive(
     return "done", ""
 
 
-def closing(status: str, detail: str, *, what: str, summary: str) -> tuple[str, int]:
-    """The one-line message and exit code that end a run of any kind."""
-    if status == "done":
-        message = f"{what} done: {summary}"
-    elif status == "budget_exhausted":
-        message = (
-            f"{what} stopped: the budget is used up ({summary}). State is saved: run the "
-            f"same command with a larger --budget to continue"
-        )
-    elif status == "interrupted":
-        message = (
-            f"{what} interrupted ({summary}). State is saved: run the same command again to resume"
-        )
-    else:
-        message = f"{what} failed: {detail} ({summary})"
-    return message, EXIT_CODES.get(status, 1)
+def _interrupted_detail(released: int, abandoned: int) -> str:
+    """What Ctrl-C did with the calls under way, for the closing line."""
+    parts = []
+    if released:
+        parts.append(f"{released} queued call(s) released at $0")
+    if abandoned:
+        parts.append(f"{abandoned} request(s) at the provider abandoned, counted as spent")
+    return "; ".join(parts)
 
 
 @contextlib.contextmanager

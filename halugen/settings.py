@@ -55,6 +55,7 @@ KNOWN_KEYS: dict[str, type | tuple[type, ...]] = {
     "progress": bool,
     "timeout": (int, float),
     "max_attempts": int,
+    "unreachable_after": (int, float),
     "long_documents": str,
     "prompts": str,
     "structured": str,

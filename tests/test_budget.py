@@ -196,3 +196,72 @@ def test_model_price_record_round_trip():
     rec = p.as_record()
     assert rec["usd_per_million_input"] == pytest.approx(2.5)
     assert rec["usd_per_million_output"] == pytest.approx(10.0)
+
+
+def test_ledger_counts_queued_money_apart_until_its_request_leaves():
+    async def main() -> None:
+        ledger = Ledger(100)
+        a = await ledger.reserve(30, queued=True)
+        b = await ledger.reserve(20, queued=True)
+        assert (ledger.reserved, ledger.queued, ledger.at_provider) == (50, 50, 0)
+        ledger.leaving(a)
+        assert (ledger.queued, ledger.at_provider) == (20, 30)
+        ledger.release(b)  # released before it left (Ctrl-C): nothing spent
+        assert (ledger.reserved, ledger.queued, ledger.spent) == (30, 0, 0)
+        ledger.settle(a, 25)
+        assert (ledger.reserved, ledger.queued, ledger.spent) == (0, 0, 25)
+        c = await ledger.reserve(75)  # not queued: at the provider at once (batch mode)
+        assert ledger.at_provider == 75
+        ledger.consume(c)
+
+    run_virtual(main())
+
+
+def test_settling_more_than_reserved_is_spent_and_counted_as_an_overshoot():
+    async def main() -> None:
+        ledger = Ledger(100)
+        r = await ledger.reserve(60)
+        assert ledger.settle(r, 70) == 10  # the provider counted more tokens than we did
+        assert (ledger.spent, ledger.reserved) == (70, 0)
+        assert (ledger.overshoot, ledger.overshoots) == (10, 1)
+        ok = await ledger.reserve(20)
+        assert ledger.settle(ok, 5) == 0
+        assert ledger.overshoots == 1
+        assert ledger.settle(ok, 50) == 0  # closing twice changes nothing
+        assert ledger.spent == 75
+
+    run_virtual(main())
+
+
+def test_prompt_margin_keeps_its_initial_headroom_over_the_ratio_while_warming_up():
+    m = PromptMargin(initial=1.25, warmup=3)
+    assert not m.calibrated
+    m.observe(1000, 1600)  # a tokenizer counting 1.6x ours
+    assert m.calibrated and m.ratio == pytest.approx(1.6)
+    assert m.factor == pytest.approx(1.6 * 1.25)  # one text's ratio says little of the next
+    m.observe(1000, 1700)
+    m.observe(1000, 1650)
+    assert m.factor == pytest.approx(1.7 * 1.05)
+
+
+def test_the_first_call_alone_waits_the_others_until_it_is_answered():
+    from halugen.llm.calibration import FirstCallAlone
+
+    async def main() -> list[str]:
+        margin = PromptMargin()
+        gate = FirstCallAlone(margin)
+        order: list[str] = []
+
+        async def call(name: str, answered: bool) -> None:
+            alone = await gate.turn()
+            order.append(f"{name}:{'alone' if alone else 'with others'}")
+            await asyncio.sleep(1)
+            if answered:
+                margin.observe(100, 160)
+            gate.done(alone, answered)
+
+        await asyncio.gather(call("a", False), call("b", True), call("c", True))
+        return order
+
+    # a fails (no usage learned), so b calibrates alone; c goes once b is answered
+    assert run_virtual(main()) == ["a:alone", "b:alone", "c:with others"]

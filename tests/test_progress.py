@@ -317,3 +317,32 @@ def test_live_mode_draws_the_table_and_leaves_it_on_stop() -> None:
 def test_default_console_writes_to_stderr() -> None:
     view = ProgressView(stats=RunStats(), ledger=Ledger(None), limiter_snapshot=FakeSnapshot)  # type: ignore[arg-type]
     assert view.console.stderr
+
+
+def test_money_held_for_queued_calls_is_not_spent() -> None:
+    # reserved 0.0040 at the provider plus 0.0030 held for calls waiting for a slot: spent
+    # counts only what may be billed; the held money is shown apart and not remaining
+    ledger = busy_ledger()
+    ledger.reserved += usd(0.0030)
+    ledger.queued = usd(0.0030)
+    view = make_view(busy_stats(), ledger, FakeClock(T0 + 60.0))
+    assert "$0.0163 spent ($0.004000 of it in flight), $4.9807 left" in view.plain_line()
+    text = render_text(view)
+    assert "held for queued calls $0.003000" in text
+
+
+def test_stopping_messages_say_what_is_at_the_provider_and_what_was_queued() -> None:
+    from halugen.progress import abandoned_message, stopping_message
+
+    first = stopping_message(3, 61, 30.0)
+    assert first.startswith("stopping: 3 request(s) at the provider will finish")
+    assert "billed as usual" in first and "61 queued call(s) released at $0" in first
+    assert "Ctrl-C again abandons the 3 at the provider: they count as spent" in first
+    assert stopping_message(0, 5, 30.0).startswith("stopping: nothing is at the provider")
+    assert "nothing was queued" in stopping_message(2, 0, 30.0)
+    second = abandoned_message("stopping now", 3)
+    assert second == (
+        "stopping now: 3 request(s) at the provider abandoned; they count as spent "
+        "(the provider may bill them)"
+    )
+    assert "queued" not in second  # the queued ones were released at the first press

@@ -321,27 +321,35 @@ def _what(outcome: KindOutcome) -> str:
 def _interrupted(
     outcome: KindOutcome, jobs: BatchJobs, ledger: Ledger, *, left: int, cancelled: bool = False
 ) -> str:
+    from ..endings import closing_line
+
     spent = format_usd(ledger.spent)
-    if not left:
-        return f"{_what(outcome)} interrupted (spent {spent}). Run the same command to resume"
     noun = "batch" if left == 1 else "batches"
+    parts = {"what": _what(outcome), "summary": f"spent {spent}"}
     if cancelled:
-        return (
-            f"{_what(outcome)} interrupted: {left} {noun} asked to cancel (spent {spent} so "
-            f"far). Run the same command again to use what they finished and continue"
+        parts.update(
+            detail=f"{left} {noun} asked to cancel",
+            summary=f"spent {spent} so far",
+            next_step="Run the same command again to use what they finished and continue",
         )
-    return (
-        f"{_what(outcome)} interrupted: {left} {noun} left running at the provider (spent "
-        f"{spent} so far, {format_usd(ledger.reserved)} reserved). Run the same command again "
-        f"to use their answers and continue"
-    )
+    elif left:
+        parts.update(
+            detail=f"{left} {noun} left running at the provider",
+            summary=f"spent {spent} so far, {format_usd(ledger.reserved)} reserved",
+            next_step="Run the same command again to use their answers and continue",
+        )
+    return closing_line("interrupted", **parts)
 
 
 def _exhausted(outcome: KindOutcome, plan: PassPlan, ledger: Ledger) -> str:
-    return (
-        f"{_what(outcome)} stopped: the budget of {format_usd(ledger.budget)} is used up "
-        f"({len(plan.requests):,} request(s) wait for money; spent {format_usd(ledger.spent)}). "
-        f"State is saved: run the same command with a larger --budget to continue"
+    from ..endings import closing_line
+
+    return closing_line(
+        "budget_exhausted",
+        what=_what(outcome),
+        budget=format_usd(ledger.budget),
+        summary=f"{len(plan.requests):,} request(s) wait for money; spent "
+        f"{format_usd(ledger.spent)}",
     )
 
 
@@ -368,7 +376,7 @@ def _stop(cfg: RunConfig, outcome: Out, state: _Session, status: str, message: s
     changes: dict[str, Any] = {
         "status": status,
         "message": message,
-        "exit_code": EXIT_CODES.get(status, 1),
+        "exit_code": EXIT_CODES[status],
     }
     if "spent_pusd" in outcome.__dataclass_fields__:
         changes["spent_pusd"] = spent

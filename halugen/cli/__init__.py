@@ -1,6 +1,7 @@
 """Command line: the only place that parses arguments and prints. Errors become exit codes.
 
-Exit codes: 0 done; 1 failure; 2 bad usage or input; 3 budget exhausted; 130 interrupted.
+Exit codes (``endings.EXIT_CODES``): 0 done; 1 failure; 2 bad usage or input; 3 budget
+exhausted; 130 interrupted.
 One module per area: generation, data (the store), simulator, evaluation, audit, general,
 batch, task (task folders).
 
@@ -16,6 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from .. import __version__
+from ..endings import EXIT_CODES
 from ..errors import HalugenError
 from . import audit, batch, data, evaluation, general, generation, simulator, task
 from .common import err
@@ -105,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         err.print("interrupted")
-        return 130
+        return EXIT_CODES["interrupted"]
     except Exception as exc:
         if args.debug:
             raise

@@ -178,6 +178,13 @@ def llm_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--max-attempts", type=int, help="attempts per call before it fails (default: 8)"
     )
+    g.add_argument(
+        "--unreachable-after",
+        type=float,
+        metavar="SECONDS",
+        help="stop the run when no attempt could connect to the endpoint for this long "
+        f"(default: {RetryPolicy().unreachable_after:g})",
+    )
     r = p.add_argument_group("run")
     r.add_argument("--db", help=f"the DuckDB store (default: ${DB_ENV} or ./{DEFAULT_DB})")
     r.add_argument(
@@ -308,6 +315,9 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
     limit = _pick(args, settings, "limit")
     timeout = _pick(args, settings, "timeout", default=300.0)
     max_attempts = _pick(args, settings, "max_attempts", default=8)
+    unreachable_after = _pick(
+        args, settings, "unreachable_after", default=RetryPolicy().unreachable_after
+    )
     temperature = _pick(args, settings, "temperature", default=1.0)
     max_tokens = _pick(args, settings, "max_tokens", default=256)
     for name, value in (
@@ -317,6 +327,7 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
         ("limit", limit),
         ("timeout", timeout),
         ("max-attempts", max_attempts),
+        ("unreachable-after", unreachable_after),
         ("max-tokens", max_tokens),
         ("context-window", _pick(args, settings, "context_window")),
     ):
@@ -359,7 +370,9 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
         price_card=_pick(args, settings, "price_card"),
         rate=RateLimit(rpm=rpm, tpm=tpm, concurrency=int(concurrency)),
         endpoints=endpoints,
-        retry=RetryPolicy(max_attempts=int(max_attempts)),
+        retry=RetryPolicy(
+            max_attempts=int(max_attempts), unreachable_after=float(unreachable_after)
+        ),
         timeouts=Timeouts(total=float(timeout), read=float(timeout)),
         sampling=Sampling(temperature=float(temperature), max_tokens=int(max_tokens)),
         limit=limit,

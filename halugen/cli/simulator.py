@@ -58,6 +58,20 @@ def add_parsers(sub: Any) -> None:
         "500 (llama-cpp-python's server)",
     )
     sim.add_argument("--no-usage", action="store_true", help="omit usage from responses")
+    sim.add_argument(
+        "--usage-scale",
+        type=float,
+        default=1.0,
+        metavar="X",
+        help="count (and bill) X times the tokens of the simulator's byte rule, like a "
+        "provider whose tokenizer counts more than the client's (1.6: 60%% more)",
+    )
+    sim.add_argument(
+        "--down-after",
+        type=int,
+        metavar="N",
+        help="serve N chat requests, then go down for good: stop listening, refuse the rest",
+    )
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument(
         "--oracle",
@@ -117,6 +131,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         report_usage=not args.no_usage,
         seed=args.seed,
         garbage_rate=args.garbage_rate,
+        usage_scale=args.usage_scale,
+        down_after=args.down_after,
         **kw,
     )
 

@@ -23,7 +23,7 @@ from rich.console import Console
 
 from ..budget import format_usd
 from ..config import RunConfig
-from ..errors import BudgetExhausted, UsageError
+from ..errors import RunStopping, UsageError
 from ..llm.calls import CallFailure
 from ..llm.capabilities import JSON_SCHEMA, LOGPROBS, MODES
 from ..llm.transport import Transport
@@ -244,8 +244,8 @@ async def _worker(
                 continue
             try:
                 judged = await _judge_one(cfg, session, template, item, again)
-            except BudgetExhausted:
-                session.flags.budget_exhausted = True
+            except RunStopping as stop:  # budget used up or Ctrl-C: the item stays pending
+                session.flags.stopped_by(stop)
                 continue
             if judged is None:
                 st.bump(st.failed, cfg.task)
@@ -390,9 +390,10 @@ async def evaluate(
             message = f"nothing to judge: {where}"
         message, exit_code = closing(
             status,
-            message,
             what=f"eval run {session.run_id} ({cfg.task}/{cfg.strategy} with {cfg.run.model})",
             summary=f"{judged} item(s) judged; spent {spent}",
+            detail=message,
+            budget=format_usd(session.ledger.budget),
         )
         session.store.update_run(session.run_id, status=status, status_detail=message[:1000])
         return EvalOutcome(session.run_id, status, message, exit_code, judged, tuple(session.notes))

@@ -1,11 +1,17 @@
 """Making one logical LLM call under all of halugen's guarantees.
 
-    key -> cache? -> reserve worst case -> reservation durable -> rate-limit slot -> send
-        -> settle to reported usage (or release / consume) -> log the call -> answer
+    key -> cache? -> (first call of the session: alone) -> reserve worst case (in memory)
+        -> rate-limit slot -> reservation durable -> send -> settle to reported usage
+        (or release / consume) -> log the call -> answer
 
 Retries happen here, each attempt reserved and paced on its own. Per-call failures are
-returned as ``CallFailure`` values; only systemic errors raise (BudgetExhausted,
-AuthError, StoreError).
+returned as ``CallFailure`` values; only systemic errors raise (BudgetExhausted, Interrupted,
+AuthError, EndpointUnreachable, StoreError).
+
+Until its request is about to leave, an attempt waits in the run's ``Outbox`` (money, its
+rate-limit slot, the backoff before a retry): the first Ctrl-C releases it there at $0. Its
+reservation becomes durable only then, so what a kill leaves counted as spent is what had
+reached the provider (at most the concurrency), never requests that were still queued.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..budget import Ledger, ModelPrice, PromptMargin, Reservation
+from ..budget import Ledger, ModelPrice, PromptMargin, Reservation, format_usd
 from ..config import RetryPolicy
 from ..errors import (
     AuthError,
@@ -25,6 +31,7 @@ from ..errors import (
     ContextTooLong,
     EndpointUnreachable,
     FatalCallError,
+    Interrupted,
     LLMError,
     RetryableError,
 )
@@ -34,8 +41,11 @@ from ..stats import RunStats, StageStats
 from ..store.db import KeyIndex, Store, key_prefix
 from ..store.writer import Row
 from ..tokens import TokenCounter
+from .calibration import FirstCallAlone
 from .client import stored_result
+from .outbox import Outbox, Place
 from .pool import EndpointPool
+from .reach import Reachability
 from .retrying import retrying
 
 __all__ = ["CallFailure", "CallRunner"]
@@ -68,6 +78,9 @@ class CallRunner:
         margin: PromptMargin | None = None,
         first_call_id: int = 1,
         sleep: Callable[[float], Any] = asyncio.sleep,
+        outbox: Outbox | None = None,
+        clock: Callable[[], float] | None = None,
+        notify: Callable[[str], None] | None = None,
     ) -> None:
         self.run_id = run_id
         self.pool = pool  # the endpoints: each attempt goes to one with room
@@ -80,6 +93,12 @@ class CallRunner:
         self.stats = stats
         self.retry = retry
         self.margin = margin or PromptMargin()
+        self._first = FirstCallAlone(self.margin)
+        self.outbox = outbox or Outbox()  # the first Ctrl-C closes it (session.drive)
+        self.reach = Reachability(
+            pool.url, window=retry.unreachable_after, clock=clock or _loop_time
+        )
+        self._notify = notify or (lambda message: None)
         self._next_call_id = first_call_id
         self._sleep = sleep
         self._rng = random.Random()  # backoff jitter only: never affects results
@@ -88,7 +107,6 @@ class CallRunner:
         self.auth_failed: AuthError | None = None
         # told the server's window when a context-length error names it (context_window.py)
         self.on_context_window: Callable[[int], None] | None = None
-        self._reached = False  # has any attempt got an HTTP answer from the endpoint?
 
     def estimate_prompt_tokens(self, request: ChatRequest) -> int:
         return PER_REQUEST_TOKENS + sum(
@@ -147,6 +165,7 @@ class CallRunner:
                 st.cached += 1
                 return cached
 
+        self.outbox.check()  # stopping: a call that has not started does not start
         est = (
             est_prompt_tokens
             if est_prompt_tokens is not None
@@ -158,9 +177,10 @@ class CallRunner:
         try:
             return await self._attempts(call, st)
         except BaseException as exc:
-            # the call ends here without an answer (budget, 401, Ctrl-C, the store): it still
-            # gets its row, so that the calls view shows every call in a terminal status
-            if not call.logged and call.attempts:
+            # the call ends here without an answer (budget, 401, Ctrl-C, the store): once it
+            # had money reserved or was queued, it still gets its row, so that the calls
+            # view shows every call in a terminal status (released ones: 'cancelled', $0)
+            if not call.logged and (call.res_no or isinstance(exc, Interrupted)):
                 status = "budget_exhausted" if isinstance(exc, BudgetExhausted) else "cancelled"
                 if isinstance(exc, LLMError):
                     status = "failed"
@@ -168,96 +188,126 @@ class CallRunner:
             raise
 
     async def _attempts(self, call: _Call, st: StageStats) -> ChatResult | CallFailure:
+        request = call.request
+        max_out = request.n * request.max_tokens
+        common = (call.key, call.stage, call.task, request.model, call.seed_key)
+
+        async def attempt() -> ChatResult:
+            with self.outbox.place() as place:  # after Ctrl-C: Interrupted, no (re)try
+                alone = await self._first.turn()
+                answered = False
+                try:
+                    outcome = await self._attempt(call, st, place, max_out, common)
+                    answered = isinstance(outcome, ChatResult)
+                finally:
+                    self._first.done(alone, answered)
+            if isinstance(outcome, ChatResult):
+                return outcome
+            if isinstance(outcome, ConnectFailed):
+                try:
+                    self.reach.connect_failed(outcome)  # gone for good: the run stops
+                except EndpointUnreachable:
+                    self._log_end(call, "failed", outcome)
+                    raise
+            if isinstance(outcome, RetryableError):
+                call.errors.append(_describe(outcome))
+            raise outcome
+
         def retried(exc: RetryableError) -> None:
             st.retries += 1
 
+        async def wait(delay: float) -> None:
+            with self.outbox.place():  # Ctrl-C releases a call waiting to retry
+                await self._sleep(delay)
+
         try:
             return await retrying(
-                lambda: self._attempt(call, st),
+                attempt,
                 policy=self.retry,
                 rng=self._rng,
                 max_attempts=call.max_attempts,
-                sleep=self._sleep,
+                sleep=wait,
                 on_retry=retried,
             )
-        except AuthError:
-            raise
         except (RetryableError, FatalCallError) as exc:
             last_error: LLMError = exc
+        if isinstance(last_error, ContextTooLong) and last_error.window and self.on_context_window:
+            self.on_context_window(last_error.window)
+        if isinstance(last_error, AuthError):
+            self.auth_failed = last_error
+            self._log_end(call, "failed", last_error)
+            raise last_error
         self._log_end(call, "failed", last_error)
-        if last_error.status == 0 and not self._reached and isinstance(last_error, ConnectFailed):
-            # no connection was ever made, for any call: a wrong URL or no network
-            raise EndpointUnreachable(
-                f"cannot reach {self.pool.url}: {last_error} (after {call.attempts} "
-                f"attempts); check --base-url (or OPENAI_BASE_URL) and the network"
-            )
+        if isinstance(last_error, ConnectFailed):
+            never = self.reach.never_reached(last_error, call.attempts)
+            if never is not None:  # no connection was ever made: a wrong URL or no network
+                raise never
         st.failed += 1
         self.stats.note_failure(_describe(last_error, short=True))
         return CallFailure(call.key, last_error.error_class, str(last_error), last_error.status)
 
-    async def _attempt(self, call: _Call, st: StageStats) -> ChatResult:
-        """One attempt, reserved and paced on its own; raises what the endpoint answered."""
-        request, key = call.request, call.key
-        max_out = request.n * request.max_tokens
-        common = (key, call.stage, call.task, request.model, call.seed_key)
+    async def _attempt(
+        self, call: _Call, st: StageStats, place: Place, max_out: int, common: tuple[Any, ...]
+    ) -> ChatResult | LLMError:
+        """One attempt: its money, its rate-limit slot, its durable reservation, the request.
+
+        Returns the answer or the attempt's error (its reservation closed either way);
+        systemic errors and cancellation raise.
+        """
         reserve_tokens = self.margin.reserve_tokens(call.est)
         amount = self.price.cost(reserve_tokens, max_out)
-        reservation = await self.ledger.reserve(amount)  # BudgetExhausted propagates
+        # The money first, in memory (BudgetExhausted propagates), then the rate-limit slot.
+        # A request whose money does not fit yet therefore never holds a slot: it waits for
+        # calls in flight to settle without taking a concurrency place or a share of the
+        # requests/tokens per minute, which go to requests that can leave now (a slot held
+        # through that wait would be paced for a moment long past and sent in a later one).
+        reservation = await self.ledger.reserve(amount, queued=True)
         call.res_no += 1
         res_no = call.res_no
-        call.reserved += amount
-        st.reserved_pusd += amount
+        phase = "queued"  # -> "durable" (its row may be committed) -> "sent"
         try:
-            await self.writer.put_durable(
-                [("ledger", (call.call_id, res_no, self.run_id, "reserve", amount, *common))]
-            )
-        except BaseException:
-            # cancelled (or the store failed) before the request left: if the reservation
-            # row still commits, this release follows it on the same lane
-            self.ledger.release(reservation)
-            st.reserved_pusd -= amount
-            self.writer.put([_close_row(call.call_id, res_no, self.run_id, "release", 0)])
-            raise
-        call.attempts += 1
-        st.in_flight += 1
-        sent = False
-        try:
-            async with self.pool.slot(reserve_tokens + max_out) as endpoint:
-                sent = True
-                result = await endpoint.send(request, body=call.body)
-        except RetryableError as exc:
-            st.in_flight -= 1
-            self._reached = self._reached or exc.status != 0
-            call.errors.append(_describe(exc))
+            async with self.pool.slot(reserve_tokens + max_out) as attempt:
+                phase = "durable"
+                await self.writer.put_durable(
+                    [("ledger", (call.call_id, res_no, self.run_id, "reserve", amount, *common))]
+                )
+                place.leave()  # at the provider from here: Ctrl-C no longer releases it
+                self.ledger.leaving(reservation)
+                call.reserved += amount
+                st.reserved_pusd += amount
+                call.attempts += 1
+                st.in_flight += 1
+                phase = "sent"
+                try:
+                    result = await attempt.send(call.request, body=call.body)
+                finally:
+                    st.in_flight -= 1
+        except RetryableError as exc:  # raised by send only: the request had left
+            if exc.status:
+                self.reach.answered()
             await self._close(call, st, reservation, res_no, exc.billed_maybe)
-            raise
+            return exc
         except FatalCallError as exc:
-            st.in_flight -= 1
-            self._reached = True
+            self.reach.answered()
             await self._close(call, st, reservation, res_no, False)
-            if isinstance(exc, ContextTooLong) and exc.window and self.on_context_window:
-                self.on_context_window(exc.window)
-            if isinstance(exc, AuthError):
-                self.auth_failed = exc
-                self._log_end(call, "failed", exc)
-            raise
+            return exc
         except BaseException:
-            st.in_flight -= 1
-            # cancelled (Ctrl-C, the endpoint given up) or a bug. Once the request may be
-            # at the provider it counts as spent, as a crash would; while it still waited
-            # for its rate-limit slot nothing left. (No await here: we are unwinding.)
-            spend = reservation.amount if sent else 0
-            call.cost += spend
-            st.reserved_pusd -= reservation.amount
-            st.cost_pusd += spend
-            if sent:
+            # released (Ctrl-C), cancelled (a second Ctrl-C, the run failing) or a bug. Once
+            # the request may be at the provider it counts as spent, as after a crash;
+            # before it left nothing can be billed. (No await here: we are unwinding.)
+            if phase == "sent":
+                call.cost += reservation.amount
+                st.reserved_pusd -= reservation.amount
+                st.cost_pusd += reservation.amount
                 self.ledger.consume(reservation)
+                self.writer.put(
+                    [_close_row(call.call_id, res_no, self.run_id, "consume", reservation.amount)]
+                )
             else:
                 self.ledger.release(reservation)
-            event = "consume" if sent else "release"
-            self.writer.put([_close_row(call.call_id, res_no, self.run_id, event, spend)])
+                if phase == "durable":  # its reserve row may commit: close it on the same lane
+                    self.writer.put([_close_row(call.call_id, res_no, self.run_id, "release", 0)])
             raise
-        st.in_flight -= 1
         return await self._succeeded(call, st, reservation, res_no, result, common)
 
     async def _succeeded(
@@ -269,14 +319,16 @@ class CallRunner:
         result: ChatResult,
         common: tuple[Any, ...],
     ) -> ChatResult:
-        self._reached = True
+        self.reach.answered()
         cost = self.price.cost(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
         call.cost += cost
         st.reserved_pusd -= reservation.amount
         st.cost_pusd += cost
-        self.ledger.settle(reservation, cost)
+        over = self.ledger.settle(reservation, cost)
         if not result.usage_estimated:
             self.margin.observe(call.est, result.prompt_tokens)
+        if over:
+            self._overshot(call, result, reservation.amount, cost)
         status = "content_filter" if "content_filter" in result.finish_reasons else "ok"
         call.logged = True
         # The answer is durable before the call counts as done: after a kill -9 a resume
@@ -320,6 +372,18 @@ class CallRunner:
         st.reserved_pusd -= reservation.amount
         st.cost_pusd += spend
         await self.writer.put_durable([_close_row(call.call_id, res_no, self.run_id, event, spend)])
+
+    def _overshot(self, call: _Call, result: ChatResult, reserved: int, cost: int) -> None:
+        """The provider billed more than was reserved: say so once, as it happens (the
+        overshoots view lists every one; ``Ledger.overshoot_note`` sums them up at the end)."""
+        if self.ledger.overshoots > 1:
+            return
+        self._notify(
+            f"note: the provider counted {result.prompt_tokens:,} prompt tokens where "
+            f"{call.est:,} were estimated ({call.stage} call): {format_usd(cost)} billed "
+            f"against {format_usd(reserved)} reserved. Reservations now allow "
+            f"{self.margin.factor:.2f}x the estimate"
+        )
 
     def _log_end(self, call: _Call, status: str, error: LLMError | None) -> None:
         """The call_log row of a call that ended without an answer."""
@@ -414,6 +478,10 @@ class CallRunner:
             ]
         )
         return result
+
+
+def _loop_time() -> float:
+    return asyncio.get_running_loop().time()
 
 
 def _with_attempts(result: ChatResult, attempts: int) -> ChatResult:

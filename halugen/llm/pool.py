@@ -287,4 +287,7 @@ class Attempt:
         """Send the request here; the errors are the client's (a 401 of one endpoint among
         several becomes retryable: another endpoint may take the call)."""
         assert self._member is not None and self._ticket is not None
+        # the request's latency counts from here, not from when its slot was taken: what the
+        # caller does in between (the call runner commits its reservation) is not the server's
+        self._ticket.started = asyncio.get_running_loop().time()
         return await self._pool._send(self._member, self._ticket, request, body)

@@ -43,8 +43,11 @@ class Transport(Protocol):
 Handler = Callable[[str, Mapping[str, str], bytes], Awaitable[HttpResponse]]
 
 
-def _why(error: OSError) -> str:
-    """An OS error as a person says it (aiohttp's text is "Connect call failed (...)")."""
+def _why(error: OSError | int) -> str:
+    """An OS error (or its errno) as a person says it (aiohttp's text is "Connect call
+    failed (...)")."""
+    if isinstance(error, int):
+        error = OSError(error, "")
     names = {
         errno.ECONNREFUSED: "connection refused (nothing listens there)",
         errno.EHOSTUNREACH: "no route to the host",
@@ -94,6 +97,8 @@ class HandlerTransport:
                 return await self._handler(path, {k.lower(): v for k, v in headers.items()}, body)
         except TimeoutError:
             raise CallTimeout(_timeout_message(timeouts.total), billed_maybe=True) from None
+        except ConnectionRefusedError:  # the handler's server is down: nothing was sent
+            raise ConnectFailed(f"cannot connect to {url}: {_why(errno.ECONNREFUSED)}") from None
         except ConnectionError as exc:  # the handler dropped the connection
             raise RetryableError(
                 f"connection dropped: {type(exc).__name__}", billed_maybe=True
@@ -140,6 +145,9 @@ class AiohttpTransport:
                 data = await resp.read()
                 # aiohttp's header mapping answers lower-case lookups already
                 return HttpResponse(status=resp.status, headers=resp.headers, body=data)
+        except aiohttp.ConnectionTimeoutError:
+            # no connection within --connect-timeout: nothing was sent, nothing billed
+            raise ConnectFailed(f"cannot connect to {url}: {_why(errno.ETIMEDOUT)}") from None
         except TimeoutError:
             raise CallTimeout(_timeout_message(timeouts.total), billed_maybe=True) from None
         except aiohttp.ClientConnectorError as exc:

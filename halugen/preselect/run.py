@@ -26,7 +26,7 @@ from rich.console import Console
 
 from ..budget import format_usd
 from ..config import RunConfig
-from ..errors import BudgetExhausted, UsageError
+from ..errors import RunStopping, UsageError
 from ..llm.calls import CallFailure
 from ..llm.capabilities import N_CHOICES
 from ..llm.transport import Transport
@@ -190,8 +190,8 @@ async def _respond(
                 continue
             try:
                 responses = await _sample(cfg, session, q)
-            except BudgetExhausted:
-                session.flags.budget_exhausted = True
+            except RunStopping as stop:  # budget used up or Ctrl-C: the query stays pending
+                session.flags.stopped_by(stop)
                 continue
             if responses is None:
                 st.bump(st.failed, "general")
@@ -386,10 +386,11 @@ async def preselect(
         spent = format_usd(store.spent(session.run_id))
         message, exit_code = closing(
             status,
-            message,
             what=f"pre-selection run {session.run_id}",
             summary=f"{scored} queries scored{unscored_text}, the {len(kept)} least similar "
             f"kept (see the preselect_ranked view); spent {spent}",
+            detail=message,
+            budget=format_usd(session.ledger.budget),
         )
         store.update_run(session.run_id, status=status, status_detail=message[:1000])
         return PreselectOutcome(

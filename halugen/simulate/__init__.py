@@ -19,13 +19,14 @@ object behind an aiohttp server on loopback. Modules:
 from __future__ import annotations
 
 from .server import SIMULATOR, build_app, run_server, serve
-from .simulator import FAULT_KINDS, SimConfig, SimulatedDrop, Simulator
+from .simulator import FAULT_KINDS, SimConfig, SimulatedDrop, SimulatedRefusal, Simulator
 
 __all__ = [
     "FAULT_KINDS",
     "SIMULATOR",
     "SimConfig",
     "SimulatedDrop",
+    "SimulatedRefusal",
     "Simulator",
     "build_app",
     "run_server",

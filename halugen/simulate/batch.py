@@ -36,7 +36,7 @@ from ..errors import UsageError
 from ..llm.transport import HttpResponse
 from ..records import canonical_json
 from .keys import key64, unit
-from .request import BadRequest, error_response, parse_body
+from .request import BadRequest, error_response
 from .structured import FormatRefused
 
 __all__ = [
@@ -344,7 +344,7 @@ class BatchService:
         sim = self.sim
         digest = hashlib.sha256(canonical_json(body)).digest()
         try:
-            req = sim.apply_format_policy(parse_body(orjson.dumps(body)))
+            req = sim.apply_format_policy(sim.parse(orjson.dumps(body)))
             window = sim.config.context_window
             if req.prompt_tokens + (req.max_tokens or 0) > window:
                 raise BadRequest(
@@ -483,7 +483,7 @@ class BatchService:
     def _answer(self, line: _Line) -> dict[str, Any]:
         """What the chat endpoint answers for this body (no faults, no latency), billed."""
         sim = self.sim
-        req = sim.apply_format_policy(parse_body(orjson.dumps(line.body)))
+        req = sim.apply_format_policy(sim.parse(orjson.dumps(line.body)))
         n_out = req.n if sim.config.honour_n else 1
         # the simulator's own answer path: same texts, same usage as an interactive call
         payload, completion_tokens = sim._completion(req, n_out, line.digest, None)

@@ -4,7 +4,8 @@ Routes: ``POST /v1/chat/completions`` (also ``/chat/completions`` for base URLs 
 ``/v1``), ``GET /v1/models``, ``GET /_sim/stats`` (``?keys=0`` leaves out ``billed_keys``)
 and ``POST /_sim/reset``, and the Batch API (``/v1/files``, ``/v1/batches``: batch.py).
 No access log and no per-request logging: at benchmark rates the log alone would cost
-more than the answers.
+more than the answers. A simulator that goes down (``SimConfig.down_after``) stops listening
+and closes every connection, so later requests are refused as by a host whose server died.
 """
 
 from __future__ import annotations
@@ -12,17 +13,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import orjson
 from aiohttp import web
 
 from .batch import add_batch_routes, batch_service, with_batch_stats
-from .simulator import SimConfig, SimulatedDrop, Simulator
+from .simulator import SimConfig, SimulatedDrop, SimulatedRefusal, Simulator
 
 __all__ = ["SIMULATOR", "build_app", "run_server", "serve"]
 
 SIMULATOR = web.AppKey("simulator", Simulator)
+# what serve() does when the simulator goes down: stop listening, close the connections
+_GO_DOWN = web.AppKey("go_down", list[Callable[[], Awaitable[None]]])
+_KEEP: set[asyncio.Future[None]] = set()  # tasks of going down, held until they end
 _JSON = "application/json"
 # Long-context requests (the context-length check needs > 512 KB bodies) must reach the
 # simulator instead of being refused by aiohttp's 1 MiB default with a 413.
@@ -42,6 +46,15 @@ def build_app(sim: Simulator) -> web.Application:
             # that as a client disconnect and drops the connection quietly.
             if request.transport is not None:
                 request.transport.close()
+            return web.Response(status=500)
+        except SimulatedRefusal:
+            if request.transport is not None:
+                request.transport.close()
+            for go_down in request.app[_GO_DOWN]:
+                # not awaited here: closing the connections waits for this handler too
+                task = asyncio.ensure_future(go_down())
+                _KEEP.add(task)
+                task.add_done_callback(_KEEP.discard)
             return web.Response(status=500)
         return web.Response(status=resp.status, body=resp.body, headers=resp.headers)
 
@@ -71,6 +84,7 @@ def build_app(sim: Simulator) -> web.Application:
 
     app = web.Application(client_max_size=_MAX_BODY)
     app[SIMULATOR] = sim
+    app[_GO_DOWN] = []
     app.router.add_post("/v1/chat/completions", chat)
     app.router.add_post("/chat/completions", chat)
     app.router.add_get("/v1/models", models)
@@ -107,6 +121,14 @@ async def serve(
         await runner.cleanup()
         raise
     bound = runner.addresses[0][1]
+
+    async def go_down() -> None:
+        if site in runner.sites:  # once: later refusals find it closed already
+            await site.stop()  # new connections are refused from now on
+            if runner.server is not None:
+                await runner.server.shutdown(0.1)  # and the open ones close
+
+    runner.app[_GO_DOWN].append(go_down)
     return runner, bound
 
 

@@ -22,6 +22,16 @@ served at once and the requests whose client had gone away (``abandoned``).
 In-process callers (``HandlerTransport(sim.handle)``) see a "drop" fault as the exception
 ``SimulatedDrop``; the aiohttp app turns it into a closed connection. The engine's
 transport layer is the place to map it to a connection error.
+
+Two behaviours of real providers that the money and stopping code must survive:
+
+- ``usage_scale``: the provider's tokenizer counts ``usage_scale`` times as many tokens as
+  the byte rule (another tokenizer than the client's). Prompt tokens, the cut of a reply at
+  ``max_tokens`` (in the provider's tokens: a reply never reports more than asked for), the
+  context window, the rate limits, the usage reported and the bill all count that way.
+- ``down_after``: after that many chat requests the server is gone and stays gone: every
+  later request is refused as a connection to a dead host is (``SimulatedRefusal``
+  in process; over HTTP the server stops listening and closes its connections).
 """
 
 from __future__ import annotations
@@ -49,7 +59,14 @@ from .structured import REFUSED_FORMAT, UNSUPPORTED_FORMAT, FormatRefused, struc
 from .tokens import count_text, truncate_to_tokens
 from .words import normalise
 
-__all__ = ["FAULT_KINDS", "RESPONSE_FORMAT_MODES", "SimConfig", "SimulatedDrop", "Simulator"]
+__all__ = [
+    "FAULT_KINDS",
+    "RESPONSE_FORMAT_MODES",
+    "SimConfig",
+    "SimulatedDrop",
+    "SimulatedRefusal",
+    "Simulator",
+]
 
 FAULT_KINDS = ("500", "503", "hang", "malformed", "content_filter", "drop", "429")
 RESPONSE_FORMAT_MODES = ("honour", "ignore", "400", "500")
@@ -59,6 +76,10 @@ _JSON = "application/json"
 
 class SimulatedDrop(ConnectionResetError):
     """A "drop" fault: the connection closes with no response (nothing billed)."""
+
+
+class SimulatedRefusal(ConnectionRefusedError):
+    """The server is down (``down_after``): the connection is refused, nothing was sent."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,6 +118,9 @@ class SimConfig:
     # (finish "length"), as llama.cpp's server does; False: a 400, as vLLM and OpenAI do
     shorten_to_fit: bool = False
     served_models: tuple[str, ...] = ("halugen-sim",)  # GET /v1/models lists these
+    # the provider's tokenizer counts this many times the byte rule's tokens (see above)
+    usage_scale: float = 1.0
+    down_after: int | None = None  # chat requests served before the server goes for good
     clock: Callable[[], float] = time.monotonic  # rate-limit time; inject a fake in tests
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep  # latency and hangs
     batch: BatchSimConfig = field(default_factory=BatchSimConfig)  # /v1/files, /v1/batches
@@ -115,6 +139,12 @@ class SimConfig:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise UsageError(f"simulator {name} must be positive (or unset)")
+        if not 0.1 <= self.usage_scale <= 10:
+            raise UsageError(
+                f"simulator usage_scale must be between 0.1 and 10, not {self.usage_scale}"
+            )
+        if self.down_after is not None and self.down_after < 0:
+            raise UsageError("simulator down_after must not be negative (or unset)")
         if self.auth not in ("bearer", "api-key"):
             raise UsageError(f"simulator auth must be bearer or api-key, not {self.auth!r}")
         if self.response_format not in RESPONSE_FORMAT_MODES:
@@ -149,6 +179,8 @@ class Simulator:
         self._auth_header = "api-key" if config.auth == "api-key" else "authorization"
         self._credential = config.api_key if config.auth == "api-key" else self._bearer
         self._in_flight = 0  # not reset: requests under way finish after a reset
+        self._chat_seen = 0  # chat requests ever, for down_after (not reset either)
+        self.down = False  # gone for good (down_after)
         self.reset()
 
     # -- bookkeeping -----------------------------------------------------------------------
@@ -172,6 +204,7 @@ class Simulator:
         self._max_queued = self._queued
         self._max_busy = self._busy
         self._abandoned = 0
+        self._refused = 0
         self._limits.reset()
 
     def stats(self, *, keys: bool = True) -> dict[str, Any]:
@@ -202,6 +235,7 @@ class Simulator:
             / 1e6,
             "duplicate_bills": self._billed_requests - len(self._billed),
             "in_flight": self._in_flight,
+            "refused": self._refused,
             "admitted": self._admitted,
             "admitted_tokens": self._admitted_tokens,
             "admitted_span_s": (
@@ -263,7 +297,15 @@ class Simulator:
     # -- the request path ------------------------------------------------------------------
 
     async def handle(self, path: str, headers: Mapping[str, str], body: bytes) -> HttpResponse:
-        """Answer ``POST <path>`` with lower-case ``headers``; may raise ``SimulatedDrop``."""
+        """Answer ``POST <path>`` with lower-case ``headers``; may raise ``SimulatedDrop``,
+        or ``SimulatedRefusal`` once the server is down (a refused request is not counted
+        among ``requests``: it never reached the server)."""
+        if self.config.down_after is not None:
+            if self._chat_seen >= self.config.down_after:
+                self.down = True
+                self._refused += 1
+                raise SimulatedRefusal("simulated server down: connection refused")
+            self._chat_seen += 1
         self._requests += 1
         self._in_flight += 1
         try:
@@ -290,7 +332,7 @@ class Simulator:
         if not self.authorised(headers):
             return self._count(self.unauthorised())
         try:
-            req = self.apply_format_policy(parse_body(body))
+            req = self.apply_format_policy(self.parse(body))
             fits_prompt = req.prompt_tokens < cfg.context_window
             if cfg.shorten_to_fit and fits_prompt and req.max_tokens is not None:
                 # llama.cpp's way: the reply stops where the context is full
@@ -396,6 +438,17 @@ class Simulator:
         if delay > 0:
             await cfg.sleep(delay / 1000.0)
         return response
+
+    def parse(self, body: bytes) -> ChatBody:
+        """A request body as this provider reads it: prompt tokens by its own tokenizer."""
+        req = parse_body(body)
+        if self.config.usage_scale != 1.0:
+            req = replace(req, prompt_tokens=self._scaled(req.prompt_tokens))
+        return req
+
+    def _scaled(self, tokens: int) -> int:
+        """The byte rule's ``tokens`` as this provider's tokenizer counts them."""
+        return math.ceil(tokens * self.config.usage_scale)
 
     async def _work(self, seconds: float) -> None:
         """Spend ``seconds`` on a request: at once, or in capacity mode when a slot is free."""
@@ -518,8 +571,11 @@ class Simulator:
                         req.response_format, reply.values, info.labels, variant_key
                     ),
                 )
-            text, finish = _finish(reply.text, req.stop, req.max_tokens)
-            completion_tokens += count_text(text)
+            scale = cfg.usage_scale
+            # max_tokens is in the provider's tokens: cut where its count reaches it
+            limit = req.max_tokens if req.max_tokens is None else int(req.max_tokens / scale)
+            text, finish = _finish(reply.text, req.stop, limit)
+            completion_tokens += self._scaled(count_text(text))
             choice: dict[str, Any] = {
                 "index": i,
                 "message": {"role": "assistant", "content": text},

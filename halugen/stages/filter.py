@@ -17,7 +17,7 @@ import dataclasses
 import orjson
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
-from ..errors import BudgetExhausted
+from ..errors import RunStopping
 from ..llm.calls import CallFailure
 from ..llm.structured import choice_format
 from ..prompts import Template, load_template
@@ -43,8 +43,8 @@ async def run_filter_stage(
         async for seed, candidates in receive:
             try:
                 outcome = await decide(ctx, seed, candidates)
-            except BudgetExhausted:
-                ctx.flags.budget_exhausted = True
+            except RunStopping as stop:  # budget used up or Ctrl-C
+                ctx.flags.stopped_by(stop)
                 continue  # pending: its candidates are stored, a resume only filters
             await send.send(outcome)
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
-from ..errors import BudgetExhausted
+from ..errors import RunStopping
 from ..llm.calls import CallFailure
 from ..records import Candidate, ChatRequest, Seed
 from ..tasks.base import TaskSpec
@@ -31,9 +31,9 @@ async def run_sample_stage(
         async for seed in receive:
             try:
                 candidates = await sample_seed(ctx, seed)
-            except BudgetExhausted:
-                ctx.flags.budget_exhausted = True
-                continue  # the seed stays pending; a resume with more budget finishes it
+            except RunStopping as stop:  # budget used up or Ctrl-C
+                ctx.flags.stopped_by(stop)
+                continue  # the seed stays pending; the next run finishes it
             await send.send((seed, candidates))
 
 

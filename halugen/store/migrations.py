@@ -735,6 +735,23 @@ UPDATE endpoint_capabilities SET source = CASE
     ELSE 'flag' END;
 """
 
+# More usage than reserved: a provider whose tokenizer counts more than our estimate bills
+# above the reservation. The settle row holds what it billed, the reserve row what was held;
+# one row per attempt where the first exceeds the second (in batch mode too).
+_OVERSHOOT = """
+CREATE OR REPLACE VIEW overshoots AS
+SELECT s.run_id, s.call_id, r.key, r.stage, r.task, r.model, r.seed_key,
+       r.pusd / 1e12 AS reserved_usd, s.pusd / 1e12 AS billed_usd,
+       (s.pusd - r.pusd) / 1e12 AS overshoot_usd,
+       l.est_prompt_tokens, l.prompt_tokens, l.completion_tokens,
+       l.prompt_tokens / NULLIF(l.est_prompt_tokens, 0) AS prompt_ratio, s.created_at
+FROM ledger s
+JOIN ledger r ON r.call_id = s.call_id AND r.res_no = s.res_no
+               AND r.event IN ('reserve', 'batch_reserve')
+LEFT JOIN call_log l ON l.call_id = s.call_id
+WHERE s.event = 'settle' AND s.pusd > r.pusd;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
@@ -754,4 +771,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0016_judgement_reask", _JUDGEMENT_REASK),
     ("0017_task_folders", _TASK_FOLDERS),
     ("0018_capability_source", _CAPABILITY_SOURCE),
+    ("0019_usage_overshoot", _OVERSHOOT),
 )

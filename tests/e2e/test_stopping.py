@@ -33,8 +33,8 @@ def test_first_ctrl_c_is_acknowledged_at_once(simulator, hotpot_file, tmp_path):
     first = proc.stderr.readline()  # printed on the press, before the calls finish
     while first.startswith(("warning:", "starting run")):
         first = proc.stderr.readline()
-    assert first.startswith("stopping: 4 call(s) in flight will finish"), first
-    assert "Ctrl-C again abandons them" in first
+    assert first.startswith("stopping: 4 request(s) at the provider will finish"), first
+    assert "Ctrl-C again abandons the 4 at the provider" in first
     assert sim.stats(keys=False)["in_flight"] > 0  # it was said while they were still going
     rest = proc.communicate(timeout=60)[1]
     assert proc.returncode == 130, rest

@@ -230,7 +230,8 @@ def test_a_task_folder_in_batch_mode(tmp_path):
     assert query(tmp_path / "b.duckdb", sql) == query(tmp_path / "i.duckdb", sql)
     assert len(query(tmp_path / "b.duckdb", sql)) == N_SEEDS
     stats = batch.stats()
-    assert stats["requests"] == 0  # nothing went to the chat endpoint
+    # only the structured-output probe went to the chat endpoint (llm/probe.py)
+    assert stats["requests"] == 1
     assert spent_usd(tmp_path / "b.duckdb") == pytest.approx(stats["billed_usd"], abs=1e-12)
 
 
