@@ -4,7 +4,9 @@
     ├── UsageError                  bad flag, bad value, unknown model without prices (exit 2)
     ├── InputError                  a seed file or data file that cannot be read (exit 2)
     ├── ConfigError                 halugen.toml, price cards, prompt templates (exit 2)
-    ├── StoreError                  the DuckDB store cannot be opened / is corrupt (exit 1)
+    ├── StoreError                  the store is in use, a write to it failed (exit 1)
+    │   └── UnusableStore           --db names no store, a damaged one, one on a read-only
+    │                               disk or from a newer halugen (exit 2)
     ├── BudgetExhausted             nothing more fits in the budget (exit 3)
     ├── EndpointUnreachable         no call has ever got through to the endpoint (exit 1)
     └── LLMError                    a call to the model endpoint failed
@@ -37,6 +39,7 @@ __all__ = [
     "RateLimited",
     "RetryableError",
     "StoreError",
+    "UnusableStore",
     "UsageError",
 ]
 
@@ -61,6 +64,12 @@ class ConfigError(HalugenError):
 
 class StoreError(HalugenError):
     exit_code = 1
+
+
+class UnusableStore(StoreError):
+    """The file given as the store cannot be used as it is: bad input, like a bad seed file."""
+
+    exit_code = 2
 
 
 class BudgetExhausted(HalugenError):
