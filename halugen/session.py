@@ -33,6 +33,7 @@ from .llm.transport import AiohttpTransport, Transport
 from .records import fingerprint
 from .stats import RunStats
 from .store.db import Store, open_store
+from .store.rows import LedgerRow
 from .tokens import TokenCounter, get_counter
 
 __all__ = [
@@ -186,7 +187,7 @@ def _mark_lost(store: Store, run_id: str) -> int:
     if rows:
         store.writer.put(
             [
-                ("ledger", (call_id, res_no, run_id, "lost", pusd, None, None, None, None, None))
+                LedgerRow(call_id, res_no, run_id, "lost", pusd, None, None, None, None, None)
                 for call_id, res_no, pusd in rows
             ]
         )

@@ -26,6 +26,7 @@ from ..prompts import Template, load_template
 from ..records import ChatRequest, fingerprint
 from ..session import CallSession, call_session, closing, drive, resolve_model
 from ..store.db import KeyIndex, key_prefix
+from ..store.rows import JudgementRow
 from . import judge
 from .items import check_task, items_from_files, items_from_store
 from .logprobs_check import LogprobsCheck
@@ -200,24 +201,21 @@ async def _worker(
                 continue
             session.store.writer.put(
                 [
-                    (
-                        "judgements",
-                        (
-                            session.run_id,
-                            cfg.task,
-                            item.key,
-                            item.item_id,
-                            cfg.strategy,
-                            cfg.run.model,
-                            judged.shown,
-                            judged.truth,
-                            judged.verdict,
-                            judged.p_yes,
-                            judged.shown_length,
-                            judged.raw,
-                            judged.call_key,
-                            template.hash,
-                        ),
+                    JudgementRow(
+                        run_id=session.run_id,
+                        task=cfg.task,
+                        item_key=item.key,
+                        item_id=item.item_id,
+                        strategy=cfg.strategy,
+                        model=cfg.run.model,
+                        shown=judged.shown,
+                        truth=judged.truth,
+                        verdict=judged.verdict,
+                        p_yes=judged.p_yes,
+                        shown_length=judged.shown_length,
+                        raw=judged.raw,
+                        call_key=judged.call_key,
+                        template_hash=template.hash,
                     )
                 ]
             )

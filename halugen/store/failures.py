@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import StoreError, UnusableStore
 
-__all__ = ["damaged_store", "is_locked", "open_failure", "write_failure"]
+__all__ = ["damaged_store", "is_locked", "open_failure", "write_error"]
 
 _DAMAGE = ("Corrupt database file", "Could not read enough bytes", "checksum")
 
@@ -55,21 +55,20 @@ def open_failure(path: Path, error: BaseException, *, read_only: bool) -> StoreE
         return damaged
     number = _errno(error, text)
     if number in (errno.EROFS, errno.EACCES) and not read_only:
-        where = path if path.exists() else path.parent
         cause = (
-            "is on a read-only file system"
+            "on a read-only file system"
             if number == errno.EROFS
-            else "cannot be written by you (permission denied)"
+            else "in a place you may not write to (permission denied)"
         )
-        return UnusableStore(
-            f"store {path}: {where} {cause}, and this command writes to the store. Give "
-            f"--db a path in a writable directory"
-            + (
-                " (copy the store there first); 'status', 'sql' and 'export' can read it "
-                "where it is"
-                if path.exists()
-                else ""
+        if not path.exists():
+            return UnusableStore(
+                f"store {path} cannot be created: {path.parent} is {cause}; give --db a path "
+                f"in a writable directory"
             )
+        return UnusableStore(
+            f"store {path} is {cause}, and this command writes to its store: copy it to a "
+            f"writable directory and pass that path with --db ('status', 'sql' and 'export' "
+            f"can read it where it is)"
         )
     if number == errno.EACCES:
         return UnusableStore(f"store {path} cannot be read (permission denied): check its mode")
@@ -86,12 +85,14 @@ def open_failure(path: Path, error: BaseException, *, read_only: bool) -> StoreE
     )
 
 
-def write_failure(path: object, error: BaseException) -> str:
-    """One line for a write that failed while the store was open: what, where, what to do."""
-    text = _first_line(error)
+def write_error(path: object, error: BaseException) -> StoreError:
+    """The error for a write that failed while the store was open: what, where, what to do."""
     damaged = damaged_store(path, error)
-    if damaged is not None:
-        return str(damaged)
+    return damaged if damaged is not None else StoreError(_write_failure(path, error))
+
+
+def _write_failure(path: object, error: BaseException) -> str:
+    text = _first_line(error)
     number = _errno(error, text)
     if number == errno.ENOSPC:
         return (

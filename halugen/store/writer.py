@@ -28,8 +28,7 @@ from typing import Any, cast
 
 import duckdb
 
-from ..errors import StoreError
-from .failures import write_failure
+from .failures import write_error
 from .rows import Record, Statement, insert_rows, table_of
 
 __all__ = ["Row", "StoreWriter", "WriterRow"]
@@ -217,7 +216,7 @@ class StoreWriter:
 
     def _check(self) -> None:
         if self.error is not None:
-            raise StoreError(write_failure(self.path, self.error)) from self.error
+            raise write_error(self.path, self.error) from self.error
 
 
 def _table_and_values(row: WriterRow) -> tuple[str, Any]:
@@ -239,4 +238,4 @@ def _resolve(
         if error is None:
             fut.set_result(None)
         else:
-            fut.set_exception(StoreError(write_failure(path, error)))
+            fut.set_exception(write_error(path, error))
