@@ -29,7 +29,7 @@ from typing import Any, cast
 import duckdb
 
 from .failures import write_error
-from .rows import Record, Statement, insert_rows, table_of
+from .rows import Record, RowViews, Statement, insert_rows, table_of
 
 __all__ = ["Row", "StoreWriter", "WriterRow"]
 
@@ -54,6 +54,7 @@ class _Lane:
         owner: StoreWriter,
     ) -> None:
         self._conn = conn
+        self._views: RowViews = {}  # this lane's column buffers (rows.py)
         self._interval = interval
         self._max_rows = max_rows
         self._owner = owner
@@ -130,7 +131,7 @@ class _Lane:
         owner.done(len(batch))
 
     def _insert(self, table: str, rows: list[tuple[Any, ...]], stamp: datetime) -> None:
-        insert_rows(self._conn, table, rows, stamp)
+        insert_rows(self._conn, table, rows, stamp, views=self._views)
 
 
 class StoreWriter:
