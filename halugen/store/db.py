@@ -23,7 +23,8 @@ import orjson
 
 from ..errors import StoreError, UnusableStore
 from .failures import damaged_store, is_locked, open_failure
-from .live import LiveConnection, LiveReadServer, connect_live
+from .live import LiveConnection, connect_live
+from .live_server import LiveReadServer
 from .migrations import MIGRATIONS, VIEWS
 from .writer import StoreWriter
 
