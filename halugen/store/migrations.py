@@ -2,9 +2,10 @@
 
 Tables: never edit or reorder a migration that has shipped, add a new one at the end. Each
 applied migration is recorded in ``schema_migrations``; opening a store for writing applies
-the missing ones. Views: ``VIEWS`` is their one current definition, re-created after the
-migrations every time a store is opened for writing, so old stores get today's views and a
-change to a view is an edit here, not a migration. (Migrations 0002 and 0006 created only
+the missing ones. Views: ``VIEWS`` is their one current definition, applied after the
+migrations whenever a store is opened for writing (db.py re-creates the views whose digest
+differs), so old stores get today's views and a change to a view is an edit here, not a
+migration. (Migrations 0002 and 0006 created only
 views, and others created some along with their tables; their view statements live in
 ``VIEWS`` now, and those two names stay recorded with nothing left to run.)
 """
@@ -470,7 +471,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
 
 
 # -- views: the SQL surface (README "The store"), in the order they depend on each other ---
-# Each is (name, SELECT); db.py re-creates them all, in one transaction, after migrating.
+# Each is (name, SELECT); db.py re-creates them, in one transaction, after migrating.
 VIEWS: tuple[tuple[str, str], ...] = (
     (
         "samples",

@@ -55,10 +55,12 @@ def test_a_store_opened_for_writing_gets_the_current_views(tmp_path):
         store.conn.execute("DROP VIEW cost_by_stage")
         store.conn.execute("CREATE OR REPLACE VIEW calls AS SELECT 1 AS stale")
     with open_store(db, serve_reads=False) as store:
-        views = {
-            r[0] for r in store.query("SELECT view_name FROM duckdb_views() WHERE NOT internal")
-        }
-        assert views == {name for name, _ in VIEWS}
+        views = dict(
+            store.query("SELECT view_name, comment FROM duckdb_views() WHERE NOT internal")
+        )
+        assert set(views) == {name for name, _ in VIEWS}
+        # each carries the digest of its definition: an up-to-date store is not rewritten
+        assert all(comment.startswith("halugen:") for comment in views.values())
         assert "cost_usd" in [d[0] for d in store.conn.execute("SELECT * FROM calls").description]
 
 
