@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .llm.endpoint import EndpointInfo
-from .store.db import Store, now
+from .store.db import Store
+from .store.rows import EndpointFactRow, SeedOutcomeRow
 from .store.writer import StoreWriter
 
 __all__ = [
@@ -68,17 +69,7 @@ def effective_window(
 def remember_window(
     writer: StoreWriter, *, base_url: str, model: str, window: int, source: str
 ) -> None:
-    writer.put(
-        [
-            (
-                "sql",
-                (
-                    "INSERT INTO endpoint_facts VALUES (?, ?, ?, ?, ?)",
-                    [base_url.rstrip("/"), model, window, source, now()],
-                ),
-            )
-        ]
-    )
+    writer.put([EndpointFactRow(base_url.rstrip("/"), model, window, source)])
 
 
 def requeue_context_rejections(store: Store, run_id: str, window: int) -> int:
@@ -105,17 +96,8 @@ def requeue_context_rejections(store: Store, run_id: str, window: int) -> int:
         detail = f"the context window is now {window:,} tokens (was {previous:,})"
         store.writer.put(
             [
-                (
-                    "seed_outcomes",
-                    (
-                        run_id,
-                        task,
-                        seed_key,
-                        "pending",
-                        None,
-                        "context_window_changed",
-                        detail,
-                    ),
+                SeedOutcomeRow(
+                    run_id, task, seed_key, "pending", None, "context_window_changed", detail
                 )
                 for task, seed_key in rows
             ]

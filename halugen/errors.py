@@ -4,7 +4,9 @@
     ├── UsageError                  bad flag, bad value, unknown model without prices (exit 2)
     ├── InputError                  a seed file or data file that cannot be read (exit 2)
     ├── ConfigError                 halugen.toml, price cards, prompt templates (exit 2)
-    ├── StoreError                  the DuckDB store cannot be opened / is corrupt (exit 1)
+    ├── StoreError                  the store is in use, a write to it failed (exit 1)
+    │   └── UnusableStore           --db names no store, a damaged one, one on a read-only
+    │                               disk or from a newer halugen (exit 2)
     ├── RunStopping                 a call not made because the run is stopping; its item
     │   │                           stays pending for the next run
     │   ├── BudgetExhausted         nothing more fits in the budget (exit 3)
@@ -45,6 +47,7 @@ __all__ = [
     "RetryableError",
     "RunStopping",
     "StoreError",
+    "UnusableStore",
     "UsageError",
 ]
 
@@ -69,6 +72,12 @@ class ConfigError(HalugenError):
 
 class StoreError(HalugenError):
     exit_code = EXIT_CODES["failed"]
+
+
+class UnusableStore(StoreError):
+    """The file given as the store cannot be used as it is: bad input, like a bad seed file."""
+
+    exit_code = EXIT_CODES["input_error"]
 
 
 class RunStopping(HalugenError):

@@ -39,6 +39,7 @@ from .records import fingerprint
 from .seeds.stamps import FileStamp, check_stamps, record_stamps
 from .stats import RunStats
 from .store.db import Store, open_store
+from .store.rows import LedgerRow
 from .tokens import TokenCounter, get_counter
 
 __all__ = [
@@ -230,7 +231,7 @@ def _mark_lost(store: Store, run_id: str) -> int:
     if rows:
         store.writer.put(
             [
-                ("ledger", (call_id, res_no, run_id, "lost", pusd, None, None, None, None, None))
+                LedgerRow(call_id, res_no, run_id, "lost", pusd, None, None, None, None, None)
                 for call_id, res_no, pusd in rows
             ]
         )

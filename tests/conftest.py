@@ -29,42 +29,52 @@ class SimHandle:
         return asyncio.run_coroutine_threadsafe(read(), self.loop).result(10)
 
 
-@pytest.fixture
-def simulator() -> Iterator[Callable[..., SimHandle]]:
-    """Factory: ``simulator(**SimConfig kwargs)`` serves a simulator on 127.0.0.1."""
+def serve_simulator(**kwargs: Any) -> tuple[SimHandle, Callable[[], None]]:
+    """A simulator (``SimConfig`` kwargs) on 127.0.0.1 in a thread of its own, and its stop."""
     from halugen.simulate import SIMULATOR, SimConfig, serve
 
-    started: list[tuple[asyncio.AbstractEventLoop, threading.Thread, Any]] = []
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    box: dict[str, Any] = {}
 
-    def start(**kwargs: Any) -> SimHandle:
-        loop = asyncio.new_event_loop()
-        ready = threading.Event()
-        box: dict[str, Any] = {}
+    def run() -> None:
+        asyncio.set_event_loop(loop)
 
-        def run() -> None:
-            asyncio.set_event_loop(loop)
+        async def main() -> None:
+            runner, port = await serve(SimConfig(**kwargs), "127.0.0.1", 0)
+            box["runner"], box["port"] = runner, port
+            ready.set()
 
-            async def main() -> None:
-                runner, port = await serve(SimConfig(**kwargs), "127.0.0.1", 0)
-                box["runner"], box["port"] = runner, port
-                ready.set()
+        loop.run_until_complete(main())
+        loop.run_forever()
 
-            loop.run_until_complete(main())
-            loop.run_forever()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert ready.wait(10), "simulator did not start"
+    runner = box["runner"]
 
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
-        assert ready.wait(10), "simulator did not start"
-        runner = box["runner"]
-        started.append((loop, thread, runner))
-        port = box["port"]
-        return SimHandle(f"http://127.0.0.1:{port}/v1", port, runner.app[SIMULATOR], loop)
-
-    yield start
-    for loop, thread, runner in started:
+    def stop() -> None:
         asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+
+    port = box["port"]
+    return SimHandle(f"http://127.0.0.1:{port}/v1", port, runner.app[SIMULATOR], loop), stop
+
+
+@pytest.fixture
+def simulator() -> Iterator[Callable[..., SimHandle]]:
+    """Factory: ``simulator(**SimConfig kwargs)`` serves a simulator on 127.0.0.1."""
+    stops: list[Callable[[], None]] = []
+
+    def start(**kwargs: Any) -> SimHandle:
+        handle, stop = serve_simulator(**kwargs)
+        stops.append(stop)
+        return handle
+
+    yield start
+    for stop in stops:
+        stop()
 
 
 def hotpot_record(i: int) -> dict[str, Any]:

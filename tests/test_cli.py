@@ -114,7 +114,7 @@ def test_corrupt_store_is_reported_not_a_traceback(hotpot_file, tmp_path, capsys
     db = tmp_path / "bad.duckdb"
     db.write_bytes(b"garbage" * 1000)
     argv = ["run", "--seeds", str(hotpot_file(2)), "--db", str(db), "--no-progress"]
-    assert main([*argv, "--api-key", "k"]) == 1
+    assert main([*argv, "--api-key", "k"]) == 2  # bad input, like a bad seed file
     err = capsys.readouterr().err
     assert "bad.duckdb" in err and "Traceback" not in err
 
@@ -279,7 +279,7 @@ def test_halugen_db_sits_between_the_flag_and_halugen_toml(tmp_path, monkeypatch
     cfg = run_config(parser.parse_args(["estimate", "--seeds", "x"]), calls=False)
     assert str(cfg.db) == str(tmp_path / "from-env.duckdb")
     # the commands use it: status reads the store $HALUGEN_DB names
-    assert main(["status"]) == 1
+    assert main(["status"]) == 2
     assert "from-env.duckdb does not exist" in capsys.readouterr().err
     # the demo replaces its store, so it never takes $HALUGEN_DB
     assert parser.parse_args(["demo"]).db == "halugen-demo.duckdb"

@@ -25,7 +25,7 @@ import orjson
 from ..errors import UsageError
 from ..records import fingerprint
 from ..store.db import now
-from ..store.migrations import TABLE_COLUMNS
+from ..store.rows import TopicResultRow, insert_rows
 from ..tasks import get_task
 from ..tasks.columns import field_columns
 from .topics import TopicReport
@@ -264,18 +264,18 @@ def save_reports(
     connection, they are inserted at once, in one transaction.
     """
     rows = [
-        (
-            analysis_id,
-            r.task,
-            r.topic_set,
-            t.index,
-            orjson.dumps(list(t.top_words)).decode(),
-            t.share_samples,
-            t.share_failures,
-            t.coherence,
-            source.run_id if source else None,
-            source.model if source else None,
-            source.strategy if source else None,
+        TopicResultRow(
+            analysis_id=analysis_id,
+            task=r.task,
+            topic_set=r.topic_set,
+            topic=t.index,
+            top_words=orjson.dumps(list(t.top_words)).decode(),
+            share_samples=t.share_samples,
+            share_failures=t.share_failures,
+            coherence=t.coherence,
+            eval_run=source.run_id if source else None,
+            eval_model=source.model if source else None,
+            eval_strategy=source.strategy if source else None,
         )
         for r in reports
         for t in r.topics
@@ -283,18 +283,12 @@ def save_reports(
     if not rows:
         return
     if hasattr(writer_or_conn, "put"):
-        writer_or_conn.put([("topic_results", row) for row in rows])
+        writer_or_conn.put(rows)
         return
     db = _connection(writer_or_conn)
-    columns = TABLE_COLUMNS["topic_results"]
-    stamp = now()
     db.execute("BEGIN TRANSACTION")
     try:
-        db.executemany(
-            f"INSERT INTO topic_results ({', '.join(columns)}) "
-            f"VALUES ({', '.join('?' for _ in columns)})",
-            [[*row, stamp] for row in rows],
-        )
+        insert_rows(db, "topic_results", rows, now())
     except BaseException:
         db.execute("ROLLBACK")
         raise

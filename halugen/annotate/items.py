@@ -37,7 +37,7 @@ from ..errors import InputError, StoreError, UsageError
 from ..records import canonical_json, fingerprint
 from ..seeds.jsonl import kind_of
 from ..store.db import Store, now
-from ..store.rows import insert_rows
+from ..store.rows import AnnotationItemRow, Record, insert_rows
 
 __all__ = [
     "KINDS",
@@ -172,8 +172,8 @@ def text_of(record: dict[str, Any], name: str, *, required: bool = True) -> str:
 # Arrow types of the annotation tables' columns (an all-NULL column needs one); text otherwise.
 
 
-def append_rows(store: Store, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
-    """Append rows (``TABLE_COLUMNS`` order, without ``created_at``) in one transaction.
+def append_rows(store: Store, table: str, rows: Sequence[Record]) -> None:
+    """Append ``table``'s records (rows.py) in one transaction.
 
     Row i gets ``created_at`` = now + i microseconds: tables whose "latest row wins"
     (``annotations_latest``, ``annotation_resolved``) then order rows of one import the way
@@ -211,7 +211,7 @@ def insert_items(
             "SELECT item_id, query, response FROM annotation_items"
         )
     }
-    rows = []
+    rows: list[Record] = []
     for item in items:
         have = existing.get(item.item_id)
         if have is not None:
@@ -226,13 +226,13 @@ def insert_items(
             continue
         existing[item.item_id] = (item.query, item.response)
         rows.append(
-            (
-                item.item_id,
-                item.source,
-                item.run_id,
-                item.query,
-                item.response,
-                canonical_json(item.meta).decode() if item.meta else None,
+            AnnotationItemRow(
+                item_id=item.item_id,
+                source=item.source,
+                run_id=item.run_id,
+                query=item.query,
+                response=item.response,
+                meta_json=canonical_json(item.meta).decode() if item.meta else None,
             )
         )
     append_rows(store, "annotation_items", rows)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..store.db import Store
+from ..store.rows import AnnotationRow, Record
 from .items import (
     RecordProblem,
     Skip,
@@ -48,7 +49,7 @@ def insert_annotations(
             "SELECT item_id, annotator, label, spans_json FROM annotations"
         )
     }
-    rows = []
+    rows: list[Record] = []
     for where, a in annotations:
         if a.item_id not in items:
             if skipped is not None:
@@ -58,7 +59,9 @@ def insert_annotations(
         if key in seen:
             continue
         seen.add(key)
-        rows.append((a.item_id, a.annotator, a.label, spans_json(a.spans), a.note, a.source))
+        rows.append(
+            AnnotationRow(a.item_id, a.annotator, a.label, spans_json(a.spans), a.note, a.source)
+        )
     append_rows(store, "annotations", rows)
     return len(rows)
 

@@ -39,6 +39,7 @@ from typing import Any
 import orjson
 
 from ..store.db import Store
+from ..store.rows import AnnotationAgreementRow, AnnotationResolutionRow, Record
 from .agreement import (
     fleiss_kappa,
     krippendorff_alpha_nominal,
@@ -168,7 +169,7 @@ def resolve_all(store: Store) -> ResolveReport:
             "FROM annotation_resolved"
         )
     }
-    rows = []
+    rows: list[Record] = []
     methods: Counter[str] = Counter()
     label_counts: Counter[str] = Counter()
     raters: Counter[int] = Counter()
@@ -186,7 +187,9 @@ def resolve_all(store: Store) -> ResolveReport:
             score = span_agreement(yes, len(response))
             if score is not None:
                 span_scores.append(score)
-        row = (item_id, res.label, spans_json(res.spans), res.n_labels, res.agreement, res.method)
+        row = AnnotationResolutionRow(
+            item_id, res.label, spans_json(res.spans), res.n_labels, res.agreement, res.method
+        )
         old = current.get(item_id)
         if old is None or not _same(old, row[1:]):
             rows.append(row)
@@ -216,7 +219,7 @@ def resolve_all(store: Store) -> ResolveReport:
             store,
             "annotation_agreement",
             [
-                (
+                AnnotationAgreementRow(
                     report.items,
                     report.kappa_items,
                     report.kappa_raters,

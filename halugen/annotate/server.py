@@ -54,6 +54,7 @@ from aiohttp import web
 
 from ..errors import HalugenError, UsageError
 from ..store.db import Store, open_store
+from ..store.rows import AnnotationExtraPlaceRow, AnnotationRow
 from .access import ORGANISER_KEY, check_bind, is_loopback, make_tokens, split_tokens, validate_name
 from .assign import DEFAULT_LEASE_SECONDS, Assigner, Leases
 from .guidelines import Guidelines, default_guidelines
@@ -444,12 +445,7 @@ async def _label(request: web.Request) -> web.Response:
         # hold the place while the row commits, so a concurrent /api/next cannot hand it out
         assigner.leases.grant(annotator, item_id)
         await state.store.writer.put_durable(
-            [
-                (
-                    "annotations",
-                    (item_id, annotator, label, orjson.dumps(spans).decode(), note, "web"),
-                )
-            ]
+            [AnnotationRow(item_id, annotator, label, orjson.dumps(spans).decode(), note, "web")]
         )
         assigner.leases.release(annotator, item_id)  # the label holds the place now
     return _json(
@@ -545,7 +541,7 @@ async def _organiser_extra_place(request: web.Request) -> web.Response:
         return _error(400, "item_id must be a string")
     if not state.assigner._exists(item_id):
         return _error(404, "no such item")
-    await state.store.writer.put_durable([("annotation_extra_places", (item_id,))])
+    await state.store.writer.put_durable([AnnotationExtraPlaceRow(item_id)])
     return _json({"item_id": item_id, "cap": state.assigner.cap(item_id)})
 
 

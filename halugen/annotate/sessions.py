@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..store.db import Store
+from ..store.rows import AnnotationLeaseRow, AnnotationSessionRow
 
 __all__ = ["ANNOTATOR", "ORGANISER", "Session", "Sessions", "lease_journal", "load_leases"]
 
@@ -124,11 +125,10 @@ class Sessions:
     @staticmethod
     def _row(
         session_hash: str, session: Session, token: str | None, event: str
-    ) -> tuple[str, tuple[object, ...]]:
+    ) -> AnnotationSessionRow:
         token_hash = _sha256(token) if token else None
-        return (
-            "annotation_sessions",
-            (session_hash, session.annotator, session.role, token_hash, event),
+        return AnnotationSessionRow(
+            session_hash, session.annotator, session.role, token_hash, event
         )
 
 
@@ -138,8 +138,7 @@ def lease_journal(store: Store) -> Callable[[str, str, float], None]:
     seq = itertools.count()
 
     def record(annotator: str, item_id: str, expires_at: float) -> None:
-        row = (annotator, item_id, float(expires_at), next(seq))
-        store.writer.put([("annotation_leases", row)])
+        store.writer.put([AnnotationLeaseRow(annotator, item_id, float(expires_at), next(seq))])
 
     return record
 

@@ -19,6 +19,7 @@ import orjson
 from rich.table import Table
 
 from ..records import fingerprint
+from ..store.rows import AuditResultRow
 from ..tables import TableData
 from .classifiers import MEASURES, examples_of
 from .generation import Share
@@ -114,21 +115,18 @@ def save(store, rows: Sequence[AuditRow], identity: str) -> None:  # type: ignor
     """Append ``rows`` to ``audit_results`` under ``identity`` (one commit)."""
     store.writer.put(
         [
-            (
-                "audit_results",
-                (
-                    identity,
-                    r.source,
-                    r.task,
-                    r.pattern,
-                    r.measure,
-                    r.n,
-                    r.value,
-                    r.low,
-                    r.high,
-                    r.chance,
-                    orjson.dumps({"note": r.note}).decode(),
-                ),
+            AuditResultRow(
+                audit_id=identity,
+                source=r.source,
+                task=r.task,
+                pattern=r.pattern,
+                measure=r.measure,
+                n=r.n,
+                value=r.value,
+                ci_low=r.low,
+                ci_high=r.high,
+                chance=r.chance,
+                detail_json=orjson.dumps({"note": r.note}).decode(),
             )
             for r in rows
         ]

@@ -20,7 +20,7 @@ from .. import __version__
 from ..endings import EXIT_CODES
 from ..errors import HalugenError
 from . import audit, batch, data, evaluation, general, generation, simulator, task
-from .common import err
+from .common import err, store_failure
 
 __all__ = ["build_parser", "main"]
 
@@ -111,6 +111,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
+        known = store_failure(args, exc)
+        if known is not None:  # the user's file or disk, not a bug
+            err.print(f"error: {known}", markup=False)
+            return known.exit_code
         err.print(
             f"error: unexpected {type(exc).__name__}: {exc} (this is a bug in halugen; "
             f"--debug shows the traceback)",

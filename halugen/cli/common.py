@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..config import DEFAULT_BASE_URL, RateLimit, RetryPolicy, RunConfig, Sampling, Timeouts
-from ..errors import ConfigError, UsageError
+from ..errors import ConfigError, HalugenError, UsageError
 from ..settings import load_settings, parse_endpoint_flag, resolve_endpoints
 
 __all__ = [
@@ -409,6 +409,20 @@ def db_path(args: argparse.Namespace) -> Path:
     if os.environ.get(DB_ENV, "").strip():
         return default_db({})
     return default_db(load_settings(Path("halugen.toml")))
+
+
+def store_failure(args: argparse.Namespace, exc: BaseException) -> HalugenError | None:
+    """The store's own trouble behind an unexpected error (a damaged block DuckDB found while
+    reading), as the user's error naming the store; None when it is something else."""
+    if "duckdb" not in type(exc).__module__ or not hasattr(args, "db"):
+        return None
+    from ..store.failures import damaged_store
+
+    try:
+        path = db_path(args)
+    except HalugenError:
+        return None
+    return damaged_store(path, exc)
 
 
 def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:

@@ -129,11 +129,15 @@ def cmd_sql(args: argparse.Namespace) -> int:
     import duckdb
 
     from ..store.db import open_store
+    from ..store.failures import damaged_store
 
     with open_store(db_path(args), read_only=True) as store:
         try:
             cur = store.conn.execute(args.query)
         except duckdb.Error as exc:
+            damaged = damaged_store(store.path, exc)
+            if damaged is not None:
+                raise damaged from None
             raise UsageError(f"SQL error: {str(exc).splitlines()[0]}") from None
         if cur.description is None:
             return 0

@@ -31,6 +31,7 @@ from ..prompts import Template, load_template
 from ..records import ChatRequest, ChatResult, fingerprint
 from ..session import CallSession, OnRun, call_session, closing, drive, resolve_model
 from ..store.db import KeyIndex, key_prefix
+from ..store.rows import JudgementRow
 from ..tasks import get_task
 from ..tasks.stored import remember
 from . import judge
@@ -252,27 +253,24 @@ async def _worker(
                 continue
             session.writer.put(
                 [
-                    (
-                        "judgements",
-                        (
-                            session.run_id,
-                            cfg.task,
-                            item.key,
-                            item.item_id,
-                            cfg.strategy,
-                            cfg.run.model,
-                            judged.shown,
-                            judged.truth,
-                            judged.verdict,
-                            judged.p_yes,
-                            judged.shown_length,
-                            judged.raw,
-                            judged.call_key,
-                            template.hash,
-                            judged.asked,
-                            judged.first_verdict or judged.verdict,
-                            judged.first_raw or None,
-                        ),
+                    JudgementRow(
+                        run_id=session.run_id,
+                        task=cfg.task,
+                        item_key=item.key,
+                        item_id=item.item_id,
+                        strategy=cfg.strategy,
+                        model=cfg.run.model,
+                        shown=judged.shown,
+                        truth=judged.truth,
+                        verdict=judged.verdict,
+                        p_yes=judged.p_yes,
+                        shown_length=judged.shown_length,
+                        raw=judged.raw,
+                        call_key=judged.call_key,
+                        template_hash=template.hash,
+                        asked=judged.asked,
+                        first_verdict=judged.first_verdict or judged.verdict,
+                        first_raw=judged.first_raw or None,
                     )
                 ]
             )

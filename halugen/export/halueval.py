@@ -81,6 +81,6 @@ def export_halueval(
                     f.write(json.dumps(record, ensure_ascii=False) + "\n")
                     n += 1
         except duckdb.Error as exc:
-            raise sql_error(exc) from None
+            raise sql_error(exc, store) from None
         files.append((path, n))
     return files, selection

@@ -98,7 +98,7 @@ def copy_query(
         # through the store: also works while another halugen process holds it
         store.copy_to(query, params, str(path), options)
     except duckdb.Error as exc:
-        raise sql_error(exc) from None
+        raise sql_error(exc, store) from None
 
 
 def export_sample_files(

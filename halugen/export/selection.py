@@ -17,8 +17,9 @@ from typing import Any
 
 import duckdb
 
-from ..errors import UsageError
+from ..errors import HalugenError, UsageError
 from ..store.db import Store
+from ..store.failures import damaged_store
 
 __all__ = ["Picked", "Selection", "pick_runs", "sql_error"]
 
@@ -54,7 +55,11 @@ class Selection:
         return "(" + " OR ".join(terms) + ")", params
 
 
-def sql_error(exc: duckdb.Error) -> UsageError:
+def sql_error(exc: duckdb.Error, store: Store) -> HalugenError:
+    """A failed export query: the store's damage when that is the cause, else --where's."""
+    damaged = damaged_store(store.path, exc)
+    if damaged is not None:
+        return damaged
     return UsageError(f"export query failed: {str(exc).splitlines()[0]} (check --where)")
 
 
@@ -89,7 +94,7 @@ def pick_runs(
     try:
         found = store.conn.execute(sql, list(params)).fetchall()
     except duckdb.Error as exc:
-        raise sql_error(exc) from None
+        raise sql_error(exc, store) from None
     by_unit: dict[tuple[str, ...], list[tuple[str, int]]] = {}
     for row in found:
         key = tuple(str(v) for v in row[: len(unit)])

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..records import ChatRequest
 from ..store.db import Store
+from ..store.rows import EndpointCapabilityRow
 from .calls import CallFailure, CallRunner
 from .probe import ProbeUnanswered, probe
 
@@ -180,6 +181,13 @@ class Capabilities:
         return (bool(rows[0][0]), str(rows[0][1] or "")) if rows else None
 
     def _record(self, decision: Decision) -> None:
-        row = (self.endpoint, self.model, decision.capability, decision.supported,
-               decision.detail[:500], self.run_id, decision.source)  # fmt: skip
-        self.store.writer.put([("endpoint_capabilities", row)])
+        row = EndpointCapabilityRow(
+            endpoint=self.endpoint,
+            model=self.model,
+            capability=decision.capability,
+            supported=decision.supported,
+            detail=decision.detail[:500],
+            run_id=self.run_id,
+            source=decision.source,
+        )
+        self.store.writer.put([row])

@@ -33,6 +33,15 @@ from ..llm.transport import Transport
 from ..records import BadRecord, ChatRequest, fingerprint
 from ..session import CallSession, OnRun, call_session, closing, drive, resolve_model
 from ..store.db import KeyIndex, key_prefix
+from ..store.rows import (
+    BadRecordRow,
+    PreselectDroppedRow,
+    PreselectQueryRow,
+    PreselectResponseRow,
+    PreselectScoreRow,
+    PreselectUnscoredRow,
+)
+from ..store.writer import WriterRow
 from .queries import Query, read_queries
 from .scoring import GroupScore, PairwiseScorer, ScorerSpec, usable
 from .topk import LeastSimilar
@@ -150,15 +159,12 @@ async def _feed(
                 st.bump(st.bad_records, "general")
                 session.writer.put(
                     [
-                        (
-                            "bad_records",
-                            (
-                                session.run_id,
-                                "general",
-                                item.source_file,
-                                item.source_line,
-                                item.reason,
-                            ),
+                        BadRecordRow(
+                            session.run_id,
+                            "general",
+                            item.source_file,
+                            item.source_line,
+                            item.reason,
                         )
                     ]
                 )
@@ -197,26 +203,20 @@ async def _respond(
                 st.bump(st.failed, "general")
                 continue
             kept = [r for r in responses if not r.dropped]
-            session.writer.put(
-                [
-                    (
-                        "preselect_queries",
-                        (session.run_id, q.key, q.query_id, q.text, q.source_file, q.source_line),
-                    )
-                ]
-                + [
-                    ("preselect_responses", (session.run_id, q.key, r.idx, r.text, r.call_key))
-                    for r in kept
-                ]
-                + [
-                    (
-                        "preselect_dropped",
-                        (session.run_id, q.key, r.idx, r.dropped, r.text, r.call_key),
-                    )
-                    for r in responses
-                    if r.dropped
-                ]
-            )
+            rows: list[WriterRow] = [
+                PreselectQueryRow(
+                    session.run_id, q.key, q.query_id, q.text, q.source_file, q.source_line
+                )
+            ]
+            rows += [
+                PreselectResponseRow(session.run_id, q.key, r.idx, r.text, r.call_key) for r in kept
+            ]
+            rows += [
+                PreselectDroppedRow(session.run_id, q.key, r.idx, r.dropped, r.text, r.call_key)
+                for r in responses
+                if r.dropped
+            ]
+            session.writer.put(rows)
             # only usable responses go on to the scorer; the count says how many were asked
             await send.send((q, [r.text for r in kept], len(responses)))
 
@@ -235,7 +235,7 @@ async def _score(
         groups = [texts for _, texts, _ in batch]
         # BERTScore is CPU/GPU work: a thread keeps the event loop sampling meanwhile
         scores = await anyio.to_thread.run_sync(scorer.score_groups_detailed, groups)
-        rows = []
+        rows: list[WriterRow] = []
         for (q, _, asked), score in zip(batch, scores, strict=True):
             if not score.scored:
                 rows.append(_unscored_row(session.run_id, q, asked, score, scorer.name))
@@ -243,7 +243,7 @@ async def _score(
                 st.bump(st.rejected, "general")
                 continue
             rows.append(
-                ("preselect_scores", (session.run_id, q.key, score.score, score.used, scorer.name))
+                PreselectScoreRow(session.run_id, q.key, score.score, score.used, scorer.name)
             )
             st.bump(st.sampled, "general")
         session.writer.put(rows)
@@ -260,11 +260,11 @@ async def _score(
 
 def _unscored_row(
     run_id: str, q: Query, asked: int, score: GroupScore, scorer: str
-) -> tuple[str, tuple[object, ...]]:
+) -> PreselectUnscoredRow:
     reason = score.reason
     if score.cause == "responses" and score.used < asked:
         reason = f"{score.used} usable response(s) of {asked} (the others empty or filtered)"
-    return ("preselect_unscored", (run_id, q.key, score.used, score.cause, reason, scorer))
+    return PreselectUnscoredRow(run_id, q.key, score.used, score.cause, reason, scorer)
 
 
 def _unscored_note(unscored: dict[str, int]) -> str:

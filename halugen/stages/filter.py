@@ -22,6 +22,7 @@ from ..llm.calls import CallFailure
 from ..llm.structured import choice_format
 from ..prompts import Template, load_template
 from ..records import Candidate, ChatRequest, ChatResult, Judgement, Rejected, Sample, Seed
+from ..store.rows import FilterDecisionRow
 from ..tasks.base import normalise
 from .context import GenContext
 
@@ -200,20 +201,17 @@ def _sample(ctx: GenContext, seed: Seed, chosen: Candidate, judgement: Judgement
 def _record(ctx: GenContext, seed: Seed, j: Judgement) -> None:
     ctx.writer.put(
         [
-            (
-                "filter_decisions",
-                (
-                    ctx.run_id,
-                    seed.task,
-                    seed.key,
-                    orjson.dumps(list(j.order)).decode(),
-                    j.chosen,
-                    j.method,
-                    j.call_key or None,
-                    j.template_hash or None,
-                    j.raw or None,
-                    j.detail or None,
-                ),
+            FilterDecisionRow(
+                run_id=ctx.run_id,
+                task=seed.task,
+                seed_key=seed.key,
+                shown_order=orjson.dumps(list(j.order)).decode(),
+                chosen=j.chosen,
+                method=j.method,
+                call_key=j.call_key or None,
+                template_hash=j.template_hash or None,
+                raw=j.raw or None,
+                detail=j.detail or None,
             )
         ]
     )

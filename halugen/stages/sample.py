@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from ..errors import RunStopping
 from ..llm.calls import CallFailure
 from ..records import Candidate, ChatRequest, Seed
+from ..store.rows import CandidateRow
 from ..tasks.base import TaskSpec
 from .context import GenContext, LoadedTask
 
@@ -47,10 +49,10 @@ async def sample_seed(ctx: GenContext, seed: Seed) -> list[Candidate]:
     results: list[Candidate | None] = [None] * len(task.sample_templates)
     for idx, row in stored.items():
         if idx < len(results):
-            cand = _recheck(task.spec, seed, _candidate_from_row(seed, row))
-            if cand.status != row[6]:
-                _store(ctx, seed, cand)  # the new verdict is what status counts
-            results[idx] = cand
+            rechecked = _recheck(task.spec, seed, _candidate_from_row(seed, row))
+            if rechecked.status != row[6]:
+                _store(ctx, seed, rechecked)  # the new verdict is what status counts
+            results[idx] = rechecked
 
     # One candidate after the other: a seed's calls need no parallelism of their own, the
     # worker pool keeps the endpoint busy (and a task group per seed costs CPU).
@@ -76,7 +78,7 @@ async def _sample_one(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int) -
     result = await ctx.runner.call(
         request, stage="sample", task=seed.task, seed_key=seed.key, est_prompt_tokens=est
     )
-    base = dict(
+    base: dict[str, Any] = dict(
         seed_key=seed.key,
         index=idx,
         template=template.name,
@@ -104,22 +106,19 @@ async def _sample_one(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int) -
 def _store(ctx: GenContext, seed: Seed, cand: Candidate) -> None:
     ctx.writer.put(
         [
-            (
-                "candidates",
-                (
-                    ctx.run_id,
-                    seed.task,
-                    seed.key,
-                    cand.index,
-                    cand.template,
-                    cand.template_hash,
-                    cand.call_key,
-                    cand.text,
-                    cand.pattern,
-                    cand.status,
-                    cand.detail,
-                    cand.raw,
-                ),
+            CandidateRow(
+                run_id=ctx.run_id,
+                task=seed.task,
+                seed_key=seed.key,
+                idx=cand.index,
+                template=cand.template,
+                template_hash=cand.template_hash,
+                call_key=cand.call_key,
+                text=cand.text,
+                pattern=cand.pattern,
+                status=cand.status,
+                detail=cand.detail,
+                raw=cand.raw,
             )
         ]
     )

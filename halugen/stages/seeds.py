@@ -19,6 +19,7 @@ from anyio.abc import ObjectSendStream
 from ..errors import InputError
 from ..records import BadRecord, Seed
 from ..store.db import KeyIndex
+from ..store.rows import BadRecordRow, SeedOutcomeRow, SeedRow
 from .context import GenContext
 from .fit import FitResult, fit_to_context
 
@@ -141,9 +142,8 @@ def _refit(ctx: GenContext, task: str, seed: Seed) -> Seed | None:
     reason = fit.bad.reason if fit.bad is not None else "does not fit the context window"
     ctx.writer.put(
         [
-            (
-                "seed_outcomes",
-                (ctx.run_id, task, seed.key, "rejected", "fit", "context_length", reason[:500]),
+            SeedOutcomeRow(
+                ctx.run_id, task, seed.key, "rejected", "fit", "context_length", reason[:500]
             )
         ]
     )
@@ -183,19 +183,16 @@ def _new_seeds(ctx: GenContext, source: SeedSource) -> Iterator[Seed | None]:
             ctx.stats.bump(ctx.stats.truncated, task)
         ctx.writer.put(
             [
-                (
-                    "seeds",
-                    (
-                        ctx.run_id,
-                        task,
-                        item.key,
-                        item.seed_id,
-                        item.dataset,
-                        item.source_file,
-                        item.source_line,
-                        orjson.dumps(dict(item.fields)).decode(),
-                        item.truncated_tokens or None,
-                    ),
+                SeedRow(
+                    run_id=ctx.run_id,
+                    task=task,
+                    seed_key=item.key,
+                    seed_id=item.seed_id,
+                    dataset=item.dataset,
+                    source_file=item.source_file,
+                    source_line=item.source_line,
+                    fields_json=orjson.dumps(dict(item.fields)).decode(),
+                    truncated_tokens=item.truncated_tokens or None,
                 )
             ]
         )
@@ -223,6 +220,4 @@ def _record_bad(ctx: GenContext, task: str, bad: BadRecord, seen: set[tuple[str,
     if (bad.source_file, bad.source_line) in seen:
         return
     seen.add((bad.source_file, bad.source_line))
-    ctx.writer.put(
-        [("bad_records", (ctx.run_id, task, bad.source_file, bad.source_line, bad.reason))]
-    )
+    ctx.writer.put([BadRecordRow(ctx.run_id, task, bad.source_file, bad.source_line, bad.reason)])

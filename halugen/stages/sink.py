@@ -5,6 +5,7 @@ from __future__ import annotations
 from anyio.abc import ObjectReceiveStream
 
 from ..records import Rejected, Sample
+from ..store.rows import SampleRow, SeedOutcomeRow
 from ..tasks.columns import extra_fields
 from .context import GenContext
 
@@ -20,7 +21,7 @@ async def run_sink(ctx: GenContext, receive: ObjectReceiveStream[Sample | Reject
                 write_rejection(ctx, outcome)
 
 
-def sample_row(ctx: GenContext, sample: Sample) -> tuple:
+def sample_row(ctx: GenContext, sample: Sample) -> SampleRow:
     seed = sample.seed
     spec = ctx.tasks[seed.task].spec
     f = sample.fields
@@ -29,33 +30,33 @@ def sample_row(ctx: GenContext, sample: Sample) -> tuple:
     hallucinated = f.get(spec.hallucinated_field, "").strip()
     ratio = len(hallucinated) / len(right) if right else None
     filter_hash = ctx.tasks[seed.task].filter_template.hash
-    return (
-        ctx.run_id,
-        seed.task,
-        seed.key,
-        seed.seed_id,
-        seed.dataset,
-        seed.source_file,
-        seed.source_line,
-        sample.candidate.pattern,
-        sample.candidate.template,
-        sample.candidate.template_hash,
-        filter_hash,
-        sample.judgement.method,
-        ctx.model,
-        f.get("knowledge"),
-        f.get("question"),
-        f.get("right_answer"),
-        f.get("hallucinated_answer"),
-        f.get("dialogue_history"),
-        f.get("right_response"),
-        f.get("hallucinated_response"),
-        f.get("document"),
-        f.get("right_summary"),
-        f.get("hallucinated_summary"),
-        ratio,
-        extra_fields(f),  # a task folder's fields without a column of their own
-        seed.truncated_tokens or None,
+    return SampleRow(
+        run_id=ctx.run_id,
+        task=seed.task,
+        seed_key=seed.key,
+        seed_id=seed.seed_id,
+        dataset=seed.dataset,
+        source_file=seed.source_file,
+        source_line=seed.source_line,
+        pattern=sample.candidate.pattern,
+        template=sample.candidate.template,
+        template_hash=sample.candidate.template_hash,
+        filter_template_hash=filter_hash,
+        selected_by=sample.judgement.method,
+        model=ctx.model,
+        knowledge=f.get("knowledge"),
+        question=f.get("question"),
+        right_answer=f.get("right_answer"),
+        hallucinated_answer=f.get("hallucinated_answer"),
+        dialogue_history=f.get("dialogue_history"),
+        right_response=f.get("right_response"),
+        hallucinated_response=f.get("hallucinated_response"),
+        document=f.get("document"),
+        right_summary=f.get("right_summary"),
+        hallucinated_summary=f.get("hallucinated_summary"),
+        length_ratio=ratio,
+        extra_json=extra_fields(f),  # a task folder's fields without a column of their own
+        truncated_tokens=seed.truncated_tokens or None,
     )
 
 
@@ -63,8 +64,8 @@ def write_sample(ctx: GenContext, sample: Sample) -> None:
     seed = sample.seed
     ctx.writer.put(
         [
-            ("sample_rows", sample_row(ctx, sample)),
-            ("seed_outcomes", (ctx.run_id, seed.task, seed.key, "sampled", "filter", None, None)),
+            sample_row(ctx, sample),
+            SeedOutcomeRow(ctx.run_id, seed.task, seed.key, "sampled", "filter", None, None),
         ]
     )
     ctx.stats.bump(ctx.stats.sampled, seed.task)
@@ -76,17 +77,14 @@ def write_rejection(ctx: GenContext, rejected: Rejected) -> None:
     outcome = "failed" if rejected.reason == "call_failed" else "rejected"
     ctx.writer.put(
         [
-            (
-                "seed_outcomes",
-                (
-                    ctx.run_id,
-                    seed.task,
-                    seed.key,
-                    outcome,
-                    rejected.stage,
-                    rejected.reason,
-                    rejected.detail[:500] if rejected.detail else None,
-                ),
+            SeedOutcomeRow(
+                run_id=ctx.run_id,
+                task=seed.task,
+                seed_key=seed.key,
+                outcome=outcome,
+                stage=rejected.stage,
+                reason=rejected.reason,
+                detail=rejected.detail[:500] if rejected.detail else None,
             )
         ]
     )

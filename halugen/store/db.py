@@ -6,12 +6,15 @@ through the ``StoreWriter`` thread (see writer.py).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import logging
 import os
 import re
 import uuid
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,9 +22,11 @@ from typing import Any
 import duckdb
 import orjson
 
-from ..errors import StoreError
-from .live import LiveConnection, LiveReadServer, connect_live
-from .migrations import MIGRATIONS
+from ..errors import StoreError, UnusableStore
+from .failures import damaged_store, is_locked, open_failure
+from .live import LiveConnection, connect_live
+from .live_server import LiveReadServer
+from .migrations import MIGRATIONS, VIEWS
 from .writer import StoreWriter
 
 __all__ = ["KeyIndex", "RunRow", "Store", "now", "open_store"]
@@ -45,7 +50,7 @@ class KeyIndex:
     is confirmed against the full key in the store.
     """
 
-    def __init__(self, prefixes: Iterator[int] | list[int] = ()) -> None:
+    def __init__(self, prefixes: Iterable[int] = ()) -> None:
         self._sorted = array("q", sorted(prefixes))
         self._added: set[int] = set()
 
@@ -88,24 +93,41 @@ class Store:
             self._writer = StoreWriter(self.conn.cursor(), self.conn.cursor(), path=self.path)
         return self._writer
 
+    @property
+    def live_server(self) -> LiveReadServer | None:
+        """The server answering other processes' queries, while this process holds the file."""
+        return self._live_server
+
     def serve_reads(self) -> bool:
         """Answer other processes' read-only queries while this one holds the file."""
         if self._live_server is None and not self.is_live:
             server = LiveReadServer(self.conn, self.path)
             if server.start():
                 self._live_server = server
+            else:
+                logging.getLogger(__name__).warning(
+                    "other commands cannot query %s while this one runs: %s",
+                    self.path,
+                    server.problem,
+                )
         return self._live_server is not None
 
     def close(self) -> None:
+        # Queries that arrive while we close wait, and are released once the file is free:
+        # they then open the file themselves instead of failing.
+        server, self._live_server = self._live_server, None
         try:
-            if self._live_server is not None:
-                self._live_server.close()
-                self._live_server = None
+            if server is not None:
+                server.stop_answering()
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
         finally:
-            self.conn.close()
+            try:
+                self.conn.close()
+            finally:
+                if server is not None:
+                    server.close()
 
     def __enter__(self) -> Store:
         return self
@@ -290,6 +312,23 @@ class Store:
         self.conn.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", [*values.values(), run_id])
 
 
+# How a process that writes the store opens it. Other processes' queries run on this
+# database (live.py), and DuckDB scopes these settings to the whole database, not to a
+# connection: with external access off no statement can open a file other than the store
+# and its WAL (``COPY ... TO``, ``read_csv``, ``ATTACH``, extensions), and with the
+# configuration locked none can change a setting, so the writer's own connections keep
+# theirs. halugen itself reads and writes other files with Python or a separate in-memory
+# DuckDB, never through the store's database.
+_WRITER_CONFIG: dict[str, Any] = {
+    "threads": 1,
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "lock_configuration": True,
+}
+_READER_CONFIG: dict[str, Any] = {"threads": 1}
+
+
 def open_store(
     path: str | os.PathLike[str], *, read_only: bool = False, serve_reads: bool = True
 ) -> Store:
@@ -300,37 +339,48 @@ def open_store(
     """
     p = Path(path)
     if read_only and not p.exists():
-        raise StoreError(f"store {p} does not exist (run 'halugen run' or 'halugen demo' first)")
+        raise UnusableStore(
+            f"store {p} does not exist (run 'halugen run' or 'halugen demo' first, or check --db)"
+        )
     _check_is_store(p)
-    try:
-        conn = duckdb.connect(str(p), read_only=read_only, config={"threads": 1})
-    except duckdb.IOException as exc:
-        msg = str(exc).splitlines()[0]
-        if "lock" in msg.lower():
-            live = connect_live(p) if read_only else None
+    config = _READER_CONFIG if read_only else _WRITER_CONFIG
+    holder = ""
+    # A holder can let go of the file between our two looks (the lock, then its socket):
+    # then the file is free, so look again rather than report it busy.
+    for _attempt in range(3):
+        try:
+            conn = duckdb.connect(str(p), read_only=read_only, config=config)
+            break
+        except duckdb.Error as exc:
+            if not is_locked(exc):
+                raise open_failure(p, exc, read_only=read_only) from None
+            msg = str(exc).splitlines()[0]
+            holder = f" ({m.group(0)})" if (m := re.search(r"PID \d+", msg)) else ""
+            if not read_only:
+                raise StoreError(
+                    f"store {p} is in use by another process{holder}; wait for it to finish "
+                    f"or use another --db"
+                ) from None
+            live = connect_live(p)
             if live is not None:
                 return Store(p, live)
-            holder = f" ({m.group(0)})" if (m := re.search(r"PID \d+", msg)) else ""
-            raise StoreError(
-                f"store {p} is in use by another process{holder}"
-                + (
-                    " that does not answer queries; wait for it to finish"
-                    if read_only
-                    else "; wait for it to finish or use another --db"
-                )
-            ) from None
+    else:
         raise StoreError(
-            f"store {p} cannot be opened as a DuckDB file ({msg}); it may be damaged (a disk "
-            f"that filled up, a copy cut short): restore it from a copy, or move it aside and "
-            f"use another --db"
-        ) from None
-    except duckdb.Error as exc:
-        raise StoreError(
-            f"store {p} cannot be opened as a DuckDB file ({str(exc).splitlines()[0]}); move "
-            f"it aside or use another --db"
-        ) from None
-    if not read_only:
-        _migrate(conn, p)
+            f"store {p} is in use by another process{holder} that does not answer queries; "
+            f"wait for it to finish"
+        )
+    try:
+        if not read_only:
+            _migrate(conn, p)
+        elif _outdated(conn) and os.access(p, os.W_OK):
+            # written by an earlier halugen: bring it up to date once (the file is free, we
+            # just opened it), so a read-only command sees the tables and views it queries
+            conn.close()
+            open_store(p, serve_reads=False).close()
+            conn = duckdb.connect(str(p), read_only=True, config=config)
+    except BaseException:
+        conn.close()
+        raise
     store = Store(p, conn)
     if not read_only and serve_reads:
         store.serve_reads()
@@ -346,26 +396,38 @@ def _check_is_store(p: Path) -> None:
     if not p.exists():
         return
     if p.is_dir():
-        raise StoreError(f"store {p} is a directory; give a file path with --db")
+        raise UnusableStore(f"store {p} is a directory; give --db a file path")
     if not p.is_file():
-        raise StoreError(f"store {p} is not a regular file (a pipe or a device?); give a file path")
+        raise UnusableStore(
+            f"store {p} is not a regular file (a pipe or a device?); give --db a file path"
+        )
     try:
         with p.open("rb") as f:
             head = f.read(12)
     except OSError as exc:
-        raise StoreError(f"store {p} cannot be read: {exc.strerror}") from None
+        raise UnusableStore(f"store {p} cannot be read: {exc.strerror}") from None
     if not head:
-        raise StoreError(
+        raise UnusableStore(
             f"store {p} is an empty file, not a DuckDB store; delete it or give another --db"
         )
     if len(head) < 12 or head[8:12] != b"DUCK":
-        raise StoreError(
+        raise UnusableStore(
             f"{p} is not a DuckDB store (it holds other data); give --db a new file name or an "
             f"existing halugen store"
         )
 
 
+def _outdated(conn: duckdb.DuckDBPyConnection) -> bool:
+    """Does the store lack a migration this halugen knows (an older halugen wrote it)?"""
+    try:
+        applied = {r[0] for r in conn.execute("SELECT name FROM schema_migrations").fetchall()}
+    except duckdb.Error:
+        return False  # not a store halugen migrated: left to the queries to say
+    return any(name not in applied for name, _ in MIGRATIONS)
+
+
 def _migrate(conn: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Apply the missing table migrations, then (re)create every view as defined now."""
     try:
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations "
@@ -375,18 +437,52 @@ def _migrate(conn: duckdb.DuckDBPyConnection, path: Path) -> None:
         known = {name for name, _ in MIGRATIONS}
         unknown = applied - known
         if unknown:
-            raise StoreError(
+            raise UnusableStore(
                 f"store {path} was written by a newer halugen (migrations {sorted(unknown)}); "
                 f"upgrade halugen to use it"
             )
+        migrated = False
         for name, sql in MIGRATIONS:
             if name in applied:
                 continue
             conn.execute("BEGIN TRANSACTION")
-            conn.execute(sql)
+            if sql.strip():
+                conn.execute(sql)
             conn.execute("INSERT INTO schema_migrations VALUES (?, ?)", [name, now()])
             conn.execute("COMMIT")
+            migrated = True
+        _apply_views(conn, force=migrated)
     except duckdb.Error as exc:
+        with contextlib.suppress(duckdb.Error):
+            conn.execute("ROLLBACK")
+        damaged = damaged_store(path, exc)
+        if damaged is not None:
+            raise damaged from None
         raise StoreError(
             f"store {path}: cannot apply schema ({str(exc).splitlines()[0]})"
         ) from None
+
+
+def _apply_views(conn: duckdb.DuckDBPyConnection, *, force: bool) -> None:
+    """(Re)create every view as ``VIEWS`` defines it, in one transaction.
+
+    Each view carries the digest of its definition as its comment, so an open that finds
+    them all current (the usual case) skips the ~0.1 s of re-creating them.
+    """
+    wanted = {
+        name: "halugen:" + hashlib.sha256(select.encode()).hexdigest()[:16]
+        for name, select in VIEWS
+    }
+    found = dict(
+        conn.execute(
+            "SELECT view_name, comment FROM duckdb_views() WHERE NOT internal "
+            "AND schema_name = 'main'"
+        ).fetchall()
+    )
+    if not force and all(found.get(name) == digest for name, digest in wanted.items()):
+        return
+    conn.execute("BEGIN TRANSACTION")
+    for name, select in VIEWS:
+        conn.execute(f"CREATE OR REPLACE VIEW {name} AS {select}")
+        conn.execute(f"COMMENT ON VIEW {name} IS '{wanted[name]}'")
+    conn.execute("COMMIT")

@@ -1,19 +1,38 @@
 """Read-only SQL on a store while a halugen process holds it.
 
 DuckDB lets one process open a file for writing and no other process open it at all
-meanwhile. So the process that holds the store answers read-only queries for the others:
-a small server thread listens on a Unix socket that only the same user can reach (the socket
-is mode 0600 inside a 0700 directory of that user's), runs each query on its own DuckDB
-cursor, inside a read-only transaction, and streams the result back as Arrow IPC.
-``halugen sql``, ``status``, ``export`` and :func:`connect_live` use it whenever the file is
-locked, so they see what the holder has committed (its writer commits at least every half
-second).
+meanwhile. So the process that holds the store answers queries for the others: a server
+thread listens on a Unix socket and streams each result back as Arrow IPC. ``halugen sql``,
+``status``, ``export`` and :func:`connect_live` use it whenever the file is locked, so they
+see what the holder has committed (its writer commits at least every half second).
 
     client                                   holder
-      {"sql": ..., "params": [...]}\\n  ──►   one statement, SELECT or EXPLAIN only
+      {"sql": ..., "params": [...]}\\n  ──►   one statement
                                       ◄──   {"ok": true}\\n + Arrow IPC stream
-                                      ◄──   {"ok": false, "error": "..."}\\n
+                                      ◄──   {"ok": false, "kind": ..., "error": "..."}\\n
+                                      ◄──   {"ok": false, "kind": "closing"}\\n, then EOF
+                                            once the file is free
 
+Who is trusted, and what a query can do:
+
+- Only the holder's own user. The socket is mode 0600 in a 0700 directory of that user's;
+  the holder checks each peer's uid (SO_PEERCRED), and a client checks that the directory
+  and the socket are its user's, private and not symlinks, and that the process listening
+  runs as its user, before it sends anything: another local user can neither query a
+  store nor pose as its holder.
+- A query reads the store and nothing else. The holder's DuckDB database is opened with
+  external access disabled and its configuration locked (db.py), so no statement can open a
+  file (``COPY ... TO``, ``read_csv``, ``ATTACH``, extensions) or change a setting, whatever
+  its type or however it is wrapped (``EXPLAIN ANALYZE`` runs its statement). Each query
+  runs on a cursor of its own inside a read-only transaction, so it cannot change the
+  store's data, and session state it creates dies with it. A query can still use CPU and
+  memory (within DuckDB's limits); it runs at the lowest CPU priority, at most two at once.
+
+When the holder closes the store, queries that arrive meanwhile are told so and wait; they
+are released once the file is free, and the client then opens the file itself. A client
+whose holder is gone (killed, or finished between two queries) does the same.
+
+This module is the client side and what both sides share; the holder's is live_server.py.
 Why a socket rather than a snapshot file: a copy of the whole store every second costs as
 much as the store is large; a query costs what it reads, on a thread of its own.
 """
@@ -25,6 +44,7 @@ import hashlib
 import os
 import socket
 import stat
+import struct
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
@@ -36,11 +56,10 @@ import orjson
 
 from ..errors import StoreError, UsageError
 
-__all__ = ["LiveConnection", "LiveReadServer", "connect_live", "socket_path"]
+__all__ = ["HolderGone", "LiveConnection", "LiveResult", "connect_live", "socket_path"]
 
-_ALLOWED = ("SELECT", "EXPLAIN")
-_MAX_QUERIES_AT_ONCE = 2  # queries share the holder's cores with the run: keep them few
-_BATCH_ROWS = 10_000
+_BATCH_ROWS = 10_000  # rows per Arrow batch, on both sides
+_RELEASE_TIMEOUT = 600.0  # how long a client waits for a closing holder to let go of the file
 
 
 def socket_path(db: str | os.PathLike[str]) -> Path:
@@ -55,151 +74,150 @@ def _socket_dir() -> Path:
     return Path(base) / f"halugen-{os.getuid()}"
 
 
-def _private_dir(path: Path) -> bool:
-    """Create ``path`` as 0700, or check that an existing one is ours, private, not a link."""
+def _my_uid() -> int:
+    """The uid the socket, its directory and the peer must have (a seam for tests)."""
+    return os.getuid()
+
+
+def _peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of a Unix socket; None where the system
+    does not say (then the private directory is the only guard)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    creds = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return int(uid)
+
+
+def _not_private(path: Path, info: os.stat_result, kind: str) -> str | None:
+    """Why ``path`` (lstat ``info``) may not be trusted, or None when it is ours and private."""
+    if stat.S_ISLNK(info.st_mode):
+        return f"the {kind} {path} is a symbolic link"
+    wanted = stat.S_ISDIR if kind == "directory" else stat.S_ISSOCK
+    if not wanted(info.st_mode):
+        return f"{path} is not a {kind}"
+    if info.st_uid != _my_uid():
+        return f"the {kind} {path} belongs to uid {info.st_uid}, not to you (uid {_my_uid()})"
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        return f"the {kind} {path} is open to other users (mode {stat.S_IMODE(info.st_mode):04o})"
+    return None
+
+
+class HolderGone(Exception):
+    """The holder has let go of the store (or died): the file can be opened instead."""
+
+
+def _connect(path: Path, db: Path) -> socket.socket | None:
+    """A connection to the holder of ``db``, or None when none listens at ``path``.
+
+    Refuses (StoreError), before sending anything, a socket that another user could have
+    put there or could listen on.
+    """
+    if not hasattr(socket, "AF_UNIX"):
+        return None
     try:
-        path.mkdir(mode=0o700, exist_ok=True)
-        info = os.lstat(path)
+        problem = _not_private(path.parent, os.lstat(path.parent), "directory")
+        if problem is None:
+            problem = _not_private(path, os.lstat(path), "socket")
+    except FileNotFoundError:
+        return None
+    if problem is not None:
+        raise _unsafe(db, problem)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+        uid = _peer_uid(sock)
     except OSError:
-        return False
-    return (
-        stat.S_ISDIR(info.st_mode)
-        and info.st_uid == os.getuid()
-        and stat.S_IMODE(info.st_mode) & 0o077 == 0
+        sock.close()
+        return None  # a socket left by a holder that was killed, or one just closing
+    if uid is not None and uid != _my_uid():
+        sock.close()
+        raise _unsafe(db, f"the process listening on {path} runs as uid {uid}")
+    return sock
+
+
+def _unsafe(db: Path, problem: str) -> StoreError:
+    return StoreError(
+        f"store {db}: {problem}; nothing was sent to it. Another user may be posing as the "
+        f"process that holds the store: remove that path if it is yours, or point "
+        f"$XDG_RUNTIME_DIR at a private directory of yours for both the run and this command"
     )
 
 
-class _Refused(Exception):
-    pass
+def _ask(path: Path, db: Path, sql: str, params: list[Any]) -> tuple[socket.socket, Any]:
+    """Send one query; (socket, stream) positioned at the Arrow stream of its answer.
+
+    Raises HolderGone when no holder answers (the caller opens the file instead).
+    """
+    sock = _connect(path, db)
+    if sock is None:
+        raise HolderGone
+    stream = sock.makefile("rwb")
+    try:
+        stream.write(orjson.dumps({"sql": sql, "params": params}, default=str) + b"\n")
+        stream.flush()
+        line = stream.readline(1 << 20)
+        head = orjson.loads(line) if line else None
+    except (OSError, orjson.JSONDecodeError):
+        head = None
+    if head is None:  # the holder went away before answering
+        _close(sock, stream)
+        raise HolderGone
+    if head.get("ok"):
+        return sock, stream
+    kind = head.get("kind")
+    if kind == "closing":
+        # the holder closes the connection once the file is free (or dies): wait for that
+        with contextlib.suppress(OSError):
+            sock.settimeout(_RELEASE_TIMEOUT)
+            while stream.read(4096):
+                pass
+        _close(sock, stream)
+        raise HolderGone
+    _close(sock, stream)
+    message = head.get("error") or "the store's holder refused the query"
+    if kind == "sql":
+        raise duckdb.Error(message)  # as a local query's error would be
+    if kind == "peer":
+        raise StoreError(f"store {db}: {message}")
+    raise UsageError(message)
 
 
-def check_read_only(conn: duckdb.DuckDBPyConnection, sql: str) -> None:
-    """Refuse anything but one SELECT/EXPLAIN statement (the transaction is read-only too)."""
-    statements = conn.extract_statements(sql)  # a duckdb.Error when it does not parse
-    if len(statements) != 1:
-        raise _Refused("give one statement at a time while a halugen process holds the store")
-    kind = statements[0].type.name
-    if kind not in _ALLOWED:
-        raise _Refused(
-            f"only read-only statements (SELECT, EXPLAIN) run while a halugen process holds "
-            f"the store; this is {kind}: wait for the run to end to change the store"
-        )
+def _close(sock: socket.socket, stream: Any) -> None:
+    with contextlib.suppress(OSError):
+        stream.close()
+    sock.close()
 
 
-class LiveReadServer:
-    """Answers read-only queries on ``conn``'s database over a private Unix socket."""
+class _Route:
+    """Where the queries of a live connection (and its cursors) go: to the holder while it
+    answers, then to the file, opened read-only, once the holder has let go of it."""
 
-    def __init__(self, conn: duckdb.DuckDBPyConnection, db: Path) -> None:
-        self.path = socket_path(db)
-        self._cursor = conn.cursor()  # created here, used only by the server's threads
-        self._lock = threading.Lock()  # one query on the cursor at a time
-        self._slots = threading.BoundedSemaphore(_MAX_QUERIES_AT_ONCE)
-        self._sock: socket.socket | None = None
-        self._thread: threading.Thread | None = None
-        self._closing = False
-        self.queries = 0
+    def __init__(self, path: Path, db: Path) -> None:
+        self.path = path
+        self.db = db
+        self.local: duckdb.DuckDBPyConnection | None = None
+        self._lock = threading.Lock()
 
-    def start(self) -> bool:
-        """Listen; False (and no server) when the socket cannot be made safely here."""
-        if not hasattr(socket, "AF_UNIX") or not _private_dir(self.path.parent):
-            return False
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()  # a socket left by a holder that was killed
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            old = os.umask(0o177)
-            try:
-                sock.bind(str(self.path))
-            finally:
-                os.umask(old)
-            os.chmod(self.path, 0o600)
-            sock.listen(16)
-        except OSError:
-            sock.close()
-            return False
-        self._sock = sock
-        self._thread = threading.Thread(target=self._serve, name="halugen-live-sql", daemon=True)
-        self._thread.start()
-        return True
+    def open_file(self) -> duckdb.DuckDBPyConnection:
+        with self._lock:
+            if self.local is None:
+                try:
+                    self.local = duckdb.connect(str(self.db), read_only=True, config={"threads": 1})
+                except duckdb.Error as exc:
+                    raise StoreError(
+                        f"store {self.db}: the halugen process that held it let go, and the "
+                        f"file cannot be opened now ({str(exc).splitlines()[0]}); run the "
+                        f"command again"
+                    ) from None
+            return self.local
 
     def close(self) -> None:
-        self._closing = True
-        sock, self._sock = self._sock, None
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
-        if self._thread is not None:
-            self._thread.join(5)
-        with self._lock, contextlib.suppress(duckdb.Error):
-            self._cursor.close()
-
-    def _serve(self) -> None:
-        while not self._closing and self._sock is not None:
-            try:
-                client, _ = self._sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._answer, args=(client,), daemon=True).start()
-
-    def _answer(self, client: socket.socket) -> None:
-        # The run comes first: on Linux a thread has its own nice value, so queries get the
-        # CPU the run leaves over (DuckDB and Arrow release the GIL while they work).
-        with contextlib.suppress(OSError, AttributeError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        with contextlib.suppress(OSError):  # a client that went away is no concern of ours
-            self._answer_on(client)
-
-    def _answer_on(self, client: socket.socket) -> None:
-        with client, client.makefile("rwb") as stream:
-            try:
-                request = orjson.loads(stream.readline(1 << 24))
-                sql, params = request["sql"], request.get("params") or []
-                if not isinstance(sql, str) or not isinstance(params, list):
-                    raise ValueError("sql must be text and params a list")
-            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                _reply_error(stream, f"bad request: {exc}", "refused")
-                return
-            with self._slots:
-                self._run(stream, sql, params)
-
-    def _run(self, stream: Any, sql: str, params: list[Any]) -> None:
         with self._lock:
-            cur = self._cursor
-            try:
-                check_read_only(cur, sql)
-                cur.execute("BEGIN TRANSACTION READ ONLY")
-                try:
-                    reader = cur.sql(sql, params=params or None).to_arrow_reader(_BATCH_ROWS)
-                    self.queries += 1
-                    stream.write(b'{"ok":true}\n')
-                    _write_arrow(stream, reader)
-                finally:
-                    with contextlib.suppress(duckdb.Error):
-                        cur.execute("ROLLBACK")
-            except _Refused as exc:
-                _reply_error(stream, str(exc), "refused")
-            except duckdb.Error as exc:
-                _reply_error(stream, str(exc).splitlines()[0], "sql")
-            except OSError:
-                return  # the client went away
-
-
-def _write_arrow(stream: Any, reader: Any) -> None:
-    import pyarrow.ipc as ipc
-
-    with ipc.new_stream(stream, reader.schema) as writer:
-        for batch in reader:
-            writer.write_batch(batch)
-    stream.flush()
-
-
-def _reply_error(stream: Any, message: str, kind: str) -> None:
-    with contextlib.suppress(OSError):
-        stream.write(orjson.dumps({"ok": False, "error": message, "kind": kind}) + b"\n")
-        stream.flush()
+            if self.local is not None:
+                self.local.close()
+                self.local = None
 
 
 class LiveResult:
@@ -209,9 +227,9 @@ class LiveResult:
         self._table = table
         self._rows: list[tuple[Any, ...]] | None = None
         self._pos = 0
-        self.description = [
+        self.description: list[tuple[Any, ...]] | None = [
             (f.name, str(f.type), None, None, None, None, None) for f in table.schema
-        ]
+        ] or None
 
     def _all(self) -> list[tuple[Any, ...]]:
         if self._rows is None:
@@ -248,12 +266,19 @@ class LiveResult:
 
 
 class LiveConnection:
-    """A read-only stand-in for a DuckDB connection, answered by the store's holder."""
+    """A read-only stand-in for a DuckDB connection, answered by the store's holder (and
+    by the file itself once the holder has let go of it)."""
 
-    def __init__(self, path: Path, db: Path) -> None:
+    def __init__(self, path: Path, db: Path, route: _Route | None = None) -> None:
         self.path = path
         self.db = db
+        self._route = route or _Route(path, db)
         self._last: LiveResult | None = None
+
+    @property
+    def on_file(self) -> bool:
+        """True once the holder has let go and queries read the file directly."""
+        return self._route.local is not None
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> LiveConnection:
         self._last = LiveResult(self._query(sql, list(params or [])))
@@ -264,7 +289,7 @@ class LiveConnection:
 
     # result methods on the connection itself, as DuckDB's execute() allows
     @property
-    def description(self) -> list[tuple[Any, ...]]:
+    def description(self) -> list[tuple[Any, ...]] | None:
         return self._result().description
 
     def fetchall(self) -> list[tuple[Any, ...]]:
@@ -287,10 +312,11 @@ class LiveConnection:
     arrow = fetch_arrow_table = to_arrow_table
 
     def cursor(self) -> LiveConnection:
-        return LiveConnection(self.path, self.db)
+        return LiveConnection(self.path, self.db, self._route)
 
     def close(self) -> None:
         self._last = None
+        self._route.close()
 
     def _result(self) -> LiveResult:
         if self._last is None:
@@ -298,53 +324,56 @@ class LiveConnection:
         return self._last
 
     def _query(self, sql: str, params: list[Any]) -> Any:
+        import pyarrow as pa
+
         with self.open_reader(sql, params) as reader:
-            return reader.read_all()
+            try:
+                return reader.read_all()
+            except (OSError, pa.ArrowInvalid):
+                raise _broke_off(self.db) from None
 
     @contextlib.contextmanager
     def open_reader(self, sql: str, params: Sequence[Any] | None = None) -> Iterator[Any]:
         """A pyarrow RecordBatchReader over the result, read as it arrives (any size)."""
         params = list(params or [])
-        import pyarrow.ipc as ipc
-
-        sock = _connect(self.path)
-        if sock is None:
-            raise StoreError(
-                f"store {self.db}: the halugen process that held it has stopped answering; "
-                f"run the command again"
-            )
-        with sock, sock.makefile("rwb") as stream:
+        if self._route.local is None:
             try:
-                stream.write(orjson.dumps({"sql": sql, "params": params}, default=str) + b"\n")
-                stream.flush()
-                head = orjson.loads(stream.readline(1 << 20) or b"{}")
-            except (OSError, orjson.JSONDecodeError):
-                raise StoreError(
-                    f"store {self.db}: the halugen process holding it broke off the query"
-                ) from None
-            if not head.get("ok"):
-                message = head.get("error") or "the store's holder refused the query"
-                if head.get("kind") == "sql":
-                    raise duckdb.Error(message)  # as a local query's error would be
-                raise UsageError(message)
-            try:
-                yield ipc.open_stream(stream)
-            except OSError:
-                raise StoreError(
-                    f"store {self.db}: the halugen process holding it broke off the query"
-                ) from None
+                sock, stream = _ask(self.path, self.db, sql, params)
+            except HolderGone:
+                self._route.open_file()
+            else:
+                with contextlib.closing(sock), contextlib.closing(stream):
+                    yield _arrow_stream(stream, self.db)
+                return
+        local = self._route.open_file().cursor()
+        try:
+            relation = local.sql(sql, params=params or None)
+            yield _empty_reader() if relation is None else relation.to_arrow_reader(_BATCH_ROWS)
+        finally:
+            local.close()
 
 
-def _connect(path: Path) -> socket.socket | None:
-    if not hasattr(socket, "AF_UNIX"):
-        return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _empty_reader() -> Any:
+    """What a statement without a result gives: no columns, no rows."""
+    import pyarrow as pa
+
+    return pa.RecordBatchReader.from_batches(pa.schema([]), [])
+
+
+def _arrow_stream(stream: Any, db: Path) -> Any:
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
     try:
-        sock.connect(str(path))
-    except OSError:
-        sock.close()
-        return None
-    return sock
+        return ipc.open_stream(stream)
+    except (OSError, pa.ArrowInvalid):
+        raise _broke_off(db) from None
+
+
+def _broke_off(db: Path) -> StoreError:
+    return StoreError(
+        f"store {db}: the halugen process holding it broke off the query; run the command again"
+    )
 
 
 def connect_live(db: str | os.PathLike[str]) -> LiveConnection | None:
@@ -352,9 +381,10 @@ def connect_live(db: str | os.PathLike[str]) -> LiveConnection | None:
 
     ``connect_live("halugen.duckdb").execute("SELECT * FROM calls").df()`` works in a
     notebook while a run is going; with no run holding the file, open it with DuckDB itself.
+    Raises StoreError when the socket found is not private to this user (nothing is sent).
     """
     path = socket_path(db)
-    sock = _connect(path)
+    sock = _connect(path, Path(db))
     if sock is None:
         return None
     sock.close()

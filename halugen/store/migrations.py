@@ -1,8 +1,13 @@
-"""The store's schema as append-only, named migrations.
+"""The store's schema: tables as append-only, named migrations; views as one current set.
 
-Never edit or reorder a migration that has shipped: add a new one at the end. Each applied
-migration is recorded in ``schema_migrations``; opening a store applies the missing ones.
-Views are (re)created by the last migration that touches them, so their names stay stable.
+Tables: never edit or reorder a migration that has shipped, add a new one at the end. Each
+applied migration is recorded in ``schema_migrations``; opening a store for writing applies
+the missing ones. Views: ``VIEWS`` is their one current definition, applied after the
+migrations whenever a store is opened for writing (db.py re-creates the views whose digest
+differs), so old stores get today's views and a change to a view is an edit here, not a
+migration. (Migrations 0002 and 0006 created only
+views, and others created some along with their tables; their view statements live in
+``VIEWS`` now, and those two names stay recorded with nothing left to run.)
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 # The column order of appended tables lives in rows.py (re-exported here).
 from .rows import TABLE_COLUMNS
 
-__all__ = ["MIGRATIONS", "TABLE_COLUMNS"]
+__all__ = ["MIGRATIONS", "TABLE_COLUMNS", "VIEWS"]
 
 _INITIAL = """
 CREATE TABLE runs (
@@ -167,88 +172,10 @@ CREATE TABLE sample_rows (
 );
 """
 
-_VIEWS_V1 = """
-CREATE OR REPLACE VIEW samples AS
-SELECT run_id, task, seed_id, seed_key, pattern, template, template_hash,
-       filter_template_hash, selected_by, model, dataset, source_file, source_line,
-       knowledge, question, right_answer, hallucinated_answer,
-       dialogue_history, right_response, hallucinated_response,
-       document, right_summary, hallucinated_summary, length_ratio, created_at
-FROM sample_rows;
-
-CREATE OR REPLACE VIEW qa_samples AS
-SELECT run_id, seed_id, pattern, template_hash, knowledge, question, right_answer,
-       hallucinated_answer, length_ratio
-FROM sample_rows WHERE task = 'qa';
-
-CREATE OR REPLACE VIEW calls AS
-SELECT key, run_id, stage, task, model, seed_key, status, prompt_tokens, completion_tokens,
-       cached_tokens, usage_estimated, cost_pusd / 1e12 AS cost_usd,
-       reserved_pusd / 1e12 AS reserved_usd, latency_ms, attempts, http_status, error_class,
-       error, finish_reason, request_json, response_json, created_at, call_id
-FROM call_log
-UNION ALL
-SELECT r.key, r.run_id, r.stage, r.task, r.model, r.seed_key,
-       CASE WHEN c.call_id IS NULL THEN 'reserved' ELSE 'lost' END AS status,
-       NULL, NULL, NULL, NULL, COALESCE(c.pusd, 0) / 1e12, r.pusd / 1e12, NULL, NULL, NULL,
-       NULL, NULL, NULL, NULL, NULL, r.created_at, r.call_id
-FROM ledger r
-LEFT JOIN ledger c
-       ON c.call_id = r.call_id AND c.res_no = r.res_no AND c.event = 'lost'
-WHERE r.event = 'reserve'
-  AND NOT EXISTS (SELECT 1 FROM call_log l WHERE l.call_id = r.call_id);
-
-CREATE OR REPLACE VIEW cost_by_stage AS
-SELECT run_id, task, stage,
-       count(*) FILTER (WHERE status NOT IN ('reserved')) AS calls,
-       count(*) FILTER (WHERE status = 'cached') AS cached_calls,
-       count(*) FILTER (WHERE status IN ('failed', 'lost')) AS failed_calls,
-       COALESCE(sum(prompt_tokens), 0) AS prompt_tokens,
-       COALESCE(sum(completion_tokens), 0) AS completion_tokens,
-       COALESCE(sum(cost_usd), 0) AS cost_usd
-FROM calls
-GROUP BY run_id, task, stage;
-
-CREATE OR REPLACE VIEW run_spend AS
-SELECT r.run_id, r.status, r.budget_pusd / 1e12 AS budget_usd,
-       COALESCE(sum(l.pusd) FILTER (WHERE l.event IN ('settle', 'consume', 'lost')), 0) / 1e12
-           AS spent_usd
-FROM runs r LEFT JOIN ledger l USING (run_id)
-GROUP BY r.run_id, r.status, r.budget_pusd;
-
-CREATE OR REPLACE VIEW seed_progress AS
-SELECT s.run_id, s.task, s.seed_key, s.seed_id, s.source_file, s.source_line,
-       COALESCE(o.outcome, 'pending') AS outcome, o.stage, o.reason, o.detail
-FROM seeds s
-LEFT JOIN (
-    SELECT * FROM seed_outcomes
-    QUALIFY row_number() OVER (PARTITION BY run_id, task, seed_key ORDER BY created_at DESC) = 1
-) o USING (run_id, task, seed_key);
-"""
-
 # Long documents: how many tokens were cut to fit the model's context (NULL: none).
 _TRUNCATION = """
 ALTER TABLE seeds ADD COLUMN truncated_tokens INTEGER;
 ALTER TABLE sample_rows ADD COLUMN truncated_tokens INTEGER;
-
-CREATE OR REPLACE VIEW samples AS
-SELECT run_id, task, seed_id, seed_key, pattern, template, template_hash,
-       filter_template_hash, selected_by, model, dataset, source_file, source_line,
-       knowledge, question, right_answer, hallucinated_answer,
-       dialogue_history, right_response, hallucinated_response,
-       document, right_summary, hallucinated_summary, length_ratio, truncated_tokens,
-       created_at
-FROM sample_rows;
-
-CREATE OR REPLACE VIEW dialogue_samples AS
-SELECT run_id, seed_id, pattern, template_hash, knowledge, dialogue_history, right_response,
-       hallucinated_response, length_ratio
-FROM sample_rows WHERE task = 'dialogue';
-
-CREATE OR REPLACE VIEW summarization_samples AS
-SELECT run_id, seed_id, pattern, template_hash, document, right_summary,
-       hallucinated_summary, length_ratio, truncated_tokens
-FROM sample_rows WHERE task = 'summarization';
 """
 
 # The benchmark's other halves: recognition experiments, pre-selection of user queries,
@@ -342,19 +269,6 @@ CREATE TABLE topic_results (
     coherence DOUBLE,
     created_at TIMESTAMP NOT NULL
 );
-
-CREATE OR REPLACE VIEW annotations_latest AS
-SELECT * FROM annotations
-QUALIFY row_number() OVER (PARTITION BY item_id, annotator ORDER BY created_at DESC) = 1;
-
-CREATE OR REPLACE VIEW annotation_resolved AS
-SELECT * FROM annotation_resolutions
-QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at DESC) = 1;
-
-CREATE OR REPLACE VIEW preselect_ranked AS
-SELECT s.run_id, s.query_key, q.query_id, q.query, s.score, s.n_responses, s.scorer,
-       row_number() OVER (PARTITION BY s.run_id ORDER BY s.score, s.query_key) AS rank
-FROM preselect_scores s JOIN preselect_queries q USING (run_id, query_key);
 """
 
 # Each `halugen annotate resolve` records the agreement it measured.
@@ -370,84 +284,6 @@ CREATE TABLE annotation_agreement (
     report_json VARCHAR NOT NULL,
     created_at TIMESTAMP NOT NULL
 );
-"""
-
-# Money figures agree everywhere: a call's cost is what the ledger counts for it, every call
-# has a terminal status, and a reservation nobody settled (in flight now, or left open by a
-# crash) counts as spent at its reserved amount until it is settled — never less than the
-# provider may have billed.
-_MONEY = """
-CREATE OR REPLACE VIEW call_money AS
-WITH attempts AS (
-    SELECT call_id, res_no,
-           any_value(run_id) AS run_id,
-           any_value(key) FILTER (WHERE event = 'reserve') AS key,
-           any_value(stage) FILTER (WHERE event = 'reserve') AS stage,
-           any_value(task) FILTER (WHERE event = 'reserve') AS task,
-           any_value(model) FILTER (WHERE event = 'reserve') AS model,
-           any_value(seed_key) FILTER (WHERE event = 'reserve') AS seed_key,
-           min(created_at) FILTER (WHERE event = 'reserve') AS reserved_at,
-           COALESCE(sum(pusd) FILTER (WHERE event = 'reserve'), 0) AS reserved,
-           COALESCE(sum(pusd) FILTER (WHERE event IN ('settle', 'consume', 'lost')), 0)
-               AS charged,
-           count(*) FILTER (WHERE event = 'reserve') AS reserves,
-           count(*) FILTER (WHERE event <> 'reserve') AS closes,
-           bool_or(event = 'lost') AS lost,
-           bool_or(event = 'consume') AS consumed
-    FROM ledger
-    GROUP BY call_id, res_no
-)
-SELECT call_id, any_value(run_id) AS run_id, any_value(key) AS key,
-       any_value(stage) AS stage, any_value(task) AS task, any_value(model) AS model,
-       any_value(seed_key) AS seed_key, min(reserved_at) AS created_at,
-       sum(reserved) AS reserved_pusd,
-       sum(CASE WHEN closes > 0 THEN charged ELSE reserved END) AS cost_pusd,
-       sum(CASE WHEN closes > 0 THEN 0 ELSE reserved END) AS open_pusd,
-       bool_or(lost) AS lost, bool_or(consumed) AS consumed,
-       count(*) AS attempts
-FROM attempts
-WHERE reserves > 0
-GROUP BY call_id;
-
-CREATE OR REPLACE VIEW calls AS
-SELECT l.key, l.run_id, l.stage, l.task, l.model, l.seed_key,
-       CASE WHEN m.lost THEN 'lost' WHEN m.open_pusd > 0 THEN 'unsettled' ELSE l.status END
-           AS status,
-       l.prompt_tokens, l.completion_tokens, l.cached_tokens, l.usage_estimated,
-       COALESCE(m.cost_pusd, 0) / 1e12 AS cost_usd,
-       COALESCE(m.reserved_pusd, 0) / 1e12 AS reserved_usd,
-       l.latency_ms, l.attempts, l.http_status, l.error_class, l.error, l.finish_reason,
-       l.request_json, l.response_json, l.created_at, l.call_id
-FROM call_log l LEFT JOIN call_money m USING (call_id)
-UNION ALL
-SELECT m.key, m.run_id, m.stage, m.task, m.model, m.seed_key,
-       CASE WHEN m.lost THEN 'lost' WHEN m.open_pusd > 0 THEN 'unsettled'
-            WHEN m.consumed THEN 'consumed' ELSE 'released' END AS status,
-       NULL, NULL, NULL, NULL, m.cost_pusd / 1e12, m.reserved_pusd / 1e12, NULL,
-       m.attempts, NULL, NULL, NULL, NULL, NULL, NULL, m.created_at, m.call_id
-FROM call_money m
-WHERE NOT EXISTS (SELECT 1 FROM call_log l WHERE l.call_id = m.call_id);
-
-CREATE OR REPLACE VIEW cost_by_stage AS
-SELECT run_id, task, stage,
-       count(*) AS calls,
-       count(*) FILTER (WHERE status = 'cached') AS cached_calls,
-       count(*) FILTER (WHERE status IN ('failed', 'lost', 'consumed', 'cancelled',
-                                         'budget_exhausted')) AS failed_calls,
-       count(*) FILTER (WHERE status = 'unsettled') AS unsettled_calls,
-       COALESCE(sum(prompt_tokens), 0) AS prompt_tokens,
-       COALESCE(sum(completion_tokens), 0) AS completion_tokens,
-       COALESCE(sum(cost_usd), 0) AS cost_usd
-FROM calls
-GROUP BY run_id, task, stage;
-
-CREATE OR REPLACE VIEW run_spend AS
-SELECT r.run_id, r.status, r.budget_pusd / 1e12 AS budget_usd,
-       COALESCE(sum(m.cost_pusd), 0) / 1e12 AS spent_usd,
-       COALESCE(sum(m.open_pusd), 0) / 1e12 AS unsettled_usd,
-       (r.budget_pusd - COALESCE(sum(m.cost_pusd), 0)) / 1e12 AS remaining_usd
-FROM runs r LEFT JOIN call_money m USING (run_id)
-GROUP BY r.run_id, r.status, r.budget_pusd;
 """
 
 # What a server has told us about a model (its context window, from its own description or
@@ -534,28 +370,6 @@ CREATE TABLE call_requests (
     request_json VARCHAR NOT NULL,
     created_at TIMESTAMP NOT NULL
 );
-
-CREATE OR REPLACE VIEW calls AS
-SELECT l.key, l.run_id, l.stage, l.task, l.model, l.seed_key,
-       CASE WHEN m.lost THEN 'lost' WHEN m.open_pusd > 0 THEN 'unsettled' ELSE l.status END
-           AS status,
-       l.prompt_tokens, l.completion_tokens, l.cached_tokens, l.usage_estimated,
-       COALESCE(m.cost_pusd, 0) / 1e12 AS cost_usd,
-       COALESCE(m.reserved_pusd, 0) / 1e12 AS reserved_usd,
-       l.latency_ms, l.attempts, l.http_status, l.error_class, l.error, l.finish_reason,
-       COALESCE(l.request_json, q.request_json) AS request_json, l.response_json, l.created_at,
-       l.call_id
-FROM call_log l
-LEFT JOIN call_money m USING (call_id)
-LEFT JOIN call_requests q USING (call_id)
-UNION ALL
-SELECT m.key, m.run_id, m.stage, m.task, m.model, m.seed_key,
-       CASE WHEN m.lost THEN 'lost' WHEN m.open_pusd > 0 THEN 'unsettled'
-            WHEN m.consumed THEN 'consumed' ELSE 'released' END AS status,
-       NULL, NULL, NULL, NULL, m.cost_pusd / 1e12, m.reserved_pusd / 1e12, NULL,
-       m.attempts, NULL, NULL, NULL, NULL, NULL, NULL, m.created_at, m.call_id
-FROM call_money m
-WHERE NOT EXISTS (SELECT 1 FROM call_log l WHERE l.call_id = m.call_id);
 """
 
 # What an endpoint can do (structured outputs), learned by a run; the latest row per
@@ -636,10 +450,135 @@ CREATE TABLE batch_lines (
     request_json VARCHAR NOT NULL,     -- the body, exactly as in the file
     created_at TIMESTAMP NOT NULL
 );
+"""
 
--- A batch line's reservation is money like any other call's: the money views count it
--- (as unsettled until its batch ends), so they add up to the ledger in batch mode too.
-CREATE OR REPLACE VIEW call_money AS
+# The seed files a generation run read, each with its size and hash when the run started:
+# a resume whose files changed under the same paths is refused (seeds/stamps.py).
+_SEED_FILES = """
+CREATE TABLE seed_files (
+    run_id VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,             -- as the seed paths name it (globs and folders expanded)
+    size BIGINT NOT NULL,              -- bytes
+    sha256 VARCHAR NOT NULL,
+    recorded_at TIMESTAMP NOT NULL
+);
+"""
+
+# A recognition reply the verdict reader cannot read is asked again once: how often each item
+# was asked and what the first reply said, so first-reply invalids and re-asks are counted
+# apart from the final verdict. Rows written before have NULLs: asked once.
+_JUDGEMENT_REASK = """
+ALTER TABLE judgements ADD COLUMN asked INTEGER;          -- 1, or 2 when asked again
+ALTER TABLE judgements ADD COLUMN first_verdict VARCHAR;  -- yes | no | invalid: the first reply
+ALTER TABLE judgements ADD COLUMN first_raw VARCHAR;      -- the first reply, when asked again
+"""
+
+# Task folders (a user's own tasks): the declaration and templates of each folder a run used
+# are kept, so exports and audits read the task back without its folder. (The fields a task
+# names otherwise than HaluEval's are in sample_rows.extra_json, shown by the samples view.)
+_TASK_FOLDERS = """
+CREATE TABLE task_folders (
+    task VARCHAR NOT NULL,
+    folder VARCHAR,                    -- where it was read from
+    digest VARCHAR NOT NULL,           -- sha256 of files_json
+    files_json VARCHAR NOT NULL,       -- {"task.toml": ..., "prompts/<stem>.txt": ...}
+    created_at TIMESTAMP NOT NULL
+);
+"""
+
+# Where each capability decision came from: "probe" rows are what later runs of the endpoint
+# and model assume; every row says how its run asked (flag, stored, run, probe, default).
+_CAPABILITY_SOURCE = """
+ALTER TABLE endpoint_capabilities ADD COLUMN source VARCHAR;
+UPDATE endpoint_capabilities SET source = CASE
+    WHEN detail LIKE 'auto: known%' THEN 'stored'
+    WHEN detail LIKE 'auto:%' THEN 'probe'
+    ELSE 'flag' END;
+"""
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    ("0001_initial_tables", _INITIAL),
+    ("0002_views", ""),  # views only: see VIEWS
+    ("0003_long_documents", _TRUNCATION),
+    ("0004_evaluation_preselection_annotation", _EVALUATION),
+    ("0005_annotation_agreement", _AGREEMENT),
+    ("0006_money_views", ""),  # views only: see VIEWS
+    ("0007_endpoint_facts", _ENDPOINT_FACTS),
+    ("0008_annotation_sessions", _ANNOTATION_SESSIONS),
+    ("0009_preselect_unscored", _PRESELECT_UNSCORED),
+    ("0010_topic_results_eval_source", _TOPIC_SOURCE),
+    ("0011_call_requests", _CALL_REQUESTS),
+    ("0012_endpoint_capabilities", _CAPABILITIES),
+    ("0013_audit_results", _AUDIT),
+    ("0014_batches", _BATCHES),
+    ("0015_seed_files", _SEED_FILES),
+    ("0016_judgement_reask", _JUDGEMENT_REASK),
+    ("0017_task_folders", _TASK_FOLDERS),  # and extra_json in the samples view (VIEWS)
+    ("0018_capability_source", _CAPABILITY_SOURCE),
+    ("0019_usage_overshoot", ""),  # a view only: overshoots (VIEWS)
+)
+
+
+# -- views: the SQL surface (README "The store"), in the order they depend on each other ---
+# Each is (name, SELECT); db.py re-creates them, in one transaction, after migrating.
+VIEWS: tuple[tuple[str, str], ...] = (
+    (
+        "samples",
+        """
+SELECT run_id, task, seed_id, seed_key, pattern, template, template_hash,
+       filter_template_hash, selected_by, model, dataset, source_file, source_line,
+       knowledge, question, right_answer, hallucinated_answer,
+       dialogue_history, right_response, hallucinated_response,
+       document, right_summary, hallucinated_summary, length_ratio, truncated_tokens,
+       created_at, extra_json
+FROM sample_rows
+""",
+    ),
+    (
+        "qa_samples",
+        """
+SELECT run_id, seed_id, pattern, template_hash, knowledge, question, right_answer,
+       hallucinated_answer, length_ratio
+FROM sample_rows WHERE task = 'qa'
+""",
+    ),
+    (
+        "dialogue_samples",
+        """
+SELECT run_id, seed_id, pattern, template_hash, knowledge, dialogue_history, right_response,
+       hallucinated_response, length_ratio
+FROM sample_rows WHERE task = 'dialogue'
+""",
+    ),
+    (
+        "summarization_samples",
+        """
+SELECT run_id, seed_id, pattern, template_hash, document, right_summary,
+       hallucinated_summary, length_ratio, truncated_tokens
+FROM sample_rows WHERE task = 'summarization'
+""",
+    ),
+    (
+        "seed_progress",
+        """
+SELECT s.run_id, s.task, s.seed_key, s.seed_id, s.source_file, s.source_line,
+       COALESCE(o.outcome, 'pending') AS outcome, o.stage, o.reason, o.detail
+FROM seeds s
+LEFT JOIN (
+    SELECT * FROM seed_outcomes
+    QUALIFY row_number() OVER (PARTITION BY run_id, task, seed_key ORDER BY created_at DESC) = 1
+) o USING (run_id, task, seed_key)
+""",
+    ),
+    # Money figures agree everywhere: a call's cost is what the ledger counts for it, every call
+    # has a terminal status, and a reservation nobody settled (in flight now, or left open by a
+    # crash) counts as spent at its reserved amount until it is settled — never less than the
+    # provider may have billed. A batch line's reservation ('batch_reserve') is money like any
+    # other call's: unsettled until its batch ends, so the views add up to the ledger in batch
+    # mode too.
+    (
+        "call_money",
+        """
 WITH attempts AS (
     SELECT call_id, res_no,
            any_value(run_id) AS run_id,
@@ -669,9 +608,65 @@ SELECT call_id, any_value(run_id) AS run_id, any_value(key) AS key,
        count(*) AS attempts
 FROM attempts
 WHERE reserves > 0
-GROUP BY call_id;
-
-CREATE OR REPLACE VIEW batch_progress AS
+GROUP BY call_id
+""",
+    ),
+    # Calls with their money, and the request bodies kept apart in call_requests.
+    (
+        "calls",
+        """
+SELECT l.key, l.run_id, l.stage, l.task, l.model, l.seed_key,
+       CASE WHEN m.lost THEN 'lost' WHEN m.open_pusd > 0 THEN 'unsettled' ELSE l.status END
+           AS status,
+       l.prompt_tokens, l.completion_tokens, l.cached_tokens, l.usage_estimated,
+       COALESCE(m.cost_pusd, 0) / 1e12 AS cost_usd,
+       COALESCE(m.reserved_pusd, 0) / 1e12 AS reserved_usd,
+       l.latency_ms, l.attempts, l.http_status, l.error_class, l.error, l.finish_reason,
+       COALESCE(l.request_json, q.request_json) AS request_json, l.response_json, l.created_at,
+       l.call_id
+FROM call_log l
+LEFT JOIN call_money m USING (call_id)
+LEFT JOIN call_requests q USING (call_id)
+UNION ALL
+SELECT m.key, m.run_id, m.stage, m.task, m.model, m.seed_key,
+       CASE WHEN m.lost THEN 'lost' WHEN m.open_pusd > 0 THEN 'unsettled'
+            WHEN m.consumed THEN 'consumed' ELSE 'released' END AS status,
+       NULL, NULL, NULL, NULL, m.cost_pusd / 1e12, m.reserved_pusd / 1e12, NULL,
+       m.attempts, NULL, NULL, NULL, NULL, NULL, NULL, m.created_at, m.call_id
+FROM call_money m
+WHERE NOT EXISTS (SELECT 1 FROM call_log l WHERE l.call_id = m.call_id)
+""",
+    ),
+    (
+        "cost_by_stage",
+        """
+SELECT run_id, task, stage,
+       count(*) AS calls,
+       count(*) FILTER (WHERE status = 'cached') AS cached_calls,
+       count(*) FILTER (WHERE status IN ('failed', 'lost', 'consumed', 'cancelled',
+                                         'budget_exhausted')) AS failed_calls,
+       count(*) FILTER (WHERE status = 'unsettled') AS unsettled_calls,
+       COALESCE(sum(prompt_tokens), 0) AS prompt_tokens,
+       COALESCE(sum(completion_tokens), 0) AS completion_tokens,
+       COALESCE(sum(cost_usd), 0) AS cost_usd
+FROM calls
+GROUP BY run_id, task, stage
+""",
+    ),
+    (
+        "run_spend",
+        """
+SELECT r.run_id, r.status, r.budget_pusd / 1e12 AS budget_usd,
+       COALESCE(sum(m.cost_pusd), 0) / 1e12 AS spent_usd,
+       COALESCE(sum(m.open_pusd), 0) / 1e12 AS unsettled_usd,
+       (r.budget_pusd - COALESCE(sum(m.cost_pusd), 0)) / 1e12 AS remaining_usd
+FROM runs r LEFT JOIN call_money m USING (run_id)
+GROUP BY r.run_id, r.status, r.budget_pusd
+""",
+    ),
+    (
+        "batch_progress",
+        """
 SELECT b.batch_id, b.run_id, b.kind, b.state, b.status, b.provider_batch_id, b.requests,
        b.completed, b.failed, b.reserved_pusd / 1e12 AS reserved_usd,
        COALESCE((SELECT sum(l.pusd) FROM ledger l JOIN batch_lines bl ON bl.call_id = l.call_id
@@ -679,67 +674,37 @@ SELECT b.batch_id, b.run_id, b.kind, b.state, b.status, b.provider_batch_id, b.r
                 0) / 1e12
            AS spent_usd,
        b.bytes, b.detail, b.created_at, b.updated_at
-FROM batches b;
-"""
-
-# The seed files a generation run read, each with its size and hash when the run started:
-# a resume whose files changed under the same paths is refused (seeds/stamps.py).
-_SEED_FILES = """
-CREATE TABLE seed_files (
-    run_id VARCHAR NOT NULL,
-    path VARCHAR NOT NULL,             -- as the seed paths name it (globs and folders expanded)
-    size BIGINT NOT NULL,              -- bytes
-    sha256 VARCHAR NOT NULL,
-    recorded_at TIMESTAMP NOT NULL
-);
-"""
-
-# A recognition reply the verdict reader cannot read is asked again once: how often each item
-# was asked and what the first reply said, so first-reply invalids and re-asks are counted
-# apart from the final verdict. Rows written before have NULLs: asked once.
-_JUDGEMENT_REASK = """
-ALTER TABLE judgements ADD COLUMN asked INTEGER;          -- 1, or 2 when asked again
-ALTER TABLE judgements ADD COLUMN first_verdict VARCHAR;  -- yes | no | invalid: the first reply
-ALTER TABLE judgements ADD COLUMN first_raw VARCHAR;      -- the first reply, when asked again
-"""
-
-# Task folders (a user's own tasks): the fields a task names otherwise than HaluEval's are
-# in sample_rows.extra_json, now in the samples view; the declaration and templates of each
-# folder a run used are kept, so exports and audits read the task back without its folder.
-_TASK_FOLDERS = """
-CREATE OR REPLACE VIEW samples AS
-SELECT run_id, task, seed_id, seed_key, pattern, template, template_hash,
-       filter_template_hash, selected_by, model, dataset, source_file, source_line,
-       knowledge, question, right_answer, hallucinated_answer,
-       dialogue_history, right_response, hallucinated_response,
-       document, right_summary, hallucinated_summary, length_ratio, truncated_tokens,
-       created_at, extra_json
-FROM sample_rows;
-
-CREATE TABLE task_folders (
-    task VARCHAR NOT NULL,
-    folder VARCHAR,                    -- where it was read from
-    digest VARCHAR NOT NULL,           -- sha256 of files_json
-    files_json VARCHAR NOT NULL,       -- {"task.toml": ..., "prompts/<stem>.txt": ...}
-    created_at TIMESTAMP NOT NULL
-);
-"""
-
-# Where each capability decision came from: "probe" rows are what later runs of the endpoint
-# and model assume; every row says how its run asked (flag, stored, run, probe, default).
-_CAPABILITY_SOURCE = """
-ALTER TABLE endpoint_capabilities ADD COLUMN source VARCHAR;
-UPDATE endpoint_capabilities SET source = CASE
-    WHEN detail LIKE 'auto: known%' THEN 'stored'
-    WHEN detail LIKE 'auto:%' THEN 'probe'
-    ELSE 'flag' END;
-"""
-
-# More usage than reserved: a provider whose tokenizer counts more than our estimate bills
-# above the reservation. The settle row holds what it billed, the reserve row what was held;
-# one row per attempt where the first exceeds the second (in batch mode too).
-_OVERSHOOT = """
-CREATE OR REPLACE VIEW overshoots AS
+FROM batches b
+""",
+    ),
+    (
+        "annotations_latest",
+        """
+SELECT * FROM annotations
+QUALIFY row_number() OVER (PARTITION BY item_id, annotator ORDER BY created_at DESC) = 1
+""",
+    ),
+    (
+        "annotation_resolved",
+        """
+SELECT * FROM annotation_resolutions
+QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at DESC) = 1
+""",
+    ),
+    (
+        "preselect_ranked",
+        """
+SELECT s.run_id, s.query_key, q.query_id, q.query, s.score, s.n_responses, s.scorer,
+       row_number() OVER (PARTITION BY s.run_id ORDER BY s.score, s.query_key) AS rank
+FROM preselect_scores s JOIN preselect_queries q USING (run_id, query_key)
+""",
+    ),
+    # More usage than reserved: a provider whose tokenizer counts more than our estimate bills
+    # above the reservation. The settle row holds what it billed, the reserve row what was
+    # held; one row per attempt where the first exceeds the second (in batch mode too).
+    (
+        "overshoots",
+        """
 SELECT s.run_id, s.call_id, r.key, r.stage, r.task, r.model, r.seed_key,
        r.pusd / 1e12 AS reserved_usd, s.pusd / 1e12 AS billed_usd,
        (s.pusd - r.pusd) / 1e12 AS overshoot_usd,
@@ -749,27 +714,7 @@ FROM ledger s
 JOIN ledger r ON r.call_id = s.call_id AND r.res_no = s.res_no
                AND r.event IN ('reserve', 'batch_reserve')
 LEFT JOIN call_log l ON l.call_id = s.call_id
-WHERE s.event = 'settle' AND s.pusd > r.pusd;
-"""
-
-MIGRATIONS: tuple[tuple[str, str], ...] = (
-    ("0001_initial_tables", _INITIAL),
-    ("0002_views", _VIEWS_V1),
-    ("0003_long_documents", _TRUNCATION),
-    ("0004_evaluation_preselection_annotation", _EVALUATION),
-    ("0005_annotation_agreement", _AGREEMENT),
-    ("0006_money_views", _MONEY),
-    ("0007_endpoint_facts", _ENDPOINT_FACTS),
-    ("0008_annotation_sessions", _ANNOTATION_SESSIONS),
-    ("0009_preselect_unscored", _PRESELECT_UNSCORED),
-    ("0010_topic_results_eval_source", _TOPIC_SOURCE),
-    ("0011_call_requests", _CALL_REQUESTS),
-    ("0012_endpoint_capabilities", _CAPABILITIES),
-    ("0013_audit_results", _AUDIT),
-    ("0014_batches", _BATCHES),
-    ("0015_seed_files", _SEED_FILES),
-    ("0016_judgement_reask", _JUDGEMENT_REASK),
-    ("0017_task_folders", _TASK_FOLDERS),
-    ("0018_capability_source", _CAPABILITY_SOURCE),
-    ("0019_usage_overshoot", _OVERSHOOT),
+WHERE s.event = 'settle' AND s.pusd > r.pusd
+""",
+    ),
 )

@@ -19,24 +19,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import threading
 import time
 from collections import deque
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 
-from ..errors import StoreError
-from .rows import insert_rows
+from .failures import write_error
+from .rows import Record, RowViews, Statement, insert_rows, table_of
 
-__all__ = ["Row", "StoreWriter"]
+__all__ = ["Row", "StoreWriter", "WriterRow"]
 
-# (table, values in TABLE_COLUMNS order without the trailing created_at), or ("sql", (q, p))
+# The positional form the writer took before records (rows.py): (table, values in
+# TABLE_COLUMNS order without the trailing created_at), or ("sql", (query, params)). Still
+# accepted while the last call sites move over to records.
 Row = tuple[str, tuple[Any, ...]]
-_Item = tuple[Sequence[Row], asyncio.Future[None] | None]
+# What a caller hands the writer: a record, a Statement, or a positional row.
+WriterRow = Record | Statement | Row
+_Item = tuple[Sequence[WriterRow], asyncio.Future[None] | None]
 
 
 class _Lane:
@@ -51,6 +54,7 @@ class _Lane:
         owner: StoreWriter,
     ) -> None:
         self._conn = conn
+        self._views: RowViews = {}  # this lane's column buffers (rows.py)
         self._interval = interval
         self._max_rows = max_rows
         self._owner = owner
@@ -97,7 +101,8 @@ class _Lane:
             by_table: dict[str, list[tuple[Any, ...]]] = {}
             statements: list[tuple[str, Any]] = []
             for rows, _ in batch:
-                for table, values in rows:
+                for row in rows:
+                    table, values = _table_and_values(row)
                     if table == "sql":
                         statements.append(values)
                     else:
@@ -126,7 +131,7 @@ class _Lane:
         owner.done(len(batch))
 
     def _insert(self, table: str, rows: list[tuple[Any, ...]], stamp: datetime) -> None:
-        insert_rows(self._conn, table, rows, stamp)
+        insert_rows(self._conn, table, rows, stamp, views=self._views)
 
 
 class StoreWriter:
@@ -157,19 +162,21 @@ class StoreWriter:
         return self._durable.rows_written + self._bulk.rows_written
 
     # -- producer side (event loop thread) ---------------------------------------------
-    def put(self, rows: Sequence[Row]) -> None:
+    def put(self, rows: Sequence[WriterRow]) -> None:
         """Queue rows to be committed together, soon."""
         self._check()
         self._enqueue(self._bulk, rows, None)
 
-    async def put_durable(self, rows: Sequence[Row]) -> None:
+    async def put_durable(self, rows: Sequence[WriterRow]) -> None:
         """Queue rows and wait until they are committed."""
         self._check()
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._enqueue(self._durable, rows, fut)
         await fut
 
-    def _enqueue(self, lane: _Lane, rows: Sequence[Row], fut: asyncio.Future[None] | None) -> None:
+    def _enqueue(
+        self, lane: _Lane, rows: Sequence[WriterRow], fut: asyncio.Future[None] | None
+    ) -> None:
         with self._idle:
             self._pending += 1
         lane.queue.append((rows, fut))
@@ -210,23 +217,17 @@ class StoreWriter:
 
     def _check(self) -> None:
         if self.error is not None:
-            raise StoreError(write_failure(self.path, self.error)) from self.error
+            raise write_error(self.path, self.error) from self.error
 
 
-def write_failure(path: object, error: BaseException) -> str:
-    """One line for the user: what failed, on which file, and what to do."""
-    text = str(error).splitlines()[0] if str(error) else type(error).__name__
-    if "No space left" in text or getattr(error, "errno", None) == errno.ENOSPC:
-        return (
-            f"the disk holding {path} is full: free some space, then run the same command "
-            f"again (everything committed so far is kept)"
-        )
-    if "Permission denied" in text or getattr(error, "errno", None) == errno.EACCES:
-        return f"cannot write to {path} (permission denied): check the file's permissions"
-    return (
-        f"writing to {path} failed ({text}); the file may be damaged: keep a copy, then run "
-        f"the same command again, or move it aside and use another --db"
-    )
+def _table_and_values(row: WriterRow) -> tuple[str, Any]:
+    table = table_of(row)
+    if table is not None:  # a record
+        return table, row
+    if isinstance(row, Statement):
+        return "sql", row
+    positional = cast(Row, row)
+    return positional[0], positional[1]
 
 
 def _resolve(
@@ -238,4 +239,4 @@ def _resolve(
         if error is None:
             fut.set_result(None)
         else:
-            fut.set_exception(StoreError(write_failure(path, error)))
+            fut.set_exception(write_error(path, error))

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from ..errors import UsageError
+from ..store.rows import TaskFolderRow
 from . import BUILTIN_TASKS, get_task, is_task_path, known_tasks, register
 from .base import TaskSpec
 from .folder import spec_from_files
@@ -33,7 +34,7 @@ def remember(store: Any, spec: TaskSpec) -> None:
     )
     if not seen:
         folder = str(spec.folder.resolve()) if spec.folder else None
-        store.writer.put([("task_folders", (spec.name, folder, digest, files_json))])
+        store.writer.put([TaskFolderRow(spec.name, folder, digest, files_json)])
 
 
 def recall(store: Any) -> tuple[str, ...]:

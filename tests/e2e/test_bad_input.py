@@ -28,7 +28,7 @@ def test_a_db_that_is_not_a_store_is_refused_before_any_call(
     sim = simulator()
     db = tmp_path / "data.csv"
     db.write_bytes(content)
-    assert main(_run(sim, hotpot_file(3), db)) == 1
+    assert main(_run(sim, hotpot_file(3), db)) == 2  # bad input, like a bad seed file
     err = capsys.readouterr().err
     assert says in err and str(db) in err and "--db" in err
     assert "Traceback" not in err and "bug" not in err

@@ -15,6 +15,7 @@ from halugen.records import Seed
 from halugen.simulate import SimConfig, Simulator
 from halugen.stages.context import GenContext, LoadedTask
 from halugen.stages.sample import sample_seed
+from halugen.store.rows import table_of
 from halugen.tasks import get_task
 from tests.e2e.test_generate import config, query
 
@@ -69,9 +70,9 @@ def test_answers_holding_the_right_one_or_out_of_class_never_become_data(
 
 class _Writer:
     def __init__(self) -> None:
-        self.rows: list[tuple[str, tuple]] = []
+        self.rows: list[tuple] = []
 
-    def put(self, rows: list[tuple[str, tuple]]) -> None:
+    def put(self, rows: list[tuple]) -> None:
         self.rows.extend(rows)
 
 
@@ -96,4 +97,6 @@ def test_a_resumed_candidate_is_checked_again_under_todays_guards() -> None:
         ("1872", "ok"),
     ]
     # the new status is stored, so status counts it; the unchanged one is not rewritten
-    assert [(t, r[3], r[9]) for t, r in writer.rows] == [("candidates", 0, "contains_right_answer")]
+    assert [(table_of(r), r.idx, r.status) for r in writer.rows] == [
+        ("candidates", 0, "contains_right_answer")
+    ]

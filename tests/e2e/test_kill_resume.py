@@ -168,14 +168,19 @@ def test_several_kills_at_random_moments_repay_only_what_was_in_flight(
 
 
 def test_sql_status_and_export_work_while_a_run_holds_the_store(simulator, hotpot_file, tmp_path):
-    sim = simulator(latency_ms=30, jitter_ms=30)
+    # Some requests hang for an hour (the run waits as long): once one hangs, the run cannot
+    # end before the test is done with it, however slow the machine
+    sim = simulator(latency_ms=5, fail_rate=0.05, faults=("hang",), hang_s=3600)
     db = tmp_path / "h.duckdb"
-    cmd = _command(sim.base_url, hotpot_file(200), db)
-    cmd[cmd.index("48")] = "8"  # a slower run, so that it is still going while we query
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cmd = [*_command(sim.base_url, hotpot_file(200), db), "--timeout", "3600"]
+    cmd[cmd.index("48")] = "8"
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while sim.stats(keys=False)["ok"] < 30:
+        deadline = time.monotonic() + 120
+        while True:  # wait for events (answers, one request hanging), not for a duration
+            stats = sim.stats(keys=False)
+            if stats["ok"] >= 30 and stats["faults"].get("hang", 0) >= 1:
+                break
             assert time.monotonic() < deadline and proc.poll() is None, "the run made no progress"
             time.sleep(0.02)
         base = [sys.executable, "-m", "halugen"]

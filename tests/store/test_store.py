@@ -10,6 +10,7 @@ import pytest
 from halugen.errors import StoreError
 from halugen.store.db import KeyIndex, key_prefix, open_store
 from halugen.store.migrations import MIGRATIONS, TABLE_COLUMNS
+from halugen.store.rows import BadRecordRow, LedgerRow, SeedOutcomeRow, Statement
 
 
 def test_migrations_are_recorded_once_and_views_exist(tmp_path):
@@ -52,12 +53,12 @@ def test_writer_groups_commit_atomically_and_durable_waits(tmp_path):
     store = open_store(db)
     writer = store.writer
 
-    def outcome(i: int) -> tuple:
-        return ("seed_outcomes", ("r", "qa", f"s{i}", "sampled", "filter", None, None))
+    def outcome(i: int) -> SeedOutcomeRow:
+        return SeedOutcomeRow("r", "qa", f"s{i}", "sampled", "filter", None, None)
 
     async def main() -> None:
         for i in range(500):
-            writer.put([outcome(i), ("bad_records", ("r", "qa", "f", i, "why"))])
+            writer.put([outcome(i), BadRecordRow("r", "qa", "f", i, "why")])
         await writer.put_durable([outcome(999)])
         # a durable put is committed when it returns, without waiting for the bulk lane
         durable = store.query("SELECT count(*) FROM seed_outcomes WHERE seed_key = 's999'")
@@ -96,3 +97,27 @@ def test_key_index():
     index.add(keys[3])
     assert keys[3] in index and len(index) == 4
     assert key_prefix("f" * 64) == -1
+
+
+def test_writer_takes_records_statements_and_positional_rows_together(tmp_path):
+    # positional rows stay accepted while the last call sites (llm/, batch/) move over
+    store = open_store(tmp_path / "s.duckdb", serve_reads=False)
+    store.writer.put(
+        [
+            LedgerRow(1, 1, "r", "reserve", 5, "k", "sample", "qa", "m", None),
+            ("ledger", (1, 1, "r", "settle", 3, "k", "sample", "qa", "m", None)),
+            Statement("INSERT INTO endpoint_facts VALUES (?, ?, ?, ?, now())", ["u", "m", 8, "x"]),
+            ("sql", ("UPDATE endpoint_facts SET context_window = ?", [16])),
+        ]
+    )
+    store.writer.flush_blocking()
+    assert store.query("SELECT event, pusd FROM ledger ORDER BY pusd") == [
+        ("settle", 3),
+        ("reserve", 5),
+    ]
+    assert store.query("SELECT context_window FROM endpoint_facts") == [(16,)]
+    store.writer.put([LedgerRow(*([None] * 10))])  # NOT NULL columns: the group fails
+    with pytest.raises(StoreError):
+        store.writer.flush_blocking()
+    with pytest.raises(StoreError):
+        store.close()

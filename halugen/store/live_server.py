@@ -1,0 +1,233 @@
+"""The holder's side of live queries (see live.py for the protocol and who may ask what)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import orjson
+
+from . import live
+
+__all__ = ["LiveReadServer"]
+
+_MAX_QUERIES_AT_ONCE = 2  # queries share the holder's cores with the run: keep them few
+_CLIENT_TIMEOUT = 60.0  # a peer that stops reading or writing is dropped after this
+
+
+def _private_dir(path: Path) -> str | None:
+    """Create ``path`` as 0700; None when it is (or was already) ours and private."""
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        return live._not_private(path, os.lstat(path), "directory")
+    except OSError as exc:
+        return f"cannot make {path}: {exc.strerror}"
+
+
+class LiveReadServer:
+    """Answers queries on ``conn``'s database over a private Unix socket.
+
+    ``conn`` must belong to a database opened with external access disabled and its
+    configuration locked (``open_store`` does so): that, not this class, is what keeps a
+    query away from files and settings.
+    """
+
+    def __init__(self, conn: duckdb.DuckDBPyConnection, db: Path) -> None:
+        self.path = live.socket_path(db)
+        self.problem: str | None = None  # why start() refused, for the holder's warning
+        self._parent = conn.cursor()  # created here; query cursors are made from it
+        self._parent_lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(_MAX_QUERIES_AT_ONCE)
+        self._state = threading.Condition()
+        self._running = 0  # queries between admission and their last byte
+        self._parked = 0  # clients told "closing", waiting for the file to be free
+        self._closing = False
+        self._released = threading.Event()  # set once the file is free
+        self._sock: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self.queries = 0
+
+    def start(self) -> bool:
+        """Listen; False (and no server) when the socket cannot be made safely here."""
+        if not hasattr(socket, "AF_UNIX"):
+            self.problem = "this system has no Unix sockets"
+            return False
+        self.problem = _private_dir(self.path.parent)
+        if self.problem is not None:
+            return False
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()  # a socket left by a holder that was killed
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            old = os.umask(0o177)
+            try:
+                sock.bind(str(self.path))
+            finally:
+                os.umask(old)
+            os.chmod(self.path, 0o600)
+            sock.listen(16)
+        except OSError as exc:
+            sock.close()
+            self.problem = f"cannot listen on {self.path}: {exc.strerror}"
+            return False
+        self._sock = sock
+        self._thread = threading.Thread(target=self._serve, name="halugen-live-sql", daemon=True)
+        self._thread.start()
+        return True
+
+    # -- shutdown, in two steps around the closing of the file (see Store.close) -----------
+    def stop_answering(self) -> None:
+        """Admit no more queries (later ones wait to be released) and let running ones end."""
+        with self._state:
+            self._closing = True
+            self._state.wait_for(lambda: self._running == 0)
+
+    def close(self) -> None:
+        """The file is free: stop listening, release waiting clients, remove the socket."""
+        self.stop_answering()
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+        self._released.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        with self._parent_lock, contextlib.suppress(duckdb.Error):
+            self._parent.close()
+
+    @property
+    def parked(self) -> int:
+        """Clients told that the holder is closing, waiting for the file."""
+        with self._state:
+            return self._parked
+
+    def wait_parked(self, n: int, timeout: float | None = None) -> bool:
+        """Wait until ``n`` clients wait for the file (lets a holder hand over on cue)."""
+        with self._state:
+            return self._state.wait_for(lambda: self._parked >= n, timeout)
+
+    # -- serving ---------------------------------------------------------------------------
+    def _serve(self) -> None:
+        while self._sock is not None:
+            try:
+                client, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(client,), daemon=True).start()
+
+    def _answer(self, client: socket.socket) -> None:
+        # The run comes first: on Linux a thread has its own nice value, so queries get the
+        # CPU the run leaves over (DuckDB and Arrow release the GIL while they work).
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        with contextlib.suppress(OSError), client:  # a client that went away is no concern
+            client.settimeout(_CLIENT_TIMEOUT)
+            with client.makefile("rwb") as stream:
+                uid = live._peer_uid(client)
+                if uid is not None and uid != live._my_uid():
+                    _reply_error(stream, "this store's holder answers its own user only", "peer")
+                    return
+                self._answer_on(stream)
+
+    def _answer_on(self, stream: Any) -> None:
+        try:
+            request = orjson.loads(stream.readline(1 << 24))
+            sql, params = request["sql"], request.get("params") or []
+            if not isinstance(sql, str) or not isinstance(params, list):
+                raise ValueError("sql must be text and params a list")
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            _reply_error(stream, f"bad request: {exc}", "refused")
+            return
+        with self._state:
+            closing = self._closing
+            if closing:
+                self._parked += 1
+                self._state.notify_all()
+            else:
+                self._running += 1
+        if closing:
+            try:
+                _reply_error(stream, "the holder is closing the store", "closing")
+                self._released.wait(live._RELEASE_TIMEOUT)
+            finally:
+                with self._state:
+                    self._parked -= 1
+            return
+        try:
+            with self._slots:
+                self._run(stream, sql, params)
+        finally:
+            with self._state:
+                self._running -= 1
+                self._state.notify_all()
+
+    def _run(self, stream: Any, sql: str, params: list[Any]) -> None:
+        with self._parent_lock:
+            cur = self._parent.cursor()  # a fresh session: nothing a query sets outlives it
+        try:
+            if len(cur.extract_statements(sql)) != 1:
+                _reply_error(
+                    stream,
+                    "give one statement at a time while a halugen process holds the store",
+                    "refused",
+                )
+                return
+            cur.execute("BEGIN TRANSACTION READ ONLY")
+            relation = cur.sql(sql, params=params or None)
+            self.queries += 1
+            stream.write(b'{"ok":true}\n')
+            if relation is None:  # a statement without a result
+                _write_arrow(stream, None)
+            else:
+                _write_arrow(stream, relation.to_arrow_reader(live._BATCH_ROWS))
+        except duckdb.Error as exc:
+            message = str(exc).splitlines()[0]
+            _reply_error(stream, *_query_refusal(exc, message))
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                cur.close()
+
+
+def _query_refusal(exc: duckdb.Error, message: str) -> tuple[str, str]:
+    """(message, kind) for a failed query: "refused" when the sandbox stopped it."""
+    if isinstance(exc, duckdb.PermissionException):
+        return (
+            f"queries on a store a halugen process holds cannot read or write files "
+            f"({message}); use 'halugen export' to write files from it",
+            "refused",
+        )
+    if "read-only mode" in message or "configuration has been locked" in message:
+        return (
+            f"only read-only queries run while a halugen process holds the store: wait for "
+            f"it to finish to change the store or its settings ({message})",
+            "refused",
+        )
+    return message, "sql"
+
+
+def _write_arrow(stream: Any, reader: Any) -> None:
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    schema = reader.schema if reader is not None else pa.schema([])
+    with ipc.new_stream(stream, schema) as writer:
+        for batch in reader or ():
+            writer.write_batch(batch)
+    stream.flush()
+
+
+def _reply_error(stream: Any, message: str, kind: str) -> None:
+    with contextlib.suppress(OSError):
+        stream.write(orjson.dumps({"ok": False, "error": message, "kind": kind}) + b"\n")
+        stream.flush()
+
+
+# -- the client side -----------------------------------------------------------------------
