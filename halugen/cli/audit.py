@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .common import db_path, err
+from .common import add_config_flag, add_setting, db_path, err, resolve_settings
 from .data import add_format_flag
 
 
@@ -23,12 +23,21 @@ def add_parsers(sub: Any) -> None:
         nargs="+",
         help="HaluEval-format files (JSON lines) to audit (default: the store's samples)",
     )
-    au.add_argument("--task", help="only this task (qa, dialogue, summarization, general)")
-    au.add_argument("--run", nargs="+", help="only the samples of these generation runs")
+    au.add_argument(
+        "--task",
+        help="only this task: qa, dialogue, summarization or general (default: every task)",
+    )
+    au.add_argument(
+        "--run",
+        nargs="+",
+        metavar="RUN",
+        help="only the samples of these generation runs (default: every run's)",
+    )
     au.add_argument(
         "--measures",
         default="length_only,answer_only,overlap",
-        help="comma-separated: length_only, answer_only (needs halugen[topics]), overlap",
+        help="comma-separated: length_only, answer_only (needs halugen[topics]), overlap "
+        "(default: all three)",
     )
     au.add_argument(
         "--min-pairs",
@@ -43,17 +52,25 @@ def add_parsers(sub: Any) -> None:
         help="choose the largest subset whose length-only and answer-only baselines are within "
         "--tolerance of 50%%, and say what was dropped and why",
     )
-    au.add_argument("--tolerance", type=float, default=0.05, help="for --balance (default 0.05)")
     au.add_argument(
-        "--out", help="with --balance: write the kept items (HaluEval layout) and FILE.audit.json"
+        "--tolerance",
+        type=float,
+        default=0.05,
+        help="how far from 50%% the baselines of --balance may stay (default: 0.05)",
     )
     au.add_argument(
-        "--db",
-        default=None,
-        help="the store: read its samples, and keep the figures in audit_results (with --data "
-        "only when given)",
+        "--out",
+        metavar="FILE",
+        help="with --balance: write the kept items (HaluEval layout) and FILE.audit.json "
+        "(default: write nothing)",
     )
-    au.add_argument("--config", help=argparse.SUPPRESS)
+    add_setting(
+        au,
+        "db",
+        help="the store: its samples are audited and the figures kept in audit_results (with "
+        "--data, only a --db given here keeps them)",
+    )
+    add_config_flag(au)
 
 
 def _measures(text: str) -> tuple[str, ...]:
@@ -99,7 +116,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             for path in args.data:
                 items = list(items_from_file(path, args.task))
                 groups.append((path, items))
-            if args.db:
+            if resolve_settings(args)._origin["db"] == "flag":
                 store = open_store(Path(args.db))
         else:
             store = open_store(db_path(args))

@@ -1,9 +1,11 @@
-"""What every command shares: the consoles, the endpoint flags, settings -> RunConfig.
+"""What every command shares: the consoles, the flags of the settings, settings -> RunConfig.
 
-Where a setting comes from, first match wins: the command-line flag, then the environment
-(``HALUGEN_DB``, ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``), then ``halugen.toml``, then the
-default. The environment beats the file because it is set for one shell on purpose, while
-the file is shared by everyone working in the directory.
+The settings (``options.py``) become flags here, each group under its own heading, and a
+command's parsed arguments get every setting it takes resolved, first match wins: the
+command-line flag, then the environment (``HALUGEN_DB``, ``OPENAI_BASE_URL``,
+``OPENAI_API_KEY``), then ``halugen.toml``, then the default. The environment beats the file
+because it is set for one shell on purpose, while the file is shared by everyone working in
+the directory.
 
 Only light modules are imported here: building the parser (every ``--help``) must not load
 DuckDB, aiohttp, pyarrow or asyncio; commands import what they need when they run.
@@ -12,36 +14,38 @@ DuckDB, aiohttp, pyarrow or asyncio; commands import what they need when they ru
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import ipaddress
 import os
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..config import DEFAULT_BASE_URL, RateLimit, RetryPolicy, RunConfig, Sampling, Timeouts
+from ..config import BatchOptions, RateLimit, RetryPolicy, RunConfig, Sampling, Timeouts
 from ..errors import UsageError
+from ..options import GROUPS, Setting, setting, settings_in
 from ..settings import load_settings, parse_endpoint_flag, resolve_endpoints
 
 __all__ = [
     "DB_ENV",
     "LazyConsole",
+    "add_config_flag",
+    "add_setting",
+    "add_settings",
     "budget_from_flag",
     "db_path",
-    "default_db",
     "err",
     "first_json",
     "is_local_endpoint",
-    "llm_flags",
     "out",
-    "print_table",
     "require_api_key",
+    "resolve_settings",
     "run_config",
 ]
 
-DB_ENV = "HALUGEN_DB"
-DEFAULT_DB = "halugen.duckdb"
+DB_ENV = setting("db").env
+_TAKES = "_settings"  # the parsed arguments' list of the settings their command takes
 
 
 class LazyConsole:
@@ -86,79 +90,89 @@ out: Any = LazyConsole(highlight=False, soft_wrap=True, markup=False, emoji=Fals
 err: Any = LazyConsole(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
-def llm_flags(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("model endpoint")
-    g.add_argument(
-        "--base-url",
-        help=f"OpenAI-compatible API root (default: $OPENAI_BASE_URL or {DEFAULT_BASE_URL})",
-    )
-    g.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never stored")
-    g.add_argument(
-        "--endpoint",
-        action="append",
-        metavar="URL[,key=ENV_VAR,rpm=N,tpm=N,concurrency=N,weight=W,auth=api-key]",
-        help="one endpoint of a fleet (repeat the flag): calls go to whichever has room, each "
-        "with its own limits; key= names the environment variable with its key (default: "
-        "the run's key); replaces --base-url and [[endpoints]] in halugen.toml",
-    )
-    g.add_argument(
-        "-m",
-        "--model",
-        help="model name sent to the endpoint (default: gpt-4o-mini on OpenAI's API; on "
-        "another server the one model it lists)",
-    )
-    g.add_argument(
-        "--context-window",
-        type=int,
-        help="the model's context window in tokens (default: what the server says, else the "
-        "price card)",
-    )
-    g.add_argument(
-        "-j", "--concurrency", type=int, help="most requests in flight (default: 64; per endpoint)"
-    )
-    g.add_argument(
-        "--rpm",
-        type=float,
-        help="requests per minute allowed (default: learn from the server's x-ratelimit headers)",
-    )
-    g.add_argument("--tpm", type=float, help="tokens per minute allowed (same)")
-    g.add_argument(
-        "--price-in", type=float, help="USD per million input tokens (overrides the price card)"
-    )
-    g.add_argument("--price-out", type=float, help="USD per million output tokens")
-    g.add_argument(
-        "--price-card",
-        help="a bundled price card by name (e.g. 'local' for a "
-        "self-hosted server at $0) or a TOML file",
-    )
-    g.add_argument("--timeout", type=float, help="seconds one attempt may take (default: 300)")
-    g.add_argument(
-        "--max-attempts", type=int, help="attempts per call before it fails (default: 8)"
-    )
-    r = p.add_argument_group("run")
-    r.add_argument("--db", help=f"the DuckDB store (default: ${DB_ENV} or ./{DEFAULT_DB})")
-    r.add_argument(
-        "-b",
-        "--budget",
-        help="most the run may cost, across resumes: 50usd, 12.5USD, or '$50' in quotes",
-    )
-    r.add_argument("-n", "--limit", type=int, help="only the first N seeds of each task")
-    r.add_argument("--seed", type=int, help="run seed (default: 0)")
-    r.add_argument("--no-progress", action="store_true", help="no live view (plain lines)")
-    r.add_argument("--config", help="settings file (default: ./halugen.toml when present)")
+def add_settings(p: argparse.ArgumentParser, *groups: str) -> None:
+    """The flags of every setting of ``groups`` (see ``options.GROUPS``), each group under
+    its heading, and ``--config``."""
+    for group in groups:
+        g = p.add_argument_group(GROUPS[group])
+        for s in settings_in(group):
+            _add_flag(p, g, s)
+    add_config_flag(p)
 
 
-def _pick(
-    args: argparse.Namespace,
-    settings: dict[str, Any],
-    flag: str,
-    key: str | None = None,
-    default: Any = None,
-) -> Any:
-    value = getattr(args, flag, None)
-    if value is not None and value is not False:
-        return value
-    return settings.get(key or flag, default)
+def add_setting(p: argparse.ArgumentParser, name: str, *, help: str | None = None) -> None:
+    """The flag of one setting among the command's own options (``--db`` of ``status``);
+    ``help`` says what it does for this command (the default is added)."""
+    s = setting(name)
+    _add_flag(p, p, s if help is None else dataclasses.replace(s, help=help))
+
+
+def add_config_flag(p: argparse.ArgumentParser) -> None:
+    if "--config" not in p._option_string_actions:
+        p.add_argument(
+            "--config",
+            metavar="FILE",
+            help="settings file (default: ./halugen.toml when there is one)",
+        )
+
+
+def _add_flag(p: argparse.ArgumentParser, where: Any, s: Setting) -> None:
+    kw: dict[str, Any] = {"dest": s.name, "default": None, "help": s.help_line().replace("%", "%%")}
+    if s.const is not None:
+        kw.update(action="store_const", const=s.const)
+    else:
+        kw.update(metavar=s.metavar, choices=s.choices)
+        if s.repeat:
+            kw["action"] = "append"
+        if s.nargs:
+            kw["nargs"] = s.nargs
+        kinds = s.kind if isinstance(s.kind, tuple) else (s.kind,)
+        if float in kinds:
+            kw["type"] = float
+        elif int in kinds:
+            kw["type"] = int
+    where.add_argument(*s.flags, **kw)
+    taken = p.get_default(_TAKES) or ()
+    p.set_defaults(**{_TAKES: (*taken, s.name)})
+
+
+def resolve_settings(args: argparse.Namespace) -> argparse.Namespace:
+    """Fill in every setting the command takes (the flag, the environment, halugen.toml, the
+    default) and note where each came from in ``args._origin``. Done once per ``args``."""
+    if getattr(args, "_origin", None) is not None:
+        return args
+    origin: dict[str, str] = {}
+    given = getattr(args, "config", None)
+    path = Path(given) if given else Path("halugen.toml")
+    file: dict[str, Any] | None = None
+    for name in getattr(args, _TAKES, None) or ():
+        s = setting(name)
+        value = getattr(args, name, None)
+        if value is not None:
+            origin[name] = "flag"
+        elif s.env and os.environ.get(s.env, "").strip():
+            value, origin[name] = _from_env(s, os.environ[s.env].strip()), "env"
+        else:
+            if file is None:
+                file = load_settings(path, required=bool(given))
+            if s.toml is not None and s.toml in file:
+                value, origin[name] = file[s.toml], "file"
+            else:
+                value, origin[name] = s.default, "default"
+        setattr(args, name, value)
+    args._origin = origin
+    args._settings_file = path
+    return args
+
+
+def _from_env(s: Setting, text: str) -> Any:
+    kinds = s.kind if isinstance(s.kind, tuple) else (s.kind,)
+    if str in kinds:
+        return text
+    try:
+        return float(text) if float in kinds else int(text)
+    except ValueError:
+        raise UsageError(f"${s.env} must be a number, not {text!r}") from None
 
 
 def _positive(name: str, value: float | None) -> None:
@@ -194,12 +208,6 @@ def budget_from_flag(text: str) -> float:
                 f"$12.5 arrives as '2.5'; quote it: --budget '$12.5')"
             )
     return parse_budget(text) / 10**12
-
-
-def default_db(settings: dict[str, Any]) -> Path:
-    """The store without ``--db``: ``$HALUGEN_DB``, else halugen.toml, else the default."""
-    env = os.environ.get(DB_ENV, "").strip()
-    return Path(env or settings.get("db") or DEFAULT_DB)
 
 
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
@@ -243,96 +251,110 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
     ``calls``: the command will call the endpoint, so a public endpoint needs a key
     (``estimate`` passes False: it makes no call).
     """
-    settings_path = Path(args.config) if getattr(args, "config", None) else Path("halugen.toml")
-    settings = load_settings(settings_path, required=bool(getattr(args, "config", None)))
-    tasks = _pick(args, settings, "task", default="qa")
-    if isinstance(tasks, str):
-        tasks = [t.strip() for t in tasks.split(",") if t.strip()]
-    seeds = _pick(args, settings, "seeds", default=[])
-    if isinstance(seeds, str):
-        seeds = [seeds]
     from ..budget import parse_budget
 
-    if getattr(args, "budget", None) is not None:
-        budget: float | None = budget_from_flag(args.budget)
-    elif (budget_text := settings.get("budget")) is not None:
-        budget = parse_budget(str(budget_text)) / 10**12
-    else:
-        budget = None
-    concurrency = _pick(args, settings, "concurrency", default=64)
-    rpm = _pick(args, settings, "rpm")
-    tpm = _pick(args, settings, "tpm")
-    limit = _pick(args, settings, "limit")
-    timeout = _pick(args, settings, "timeout", default=300.0)
-    max_attempts = _pick(args, settings, "max_attempts", default=8)
-    temperature = _pick(args, settings, "temperature", default=1.0)
-    max_tokens = _pick(args, settings, "max_tokens", default=256)
-    for name, value in (
-        ("concurrency", concurrency),
-        ("rpm", rpm),
-        ("tpm", tpm),
-        ("limit", limit),
-        ("timeout", timeout),
-        ("max-attempts", max_attempts),
-        ("max-tokens", max_tokens),
-        ("context-window", _pick(args, settings, "context_window")),
-    ):
-        _positive(name, value)
+    a = resolve_settings(args)
+    take = _Taken(a)
+    tasks = take("task")
+    if isinstance(tasks, str):
+        tasks = [t.strip() for t in tasks.split(",") if t.strip()]
+    seeds = take("seeds")
+    if isinstance(seeds, str):
+        seeds = [seeds]
+    budget_text = take("budget")
+    budget: float | None = None
+    if budget_text is not None:
+        if a._origin.get("budget") == "flag":
+            budget = budget_from_flag(budget_text)
+        else:
+            budget = parse_budget(str(budget_text)) / 10**12
+    concurrency, rpm, tpm = take("concurrency"), take("rpm"), take("tpm")
+    timeout, temperature = take("timeout"), take("temperature")
+    for name in ("concurrency", "rpm", "tpm", "limit", "timeout", "max_attempts",
+                 "max_tokens", "context_window"):  # fmt: skip
+        _positive(name.replace("_", "-"), take(name))
     if temperature < 0:
         raise UsageError(f"--temperature must not be negative (got {temperature:g})")
-    base_url = _pick(
-        args, settings, "base_url", default=os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-    )
-    api_key = getattr(args, "api_key", None) or os.environ.get("OPENAI_API_KEY") or None
-    flags = getattr(args, "endpoint", None)
-    specs = [parse_endpoint_flag(f) for f in flags] if flags else settings.get("endpoints", [])
+    api_key = take("api_key") or None
+    flags = take("endpoints")
+    from_flags = a._origin.get("endpoints") == "flag"
+    specs = [parse_endpoint_flag(f) for f in flags] if from_flags else list(flags)
     endpoints = resolve_endpoints(
         specs,
         api_key=api_key,
         rpm=rpm,
         tpm=tpm,
         concurrency=int(concurrency),
-        source="--endpoint" if flags else f"{settings_path} [[endpoints]]",
+        source="--endpoint" if from_flags else f"{a._settings_file} [[endpoints]]",
         keys_needed=calls,
     )
     if endpoints:  # the pipeline keeps as many calls in flight as the fleet can take
         concurrency = sum(e.concurrency for e in endpoints)
+    base_url = take("base_url")
     if calls:
         for url, key in [(e.url, e.api_key) for e in endpoints] or [(base_url, api_key)]:
             require_api_key(url, key)
+    prompts = take("prompts")
     return RunConfig(
         tasks=tuple(tasks),
         seeds=tuple(seeds),
-        seed_format=_pick(args, settings, "seed_format"),
-        model=_pick(args, settings, "model", default=""),
-        context_window=_pick(args, settings, "context_window"),
+        seed_format=take("seed_format"),
+        model=take("model"),
+        context_window=take("context_window"),
         base_url=base_url,
         api_key=api_key,
-        db=Path(args.db) if getattr(args, "db", None) else default_db(settings),
+        db=Path(take("db")),
         budget_usd=budget,
-        price_in=_pick(args, settings, "price_in"),
-        price_out=_pick(args, settings, "price_out"),
-        price_card=_pick(args, settings, "price_card"),
+        price_in=take("price_in"),
+        price_out=take("price_out"),
+        price_card=take("price_card"),
         rate=RateLimit(rpm=rpm, tpm=tpm, concurrency=int(concurrency)),
         endpoints=endpoints,
-        retry=RetryPolicy(max_attempts=int(max_attempts)),
+        retry=RetryPolicy(max_attempts=int(take("max_attempts"))),
         timeouts=Timeouts(total=float(timeout), read=float(timeout)),
-        sampling=Sampling(temperature=float(temperature), max_tokens=int(max_tokens)),
-        limit=limit,
-        run_seed=int(_pick(args, settings, "seed", default=0)),
-        fresh=bool(getattr(args, "fresh", False)),
-        run_id=getattr(args, "run_id", None),
-        progress=not args.no_progress and settings.get("progress", True),
-        long_documents=_pick(args, settings, "long_documents", default="truncate"),
-        prompts_dir=Path(p) if (p := _pick(args, settings, "prompts")) else None,
-        batch=_batch_options(args, settings),
+        sampling=Sampling(temperature=float(temperature), max_tokens=int(take("max_tokens"))),
+        limit=take("limit"),
+        run_seed=int(take("seed")),
+        fresh=bool(take("fresh")),
+        run_id=take("run_id"),
+        progress=bool(take("progress")),
+        long_documents=take("long_documents"),
+        prompts_dir=Path(prompts) if prompts else None,
+        batch=batch_options(take),
     )
 
 
-def _batch_options(args: argparse.Namespace, settings: dict[str, Any]) -> Any:
-    from .batch import batch_options  # cli/batch.py imports this module
+class _Taken:
+    """A setting's resolved value, or its default where the command does not take it."""
 
-    return batch_options(args, settings)
+    def __init__(self, args: argparse.Namespace) -> None:
+        self._args = args
+        self._takes = set(getattr(args, _TAKES, None) or ())
+
+    def __call__(self, name: str) -> Any:
+        if name in self._takes:
+            return getattr(self._args, name)
+        return setting(name).default
+
+
+def batch_options(take: Any) -> BatchOptions | None:
+    """The BatchOptions of ``--batch`` (or ``batch = true`` in halugen.toml), else None."""
+    if not take("batch"):
+        return None
+
+    def number(name: str, *, zero: bool = False) -> float:
+        value = take(name)
+        low = isinstance(value, int | float) and (value < 0 if zero else value <= 0)
+        if not isinstance(value, int | float) or isinstance(value, bool) or low:
+            least = "0 or more" if zero else "more than zero"
+            raise UsageError(f"--{name.replace('_', '-')} must be a number {least} (got {value!r})")
+        return float(value)
+
+    return BatchOptions(
+        poll_seconds=number("batch_poll", zero=True),
+        max_requests=int(number("batch_max_requests")),
+        max_bytes=int(number("batch_max_mb") * 2**20),
+    )
 
 
 # -- commands ---------------------------------------------------------------------------
@@ -340,26 +362,7 @@ def _batch_options(args: argparse.Namespace, settings: dict[str, Any]) -> Any:
 
 def db_path(args: argparse.Namespace) -> Path:
     """The store of a command: ``--db``, else ``$HALUGEN_DB``, else halugen.toml, else default."""
-    if args.db:
-        return Path(args.db)
-    if os.environ.get(DB_ENV, "").strip():
-        return default_db({})
-    return default_db(load_settings(Path("halugen.toml")))
-
-
-def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    from rich.table import Table
-
-    table = Table(title=title)
-    for c in columns:
-        table.add_column(str(c), overflow="fold")
-    for r in rows:
-        table.add_row(
-            *("" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v) for v in r)
-        )
-    if not out.is_terminal:
-        out.width = max(out.width, 1000)  # piped: the full width, never squeezed into 80 columns
-    out.print(table)
+    return Path(resolve_settings(args).db)
 
 
 def first_json(path: str) -> dict[str, Any]:

@@ -9,23 +9,34 @@ from typing import Any
 
 from ..errors import UsageError
 from ..tables import TableData, plain, render_tables
-from .batch import add_batch_flags
-from .common import db_path, err, llm_flags, out, run_config
+from .common import add_config_flag, add_setting, add_settings, db_path, err, out, run_config
 from .data import add_format_flag
 
 
 def add_parsers(sub: Any) -> None:
     ev = sub.add_parser("eval", help="recognition experiment: can a model spot hallucinations?")
-    ev.add_argument("-t", "--task", required=True, help="qa, dialogue, summarization or general")
     ev.add_argument(
-        "--strategy", default="plain", help="plain, knowledge, cot or contrast (default: plain)"
+        "-t",
+        "--task",
+        required=True,
+        help="the task judged: qa, dialogue, summarization or general",
+    )
+    ev.add_argument(
+        "--strategy",
+        default="plain",
+        help="how the judge is asked: plain, knowledge, cot or contrast (default: plain)",
     )
     ev.add_argument(
         "--data",
         nargs="+",
+        metavar="FILE",
         help="HaluEval's released files of the task (default: the samples in the store)",
     )
-    ev.add_argument("--gen-run", help="only the samples of this generation run")
+    ev.add_argument(
+        "--gen-run",
+        metavar="RUN",
+        help="only the samples of this generation run (default: every run's samples)",
+    )
     ev.add_argument(
         "--scoring",
         choices=("parse", "logprobs"),
@@ -39,10 +50,7 @@ def add_parsers(sub: Any) -> None:
         help='ask for a JSON verdict ({"verdict": "Yes"}): auto = when the endpoint supports '
         "structured outputs (found out once), on, off (default: auto)",
     )
-    ev.add_argument("--fresh", action="store_true", help="start a new eval run")
-    ev.add_argument("--run-id", help="resume this eval run")
-    llm_flags(ev)
-    add_batch_flags(ev)
+    add_settings(ev, "endpoint", "run", "resume", "batch")
 
     rep = sub.add_parser("report", help="tables of the recognition results")
     add_format_flag(rep)
@@ -52,23 +60,46 @@ def add_parsers(sub: Any) -> None:
         help="figure of accuracy per task, model and strategy with Wilson intervals, "
         "baselines and the paper's numbers (.png, .svg or .pdf; needs the topics extra)",
     )
-    rep.add_argument("--run", nargs="+", help="only these eval runs")
-    rep.add_argument("--db", default=None)
-    rep.add_argument("--config", help=argparse.SUPPRESS)
+    rep.add_argument(
+        "--run", nargs="+", metavar="RUN", help="only these eval runs (default: every eval run)"
+    )
+    add_setting(rep, "db")
+    add_config_flag(rep)
 
     top = sub.add_parser("topics", help="LDA topics of a task's samples and of a model's failures")
-    top.add_argument("-t", "--task", required=True, help="qa, dialogue, summarization or general")
-    top.add_argument("--eval-run", help="whose failures (default: the latest eval run of the task)")
-    top.add_argument("--gen-run", help="only the samples of this generation run")
+    top.add_argument(
+        "-t",
+        "--task",
+        required=True,
+        help="the task analysed: qa, dialogue, summarization or general",
+    )
+    top.add_argument(
+        "--eval-run",
+        metavar="RUN",
+        help="whose failures (default: the newest plain-strategy eval run of the task)",
+    )
+    top.add_argument(
+        "--gen-run",
+        metavar="RUN",
+        help="only the samples of this generation run (default: every run's samples)",
+    )
     top.add_argument(
         "--data",
         nargs="+",
-        help="HaluEval's released files instead of the "
-        "store's samples (failures from the eval run that judged them)",
+        metavar="FILE",
+        help="HaluEval's released files instead of the store's samples, failures from the "
+        "eval run that judged them (default: the store's samples)",
     )
-    top.add_argument("--topics", type=int, default=10, help="topics over all samples (10)")
-    top.add_argument("--failure-topics", type=int, default=5, help="topics over failures (5)")
-    top.add_argument("--backend", choices=("sklearn", "gensim"), default="sklearn")
+    top.add_argument("--topics", type=int, default=10, help="topics over all samples (default: 10)")
+    top.add_argument(
+        "--failure-topics", type=int, default=5, help="topics over the failures (default: 5)"
+    )
+    top.add_argument(
+        "--backend",
+        choices=("sklearn", "gensim"),
+        default="sklearn",
+        help="the LDA implementation (default: sklearn)",
+    )
     top.add_argument(
         "-o",
         "--out",
@@ -76,8 +107,8 @@ def add_parsers(sub: Any) -> None:
         help="figure file, .png, .svg or .pdf (default: topics-<task>.png)",
     )
     add_format_flag(top)
-    top.add_argument("--db", default=None)
-    top.add_argument("--config", help=argparse.SUPPRESS)
+    add_setting(top, "db")
+    add_config_flag(top)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
