@@ -37,7 +37,7 @@ def add_parsers(sub: Any) -> None:
         "--measures",
         default="length_only,answer_only,overlap",
         help="comma-separated: length_only, answer_only (needs halugen[topics]), overlap "
-        "(default: all three)",
+        "(default: length_only,answer_only,overlap)",
     )
     au.add_argument(
         "--min-pairs",

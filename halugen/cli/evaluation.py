@@ -41,7 +41,7 @@ def add_parsers(sub: Any) -> None:
         "--scoring",
         choices=("parse", "logprobs"),
         default="parse",
-        help="read the Yes/No verdict (default) or score P(Yes) from logprobs",
+        help="read the Yes/No verdict, or score P(Yes) from logprobs (default: parse)",
     )
     ev.add_argument(
         "--structured",
@@ -58,7 +58,8 @@ def add_parsers(sub: Any) -> None:
         "--plot",
         metavar="FILE",
         help="figure of accuracy per task, model and strategy with Wilson intervals, "
-        "baselines and the paper's numbers (.png, .svg or .pdf; needs the topics extra)",
+        "baselines and the paper's numbers (.png, .svg or .pdf; needs the topics extra) "
+        "(default: no figure)",
     )
     rep.add_argument(
         "--run", nargs="+", metavar="RUN", help="only these eval runs (default: every eval run)"

@@ -131,7 +131,7 @@ def add_parsers(sub: Any) -> None:
     a_add.add_argument(
         "--from-run",
         metavar="RUN",
-        help="a pre-selection run: its kept queries' responses (or give --jsonl)",
+        help="a pre-selection run: its kept queries' responses (no default: give this or --jsonl)",
     )
     a_add.add_argument(
         "--keep",
@@ -142,7 +142,7 @@ def add_parsers(sub: Any) -> None:
     a_add.add_argument(
         "--jsonl",
         metavar="FILE",
-        help="JSON lines of {item_id?, query, response} (or give --from-run)",
+        help="JSON lines of {item_id?, query, response} (no default: give this or --from-run)",
     )
     a_imp = asub.add_parser("import", help="import annotations (and their items)")
     a_imp.add_argument("file", metavar="FILE", help="the file to import")
