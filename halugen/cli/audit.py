@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -89,12 +88,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from ..audit import (
         audit_items,
         audit_tables,
+        csv_table,
         items_from_file,
         items_from_store,
         pattern_shares,
         position_bias,
-        render_csv,
-        render_markdown,
         save,
     )
     from ..audit.report import audit_id, rows_from_shares
@@ -153,14 +151,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     order = {s: i for i, (s, _) in enumerate(groups)}
     rows.sort(key=lambda r: (order.get(r.source, len(order)), r.task))
     shown = rows + balanced_rows
-    if args.format == "markdown":
-        sys.stdout.write(render_markdown(shown))
-    elif args.format == "csv":
-        sys.stdout.write(render_csv(shown))
-    else:  # table, json, latex: the renderer every command shares
-        from ..tables import render_tables
+    from ..tables import render_tables
 
-        render_tables(audit_tables(shown), args.format)
+    # csv: one line per figure with its source and note, as `audit_results` holds them
+    render_tables([csv_table(shown)] if args.format == "csv" else audit_tables(shown), args.format)
     return 0
 
 

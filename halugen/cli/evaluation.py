@@ -161,9 +161,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         figure = plot_accuracy(rows_from_report(rows), Path(args.plot))
         err.print(plain(f"figure: {figure}"))
     if args.format == "csv":
-        from ..evaluate.report import render_csv
+        from ..evaluate.report import csv_table
 
-        sys.stdout.write(render_csv(rows))
+        render_tables([csv_table(rows)], "csv")
     elif args.format == "json":
         sys.stdout.write(_report_json(rows))
     else:

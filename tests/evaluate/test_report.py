@@ -1,4 +1,5 @@
-"""Results from the judgements table, and the paper-style tables in Rich, Markdown and CSV."""
+"""Results from the judgements table, and the paper-style tables through the one renderer
+(halugen/tables.py) as a terminal table, Markdown and CSV."""
 
 from __future__ import annotations
 
@@ -8,17 +9,29 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from halugen.evaluate.report import (
     PAPER_CHATGPT,
     PAPER_LABEL,
-    render_csv,
-    render_markdown,
-    render_rich,
+    csv_table,
+    report_tables,
     results_from_store,
 )
 from halugen.store.db import open_store
+from halugen.tables import render_tables
+
+
+def render_markdown(rows) -> str:
+    buf = io.StringIO()
+    render_tables(report_tables(rows), "markdown", buf)
+    return buf.getvalue()
+
+
+def render_csv(rows) -> str:
+    buf = io.StringIO()
+    render_tables([csv_table(rows)], "csv", buf)
+    return buf.getvalue()
+
 
 T0 = datetime(2024, 5, 1, 12, 0, 0)
 
@@ -182,13 +195,12 @@ def test_csv_round_trips_the_numbers(store) -> None:
     assert float(gen["accuracy"]) == pytest.approx(0.7944) and gen["model"] == PAPER_LABEL
 
 
-def test_rich_renders_every_table(store) -> None:
-    console = Console(record=True, width=220)
-    tables = render_rich(results_from_store(store))
+def test_the_terminal_table_shows_every_table(store) -> None:
+    tables = report_tables(results_from_store(store))
     assert len(tables) == 4  # accuracy, then QA, dialogue, summarization details
-    for table in tables:
-        console.print(table)
-    out = console.export_text()
+    buf = io.StringIO()
+    render_tables(tables, "table", buf)
+    out = buf.getvalue()
     assert "Recognition accuracy (%)" in out
     assert PAPER_LABEL in out and "62.59" in out and "60.0 ±26.0" in out
     assert "QA: details" in out and "Dialogue: details" in out
@@ -199,5 +211,5 @@ def test_empty_results_still_render() -> None:
     md = render_markdown([])
     assert "| Model | Strategy | QA |" in md and f"| {PAPER_LABEL} |" not in md
     assert render_csv([]).splitlines()[0].startswith("source,task,model")
-    (only,) = render_rich([])
-    Console(record=True).print(only)
+    (only,) = report_tables([])
+    render_tables([only], "table", io.StringIO())
