@@ -152,13 +152,23 @@ def cmd_sql(args: argparse.Namespace) -> int:
         try:
             cur = store.conn.execute(args.query)
         except duckdb.Error as exc:
-            raise UsageError(f"SQL error: {str(exc).splitlines()[0]}") from None
+            raise UsageError(f"SQL error: {sql_error(str(exc))}") from None
         if cur.description is None:
             return 0
         columns = [d[0] for d in cur.description]
         rows = cur.fetchall()
     render_tables([TableData(None, columns, rows, name="result")], args.format)
     return 0
+
+
+def sql_error(message: str) -> str:
+    """DuckDB's error on one line, with its hints ("Candidate bindings: …", "Did you mean …")
+    and without the echo of the query under it."""
+    head = message.split("\n\nLINE ", 1)[0]
+    text = " ".join(line.strip() for line in head.splitlines() if line.strip())
+    if "not found in FROM clause" in text:
+        text += " (DESCRIBE <view> lists a view's columns; the README's store section too)"
+    return text
 
 
 def cmd_export(args: argparse.Namespace) -> int:

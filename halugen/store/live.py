@@ -182,7 +182,7 @@ class LiveReadServer:
             except _Refused as exc:
                 _reply_error(stream, str(exc), "refused")
             except duckdb.Error as exc:
-                _reply_error(stream, str(exc).splitlines()[0], "sql")
+                _reply_error(stream, str(exc), "sql")  # whole: hints included
             except OSError:
                 return  # the client went away
 
