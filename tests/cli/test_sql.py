@@ -4,6 +4,7 @@ ends the command quietly."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -90,3 +91,26 @@ def test_a_closed_pipe_ends_quietly(db, fmt):
     done = _shell(f"{halugen} | head -n 1")
     assert done.stdout.count("\n") == 1
     assert done.stderr.strip() == "status=0", done.stderr
+
+
+def test_the_readme_names_every_column_of_every_view(db):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## The store (SQL surface)", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    with open_store(db, read_only=True) as store:
+        views = [
+            v
+            for (v,) in store.conn.execute(
+                "SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1"
+            ).fetchall()
+        ]
+        missing = []
+        for view in views:
+            row = next((r for r in rows if f"`{view}`" in r.split("|")[1]), None)
+            if row is None:
+                missing.append(view)
+                continue
+            for column, *_rest in store.conn.execute(f"DESCRIBE {view}").fetchall():
+                if not re.search(rf"\b{column}\b", row.split("|", 3)[3]):
+                    missing.append(f"{view}.{column}")
+    assert "seed_progress" in views and not missing, missing
