@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import orjson
@@ -49,7 +49,7 @@ def test_count_seeds_counts_what_the_reader_gives(tmp_path: Path) -> None:
 class _Watched(progress.ProgressView):
     """The run's view; the test reads it while the first request is at the provider."""
 
-    made: list[progress.ProgressView] = []
+    made: ClassVar[list[progress.ProgressView]] = []
 
     def __init__(self, **kw: Any) -> None:
         kw["console"] = Console(file=io.StringIO(), width=200)
