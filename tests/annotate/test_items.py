@@ -12,9 +12,9 @@ from halugen.annotate.items import (
     add_halueval_general,
     add_jsonl,
     add_preselected,
-    preselect_item_id,
     insert_items,
     jsonl_item_id,
+    preselect_item_id,
 )
 from halugen.errors import InputError, UsageError
 from halugen.store.db import open_store
