@@ -16,7 +16,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO, cast
 
 from .. import __version__
 from ..errors import HalugenError
@@ -135,12 +135,12 @@ def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> _Parse
     """The innermost subparser the command line picked (``annotate serve`` -> its parser)."""
     current = parser
     while True:
-        subs = [a for a in current._actions if _is_subparsers(a)]
+        subs = [a for a in current._actions if isinstance(a, argparse._SubParsersAction)]
         name = getattr(args, subs[0].dest, None) if subs else None
         if name is None:
             assert isinstance(current, _Parser)
             return current
-        current = subs[0].choices[name]
+        current = subs[0]._name_parser_map[name]
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
@@ -235,7 +235,8 @@ class _PipeGuard:
 @contextlib.contextmanager
 def _quiet_when_the_reader_goes() -> Iterator[None]:
     before = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _PipeGuard(sys.stdout), _PipeGuard(sys.stderr)  # type: ignore[assignment]
+    sys.stdout = cast(TextIO, _PipeGuard(sys.stdout))
+    sys.stderr = cast(TextIO, _PipeGuard(sys.stderr))
     try:
         yield
     finally:
