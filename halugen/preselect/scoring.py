@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
 import math
 import os
 import warnings
@@ -106,6 +107,15 @@ def bundled_test_model() -> str | None:
     return str(path) if (path / "config.json").is_file() else None
 
 
+def _require_extra() -> None:
+    """``UsageError`` at once, without importing anything, when the extra is not installed."""
+    if any(importlib.util.find_spec(name) is None for name in _EXTRA_MODULES):
+        raise UsageError(MISSING_EXTRA)
+
+
+_EXTRA_MODULES = ("bert_score", "torch", "transformers", "huggingface_hub")
+
+
 def _import_bert_score() -> tuple[Any, Any]:
     try:
         import bert_score
@@ -121,6 +131,7 @@ class PairwiseScorer:
     def __init__(self, spec: ScorerSpec) -> None:
         # What can be refused without loading anything is refused first: importing torch and
         # bert-score alone takes seconds (over a minute on a loaded machine).
+        _require_extra()
         if spec.batch_size is not None and spec.batch_size < 1:
             raise UsageError(f"the BERTScore batch size must be ≥ 1, not {spec.batch_size}")
         model = _model_name(spec.model)
