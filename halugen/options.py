@@ -69,6 +69,8 @@ class Setting:
             return self.default_text
         if self.default is None or self.default == ():
             return "none"
+        if isinstance(self.default, float):
+            return f"{self.default:g}"
         return str(self.default)
 
     def help_line(self) -> str:
@@ -159,6 +161,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--temperature",),
         toml="temperature",
         default=1.0,
+        metavar="T",
         help="sampling temperature (HaluEval: 1)",
         example=0.7,
         in_template=True,
@@ -170,6 +173,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--max-tokens",),
         toml="max_tokens",
         default=256,
+        metavar="N",
         help="most tokens per sampled answer (HaluEval: 256)",
         example=128,
         in_template=True,
@@ -219,6 +223,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("-m", "--model"),
         toml="model",
         default="",
+        metavar="NAME",
         help="model name sent to the endpoint",
         default_text="gpt-4o-mini on OpenAI's API, on another server the one model it lists",
         example="gpt-4o-mini",
@@ -242,6 +247,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("-j", "--concurrency"),
         toml="concurrency",
         default=64,
+        metavar="N",
         help="most requests in flight (per endpoint in a fleet)",
         example=8,
         in_template=True,
@@ -252,6 +258,7 @@ SETTINGS: tuple[Setting, ...] = (
         group="endpoint",
         flags=("--rpm",),
         toml="rpm",
+        metavar="N",
         help="requests per minute your account allows",
         default_text="learned from the server's x-ratelimit headers",
         example=5000,
@@ -262,6 +269,7 @@ SETTINGS: tuple[Setting, ...] = (
         group="endpoint",
         flags=("--tpm",),
         toml="tpm",
+        metavar="N",
         help="tokens per minute your account allows",
         default_text="learned from the server's x-ratelimit headers",
         example=2000000,
@@ -317,6 +325,7 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--max-attempts",),
         toml="max_attempts",
         default=8,
+        metavar="N",
         help="attempts per call before it fails",
         example=3,
     ),
