@@ -18,6 +18,7 @@ import dataclasses
 import ipaddress
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,12 +34,14 @@ __all__ = [
     "add_config_flag",
     "add_setting",
     "add_settings",
+    "announce",
     "budget_from_flag",
     "db_path",
     "err",
     "first_json",
     "is_local_endpoint",
     "out",
+    "report_outcome",
     "require_api_key",
     "resolve_settings",
     "run_config",
@@ -355,6 +358,23 @@ def batch_options(take: Any) -> BatchOptions | None:
         max_requests=int(number("batch_max_requests")),
         max_bytes=int(number("batch_max_mb") * 2**20),
     )
+
+
+def announce(kind: str, detail: str, db: Path) -> Callable[[str, bool], None]:
+    """The ``on_run`` of a command that runs a session: one line as the run starts or resumes."""
+
+    def on_run(run_id: str, resumed: bool) -> None:
+        err.print(f"{'resuming' if resumed else 'starting'} {kind} {run_id} ({detail}) -> {db}")
+
+    return on_run
+
+
+def report_outcome(outcome: Any) -> int:
+    """A finished session's notes and closing message (stderr when it failed); its exit code."""
+    for note in outcome.notes:
+        err.print(f"note: {note}")
+    (err if outcome.exit_code else out).print(outcome.message)
+    return int(outcome.exit_code)
 
 
 # -- commands ---------------------------------------------------------------------------

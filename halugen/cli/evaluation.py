@@ -9,7 +9,17 @@ from typing import Any
 
 from ..errors import UsageError
 from ..tables import TableData, plain, render_tables
-from .common import add_config_flag, add_setting, add_settings, db_path, err, out, run_config
+from .common import (
+    add_config_flag,
+    add_setting,
+    add_settings,
+    announce,
+    db_path,
+    err,
+    out,
+    report_outcome,
+    run_config,
+)
 from .data import add_format_flag
 
 
@@ -129,17 +139,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         structured=args.structured,
     )
 
-    def on_run(run_id: str, resumed: bool) -> None:
-        err.print(
-            f"{'resuming' if resumed else 'starting'} eval run {run_id} "
-            f"({args.task}/{args.strategy} with {cfg.model}) -> {cfg.db}"
-        )
-
-    outcome = anyio.run(lambda: evaluate(ecfg, console=err, on_run=on_run))
-    for note in outcome.notes:
-        err.print(f"note: {note}")
-    (err if outcome.exit_code else out).print(outcome.message)
-    return outcome.exit_code
+    on_run = announce("eval run", f"{args.task}/{args.strategy} with {cfg.model}", cfg.db)
+    return report_outcome(anyio.run(lambda: evaluate(ecfg, console=err, on_run=on_run)))
 
 
 def cmd_report(args: argparse.Namespace) -> int:

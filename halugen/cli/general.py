@@ -8,7 +8,17 @@ from typing import Any
 
 from ..errors import UsageError
 from ..tables import TableData, render_tables
-from .common import add_config_flag, add_setting, add_settings, db_path, err, out, run_config
+from .common import (
+    add_config_flag,
+    add_setting,
+    add_settings,
+    announce,
+    db_path,
+    err,
+    out,
+    report_outcome,
+    run_config,
+)
 from .data import add_format_flag
 
 
@@ -193,16 +203,10 @@ def cmd_preselect(args: argparse.Namespace) -> int:
         ),
     )
 
-    def on_run(run_id: str, resumed: bool) -> None:
-        err.print(
-            f"{'resuming' if resumed else 'starting'} pre-selection run {run_id} "
-            f"({args.responses} responses per query with {cfg.model}) -> {cfg.db}"
-        )
-
+    detail = f"{args.responses} responses per query with {cfg.model}"
+    on_run = announce("pre-selection run", detail, cfg.db)
     outcome = anyio.run(lambda: preselect(pcfg, console=err, on_run=on_run))
-    for note in outcome.notes:
-        err.print(f"note: {note}")
-    (err if outcome.exit_code else out).print(outcome.message)
+    report_outcome(outcome)
     if outcome.kept:
         worst = outcome.kept[-1][1]
         out.print(

@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import UsageError
 from ..settings import INIT_TEMPLATE
 from ..tables import TableData, render_tables
-from .common import add_settings, err, out, run_config
+from .common import add_settings, announce, err, out, report_outcome, run_config
 from .data import add_format_flag
 
 
@@ -59,21 +59,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..engine import generate
 
     cfg = run_config(args)
-
-    def on_run(run_id: str, resumed: bool) -> None:
-        verb = "resuming" if resumed else "starting"
-        model = f" with {cfg.model}" if cfg.model else ""
-        err.print(
-            f"{verb} run {run_id} ({', '.join(cfg.tasks)}{model}, budget "
-            f"{format_usd(int(cfg.budget_usd * 10**12)) if cfg.budget_usd else 'none'}) "
-            f"-> {cfg.db}"
-        )
-
-    outcome = anyio.run(lambda: generate(cfg, console=err, on_run=on_run))
-    for note in outcome.notes:
-        err.print(f"note: {note}")
-    (err if outcome.exit_code else out).print(outcome.message)
-    return outcome.exit_code
+    model = f" with {cfg.model}" if cfg.model else ""
+    budget = format_usd(int(cfg.budget_usd * 10**12)) if cfg.budget_usd else "none"
+    on_run = announce("run", f"{', '.join(cfg.tasks)}{model}, budget {budget}", cfg.db)
+    return report_outcome(anyio.run(lambda: generate(cfg, console=err, on_run=on_run)))
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
