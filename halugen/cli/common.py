@@ -120,6 +120,10 @@ def add_config_flag(p: argparse.ArgumentParser) -> None:
 
 
 def _add_flag(p: argparse.ArgumentParser, where: Any, s: Setting) -> None:
+    taken = p.get_default(_TAKES) or ()
+    p.set_defaults(**{_TAKES: (*taken, s.name)})
+    if not s.flags:  # halugen.toml (or the environment) only
+        return
     kw: dict[str, Any] = {"dest": s.name, "default": None, "help": s.help_line().replace("%", "%%")}
     if s.const is not None:
         kw.update(action="store_const", const=s.const)
@@ -135,8 +139,6 @@ def _add_flag(p: argparse.ArgumentParser, where: Any, s: Setting) -> None:
         elif int in kinds:
             kw["type"] = int
     where.add_argument(*s.flags, **kw)
-    taken = p.get_default(_TAKES) or ()
-    p.set_defaults(**{_TAKES: (*taken, s.name)})
 
 
 def resolve_settings(args: argparse.Namespace) -> argparse.Namespace:
@@ -172,6 +174,10 @@ def _from_env(s: Setting, text: str) -> Any:
     kinds = s.kind if isinstance(s.kind, tuple) else (s.kind,)
     if str in kinds:
         return text
+    if bool in kinds:
+        if text.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            return text.lower() in ("1", "true", "yes", "on")
+        raise UsageError(f"${s.env} must be true or false, not {text!r}")
     try:
         return float(text) if float in kinds else int(text)
     except ValueError:
