@@ -4,7 +4,13 @@ Exit codes: 0 done; 1 failure; 2 bad usage or input; 3 budget exhausted; 130 int
 One module per area: generation, data (the store), simulator, evaluation, audit, general.
 
 Building the parser imports no heavy module (``bench/cli_startup.py`` measures it, a test
-checks the import graph): every command imports what it needs inside its function.
+checks the import graph): every command imports what it needs inside its function. The
+settings a command takes are resolved before it runs (``common.resolve_settings``: flag,
+environment, halugen.toml, default), so a command reads ``args.<setting>`` as it is.
+
+A usage error is one line (with the closest flag or command), then the command's one-line
+usage. Output into a pipe whose reader has gone (``| head``) is dropped quietly and the
+command ends with its own exit code.
 """
 
 from __future__ import annotations
