@@ -5,6 +5,9 @@ the same command run again finds the same run and resumes it, while budget, limi
 concurrency and ``--limit`` may change between resumes. So may the endpoint: the same model
 behind another URL, or a fleet of other endpoints (their keys, limits and weights), continues
 the same run.
+
+The defaults of the settings a user can change come from the table of settings
+(``options.py``), which also gives the flags and halugen.toml theirs.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .options import DEFAULT_BASE_URL, default
 
 __all__ = [
     "AUTH_SCHEMES",
@@ -25,31 +30,30 @@ __all__ = [
     "Timeouts",
 ]
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 AUTH_SCHEMES = ("bearer", "api-key")  # Authorization: Bearer <key> | api-key: <key> (Azure)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Timeouts:
     connect: float = 10.0
-    read: float = 120.0  # between bytes of the answer
-    total: float = 300.0  # one attempt, end to end
+    read: float = default("timeout")  # between bytes of the answer (--timeout sets both)
+    total: float = default("timeout")  # one attempt, end to end
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetryPolicy:
-    max_attempts: int = 8
+    max_attempts: int = default("max_attempts")
     base_delay: float = 0.5  # seconds; attempt k waits uniform(0, min(cap, base * 2**k))
     max_delay: float = 60.0
     # the run stops when every attempt has failed to connect for this long (llm/reach.py)
-    unreachable_after: float = 60.0
+    unreachable_after: float = default("unreachable_after")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RateLimit:
-    rpm: float | None = None  # requests per minute; None: learn from x-ratelimit headers
-    tpm: float | None = None  # tokens per minute (prompt + max output), same
-    concurrency: int = 64  # most requests in flight at once
+    rpm: float | None = default("rpm")  # requests per minute; None: learn from x-ratelimit headers
+    tpm: float | None = default("tpm")  # tokens per minute (prompt + max output), same
+    concurrency: int = default("concurrency")  # most requests in flight at once
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,15 +65,15 @@ class Endpoint:
     key_env: str | None = None  # the environment variable the key was read from
     rpm: float | None = None  # None: learn from the endpoint's own headers
     tpm: float | None = None
-    concurrency: int = 64  # most requests in flight at this endpoint
+    concurrency: int = default("concurrency")  # most requests in flight at this endpoint
     weight: float = 1.0  # share of the calls when several endpoints have room
     auth: str = "bearer"  # "bearer" or "api-key" (Azure-style gateways)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Sampling:
-    temperature: float = 1.0
-    max_tokens: int = 256
+    temperature: float = default("temperature")
+    max_tokens: int = default("max_tokens")
     top_p: float | None = None
 
 
@@ -77,9 +81,9 @@ class Sampling:
 class BatchOptions:
     """Batch mode (``--batch``): a run's calls go through the provider's Batch API."""
 
-    poll_seconds: float = 30.0  # between looks at the batches in progress
-    max_requests: int = 50_000  # per batch file (OpenAI's limit)
-    max_bytes: int = 200 * 2**20  # per batch file (OpenAI's limit)
+    poll_seconds: float = default("batch_poll")  # between looks at the batches in progress
+    max_requests: int = default("batch_max_requests")  # per batch file (OpenAI's limit)
+    max_bytes: int = int(default("batch_max_mb") * 2**20)  # per batch file (OpenAI's limit)
     # set by halugen/batch/run.py for one planning pass of the pipeline (never by users)
     plan: Any = field(default=None, compare=False, repr=False)
 
@@ -88,40 +92,41 @@ class BatchOptions:
 class RunConfig:
     """Everything a generation run needs. Build it with keywords only."""
 
-    tasks: tuple[str, ...] = ("qa",)
-    seeds: tuple[str, ...] = ()  # files or globs
-    seed_format: str | None = None  # None: detect from content
-    # (seed field, table column) pairs from --map / halugen.toml: which column fills which
-    # field when seeds are read from a table; sorted by field
+    tasks: tuple[str, ...] = (default("task"),)
+    seeds: tuple[str, ...] = default("seeds")  # files or globs
+    seed_format: str | None = default("seed_format")  # None: detect from content
+    # (seed field, table column) pairs from --map / halugen.toml's map: which column fills
+    # which field when seeds are read from a table; sorted by field
     seed_map: tuple[tuple[str, str], ...] = ()
     # "" until resolved: gpt-4o-mini on OpenAI's API, else the one model a server lists
     # (llm/endpoint.py); never a guess that would price a local model as OpenAI's
-    model: str = ""
-    base_url: str = DEFAULT_BASE_URL
+    model: str = default("model")
+    base_url: str = default("base_url")
     api_key: str | None = field(default=None, repr=False)  # never stored, never printed
-    db: Path = Path("halugen.duckdb")
-    budget_usd: float | None = None
-    price_in: float | None = None  # USD per million input tokens, overrides the card
-    price_out: float | None = None
-    price_card: str | None = None  # a bundled card's name ("local") or a TOML file
+    db: Path = Path(default("db"))
+    budget_usd: float | None = default("budget")
+    price_in: float | None = default("price_in")  # USD per million input tokens, over the card
+    price_out: float | None = default("price_out")
+    price_card: str | None = default("price_card")  # a bundled card's name ("local") or a file
     rate: RateLimit = RateLimit()  # a fleet: concurrency is the run's total in flight
     endpoints: tuple[Endpoint, ...] = ()  # a fleet; empty: base_url, api_key and rate make one
     retry: RetryPolicy = RetryPolicy()
     timeouts: Timeouts = Timeouts()
     sampling: Sampling = Sampling()
     judge: Sampling = Sampling(temperature=0.0, max_tokens=16)
-    limit: int | None = None  # first N seeds per task
-    run_seed: int = 0
-    fresh: bool = False
-    run_id: str | None = None
-    progress: bool = True
-    long_documents: str = "truncate"  # truncate | skip
-    context_window: int | None = None  # tokens; None: from the server, else the price card
+    limit: int | None = default("limit")  # first N seeds per task
+    run_seed: int = default("seed")
+    fresh: bool = default("fresh")
+    run_id: str | None = default("run_id")
+    progress: bool = default("progress")
+    long_documents: str = default("long_documents")  # truncate | skip
+    # tokens; None: from the server, else the price card
+    context_window: int | None = default("context_window")
     prompts_dir: Path | None = None  # templates found here win over the bundled ones
     # ask the filter's judge for JSON through response_format: auto (when the endpoint takes
     # it: llm/capabilities.py) | on | off. Not part of the identity: how the run asked is
     # recorded and kept by its later sessions
-    structured: str = "auto"
+    structured: str = default("structured")
     # None: interactive calls. Not part of the identity: a run may switch between batch and
     # interactive, and pays nothing twice (answers are found by request key either way)
     batch: BatchOptions | None = None

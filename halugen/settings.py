@@ -1,7 +1,8 @@
 """``halugen.toml``: the same settings as the command-line flags, in a file.
 
-Flags win over the file; the file wins over defaults. ``halugen init`` writes a commented
-starting point.
+Which keys the file takes, their types and the commented file ``halugen init`` writes all
+come from the one table of settings, ``options.py``. A flag wins over the environment, the
+environment over the file, the file over the default.
 
 A fleet of endpoints is a list of ``[[endpoints]]`` tables in the file, or repeated
 ``--endpoint URL,key=ENV_VAR,rpm=N,tpm=N,concurrency=N,weight=W,auth=api-key`` flags (the
@@ -22,49 +23,22 @@ from typing import Any
 
 from .config import AUTH_SCHEMES, Endpoint
 from .errors import ConfigError, UsageError
+from .options import SETTINGS, Setting
 
 __all__ = [
     "ENDPOINT_KEYS",
     "INIT_TEMPLATE",
     "KNOWN_KEYS",
+    "init_template",
     "load_settings",
     "parse_endpoint_flag",
     "resolve_endpoints",
 ]
 
-# key in the file -> what it means (for the error message on a typo)
-KNOWN_KEYS: dict[str, type | tuple[type, ...]] = {
-    "task": (str, list),
-    "seeds": (str, list),
-    "seed_format": str,
-    "map": dict,  # seed field -> table column, as --map FIELD=COLUMN
-    "model": str,
-    "base_url": str,
-    "db": str,
-    "budget": str,
-    "price_in": (int, float),
-    "price_out": (int, float),
-    "price_card": str,
-    "concurrency": int,
-    "rpm": (int, float),
-    "tpm": (int, float),
-    "limit": int,
-    "seed": int,
-    "temperature": (int, float),
-    "max_tokens": int,
-    "progress": bool,
-    "timeout": (int, float),
-    "max_attempts": int,
-    "unreachable_after": (int, float),
-    "long_documents": str,
-    "prompts": str,
-    "structured": str,
-    "batch": bool,
-    "batch_poll": (int, float),
-    "batch_max_requests": int,
-    "batch_max_mb": (int, float),
-    "endpoints": list,
-}
+# key in the file -> its setting
+_BY_KEY: dict[str, Setting] = {s.toml: s for s in SETTINGS if s.toml is not None}
+# key in the file -> the types it accepts
+KNOWN_KEYS: dict[str, type | tuple[type, ...]] = {key: s.kind for key, s in _BY_KEY.items()}
 
 # key of an [[endpoints]] table (or option of --endpoint) -> its type
 ENDPOINT_KEYS: dict[str, type | tuple[type, ...]] = {
@@ -77,32 +51,16 @@ ENDPOINT_KEYS: dict[str, type | tuple[type, ...]] = {
     "auth": str,
 }
 
-INIT_TEMPLATE = """\
-# halugen settings. Every key is also a command-line flag (flags win over this file).
-# `python -m halugen run --budget 50usd` reads this file from the current directory.
+_TEMPLATE_HEAD = """\
+# halugen settings. Each key is also a command-line flag; a flag wins over an environment
+# variable, which wins over this file. `halugen run --budget 50usd` reads this file from
+# the current directory (or the one --config names). The API key is read from
+# $OPENAI_API_KEY (or --api-key); it is never stored.
 
 [run]
-task = "qa"                          # qa (more tasks: see `halugen run --help`)
-seeds = ["hotpot_train_v1.1.json"]   # files or glob patterns
-# seed_format = "hotpotqa"           # detected from the content when left out
-# map = { question = "query", knowledge = "context.sentences" }  # table columns -> seed fields
-model = "gpt-4o-mini"
-# base_url = "https://api.openai.com/v1"   # or $OPENAI_BASE_URL; vLLM/llama.cpp/Ollama work too
-# The API key is read from $OPENAI_API_KEY (or --api-key); it is never stored.
-db = "halugen.duckdb"
-budget = "5usd"                      # hard cap on what the run may cost, across resumes
-# price_card = "local"               # self-hosted server: price 0
-# price_in = 0.15                    # USD per million input tokens (overrides the card)
-# price_out = 0.60                   # USD per million output tokens
-concurrency = 64                     # most requests in flight
-# rpm = 5000                         # your account's requests/min (learned from headers if unset)
-# tpm = 2000000                      # your account's tokens/min
-# limit = 1000                       # only the first N seeds
-# batch = true                       # calls through the provider's Batch API (half price, 24 h)
-seed = 0                             # run seed: candidate order and request seeds derive from it
-temperature = 1.0                    # sampling temperature (HaluEval: 1)
-max_tokens = 256                     # per sampled answer (HaluEval: 256)
 
+"""
+_TEMPLATE_FLEET = """\
 # A fleet: several endpoints (accounts, replicas) under one budget and one store. Each has
 # its own limits, learned from its own headers; a call goes to whichever has room.
 # [[endpoints]]
@@ -115,6 +73,46 @@ max_tokens = 256                     # per sampled answer (HaluEval: 256)
 # auth = "api-key"                   # Azure-style gateways: the api-key header
 # weight = 2                         # twice the share when both have room
 """
+
+
+def toml_value(value: Any) -> str:
+    """``value`` written as TOML (strings, numbers, booleans, lists of them and inline tables
+    of them)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"no TOML form for {value!r}")
+
+
+def init_template() -> str:
+    """The commented halugen.toml of ``halugen init``: every key of the file, with its help.
+
+    Keys marked ``in_template`` are set, the others commented out; each shows its default,
+    or its example where the default is empty.
+    """
+    import textwrap
+
+    parts = []
+    for s in SETTINGS:
+        if s.toml is None or s.toml == "endpoints":
+            continue
+        shown = s.example if s.default in (None, (), "") else s.default
+        entry = f"{s.toml} = {toml_value(shown)}"
+        note = s.file_help or s.help_line()
+        lines = textwrap.wrap(note, 88, initial_indent="# ", subsequent_indent="# ")
+        lines.append(entry if s.in_template else "# " + entry)
+        parts.append("\n".join(lines))
+    return _TEMPLATE_HEAD + "\n\n".join(parts) + "\n\n" + _TEMPLATE_FLEET
+
+
+INIT_TEMPLATE = init_template()
 
 
 def load_settings(path: Path, *, required: bool = False) -> dict[str, Any]:
@@ -142,6 +140,11 @@ def load_settings(path: Path, *, required: bool = False) -> dict[str, Any]:
             raise ConfigError(f"settings file {path}: {key} must not be true/false")
         if not isinstance(value, expected):
             raise ConfigError(f"settings file {path}: {key} has the wrong type ({value!r})")
+        choices = _BY_KEY[key].choices
+        if choices is not None and value not in choices:
+            raise ConfigError(
+                f"settings file {path}: {key} must be one of {', '.join(choices)} (got {value!r})"
+            )
     for i, spec in enumerate(table.get("endpoints", ()), 1):
         where = f"settings file {path}: [[endpoints]] number {i}"
         if not isinstance(spec, dict):

@@ -28,7 +28,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any, TextIO
+from typing import Any, SupportsFloat, TextIO, cast
 
 # csv, orjson and rich are imported by the writers that need them: ``--help`` stays quick
 
@@ -224,7 +224,7 @@ def _json_value(value: Any) -> Any:
 
 def _default(value: Any) -> Any:
     if isinstance(value, numbers.Number) and not isinstance(value, complex):
-        return float(value)  # Decimal
+        return float(cast(SupportsFloat, value))  # Decimal
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, bytes):

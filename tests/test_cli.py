@@ -229,20 +229,59 @@ def test_import_halugen_is_lazy_but_complete():
 
 
 @pytest.mark.parametrize(
-    ("argv", "usage", "hint"),
+    ("argv", "first", "usage"),
     [
-        (["run", "--bugdet", "5usd"], "usage: halugen run ", "did you mean --budget?"),
-        (["annotate", "serve", "--prot=80"], "usage: halugen annotate serve ", "--port"),
-        (["sql", "SELECT 1", "--fromat", "csv"], "usage: halugen sql ", "--format"),
-        (["rnu"], "usage: halugen [-h]", "did you mean run?"),
+        (
+            ["run", "--budjet", "1usd"],
+            "error: unrecognized arguments: --budjet 1usd (did you mean --budget?)",
+            "usage: halugen run [options]",
+        ),
+        (
+            ["annotate", "serve", "--prot=80"],
+            "error: unrecognized arguments: --prot=80 (did you mean --port?)",
+            "usage: halugen annotate serve [options]",
+        ),
+        (
+            ["sql", "SELECT 1", "--fromat", "csv"],
+            "error: unrecognized arguments: --fromat csv (did you mean --format?)",
+            "usage: halugen sql QUERY [options]",
+        ),
+        (["rnu"], "error: unknown command 'rnu' (did you mean run?)", "usage: halugen COMMAND"),
+        (
+            ["annotate", "bogus"],
+            "error: unknown action 'bogus' (one of serve, tokens, add, import, export, resolve)",
+            "usage: halugen annotate ACTION",
+        ),
+        (
+            ["preselect"],
+            "error: the following arguments are required: --queries",
+            "usage: halugen preselect --queries FILE [options]",
+        ),
+        (["run", "--limit", "x"], "error: --limit takes a whole number, not 'x'", "usage:"),
     ],
 )
-def test_a_mistyped_flag_prints_that_commands_usage(argv, usage, hint, capsys):
+def test_a_usage_error_comes_first_on_one_line_then_the_short_usage(argv, first, usage, capsys):
     assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert usage in err and hint in err, err
-    if argv[0] != "rnu":
-        assert "usage: halugen [-h]" not in err
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert lines[0] == first, captured.err
+    assert len(lines) == 2 and lines[1].startswith(usage), captured.err
+    assert "--help" in lines[1] and captured.out == ""
+
+
+def test_a_file_given_to_a_numeric_flag_suggests_the_flag_that_takes_files(tmp_path, capsys):
+    seeds = tmp_path / "deep" / "inside" / "hotpot.json"
+    seeds.parent.mkdir(parents=True)
+    seeds.write_text("[]")
+    assert main(["run", "--seed", str(seeds)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == (
+        "error: --seed takes a whole number, not a file (hotpot.json): "
+        "did you mean --seeds hotpot.json?"
+    )
+    assert str(seeds.parent) not in lines[0] and len(lines) == 2
+    assert main(["preselect", "--queries", "q.json", "--keep", "alpaca_data.json"]) == 2
+    assert "did you mean --queries alpaca_data.json?" in capsys.readouterr().err
 
 
 def test_short_flags_for_the_common_options():

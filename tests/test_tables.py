@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -112,3 +113,51 @@ def test_latex_is_booktabs_and_escaped():
 def test_unknown_format():
     with pytest.raises(ValueError, match="unknown table format"):
         render_table(None, ["a"], [], "html", io.StringIO())
+
+
+def test_only_the_renderer_and_the_live_view_build_tables():
+    """Command output goes through halugen/tables.py; the live view (progress.py) is its own
+    layout. No other module builds a Rich table or writes CSV or Markdown tables itself."""
+    import halugen
+
+    root = Path(halugen.__file__).parent
+    allowed = {root / "tables.py", root / "progress.py"}
+    builders = re.compile(r"from rich\.table import|rich\.table\.Table|csv\.writer\(|\| ---")
+    found = [
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if path not in allowed and builders.search(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, found
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["estimate", "--model", "gpt-4o-mini"],
+        ["report"],
+        ["audit"],
+        ["batch", "status"],
+        ["status"],
+        ["sql", "SELECT 1"],
+        ["topics", "-t", "qa"],
+        ["annotate", "resolve"],
+    ],
+)
+def test_every_command_that_prints_tables_takes_every_format(argv):
+    from halugen.cli import build_parser
+
+    for fmt in FORMATS:
+        assert build_parser().parse_args([*argv, "--format", fmt]).format == fmt
+
+
+def test_estimate_prints_through_the_renderer(hotpot_file, capsys):
+    from halugen.cli import main
+
+    seeds = str(hotpot_file(7))
+    assert main(["estimate", "--seeds", seeds, "--model", "gpt-4o-mini", "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["task"], row["seeds"], row["calls"], row["bad records"]) == ("qa", 7, 21, 0)
+    assert main(["estimate", "--seeds", seeds, "--model", "gpt-4o-mini", "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("task,seeds,bad records,calls") and lines[1].startswith("qa,7,0,21")

@@ -4,7 +4,9 @@ An item is one (query, response) pair that annotators label. Sources:
 
 - a pre-selection run (``add_preselected``): the K queries whose sampled responses agree
   least (``preselect_ranked``, lowest mean BERTScore first), every response of each becomes
-  an item ``<run>:<query_key>:<idx>``;
+  an item ``pre:<fingerprint of run and query>:<idx>`` (``preselect_item_id``: short enough
+  to read and say, the same every time). Items added before under the long form
+  ``<run>:<query_key>:<idx>`` keep that id: labels and leases in the store refer to it;
 - HaluEval's ``general_data.json`` (``add_halueval_general``): items ``halueval:<ID>``
   without HaluEval's labels, for annotating them afresh (``formats.import_halueval_general``
   brings the labels too);
@@ -56,6 +58,7 @@ __all__ = [
     "insert_items",
     "jsonl_item_id",
     "parse_halueval_general",
+    "preselect_item_id",
     "read_records",
     "require_usable",
     "text_of",
@@ -275,6 +278,14 @@ def add_preselected(store: Store, run_id: str, k: int, skipped: list[Skip] | Non
         [run_id],
     ):
         responses.setdefault(query_key, []).append((idx, response))
+    # ids of this run's items from before short ids: they stay (labels refer to them)
+    stored = {
+        item_id
+        for (item_id,) in store.query(
+            "SELECT DISTINCT item_id FROM annotation_items WHERE run_id = ? AND source = ?",
+            [run_id, "preselect"],
+        )
+    }
     items = []
     for rank, (query_key, query_id, query, score, _, scorer) in enumerate(ranked, 1):
         got = responses.get(query_key, [])
@@ -295,9 +306,12 @@ def add_preselected(store: Store, run_id: str, k: int, skipped: list[Skip] | Non
                         )
                     )
                 continue
+            legacy = f"{run_id}:{query_key}:{idx}"
             items.append(
                 Item(
-                    item_id=f"{run_id}:{query_key}:{idx}",
+                    item_id=legacy
+                    if legacy in stored
+                    else preselect_item_id(run_id, query_key, idx),
                     source="preselect",
                     query=query,
                     response=response,
@@ -313,6 +327,12 @@ def add_preselected(store: Store, run_id: str, k: int, skipped: list[Skip] | Non
                 )
             )
     return insert_items(store, items, skipped, where=f"run {run_id}")
+
+
+def preselect_item_id(run_id: str, query_key: str, idx: int) -> str:
+    """The item of response ``idx`` to a pre-selected query: ``pre:`` + 12 hex digits of the
+    run and query + the response's index, e.g. ``pre:3fa9c2d1b0e4:2``."""
+    return f"pre:{fingerprint([run_id, query_key], size=12)}:{idx}"
 
 
 @dataclass(frozen=True)

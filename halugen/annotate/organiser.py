@@ -35,12 +35,20 @@ def _snippet(text: str) -> str:
 
 
 def overview(assigner: Assigner, known: Iterable[str] = ()) -> dict[str, Any]:
-    """The organiser view's data. ``known``: annotators to list even before their first label
-    (the names in the tokens file)."""
+    """The organiser view's data. Every annotator is listed, also before their first label:
+    ``known`` (the names in the tokens file), whoever has logged in, whoever holds items."""
     store = assigner.store
     leased = assigner.leases.by_item()
+    names = set(known) | {who for holders in leased.values() for who in holders}
+    names |= {
+        name
+        for (name,) in store.query(
+            "SELECT DISTINCT annotator FROM annotation_sessions "
+            "WHERE role = 'annotator' AND annotator IS NOT NULL"
+        )
+    }
     per_annotator: dict[str, dict[str, Any]] = {
-        name: {"annotator": name, "labelled": 0, "yes": 0, "no": 0, "last": None} for name in known
+        name: {"annotator": name, "labelled": 0, "yes": 0, "no": 0, "last": None} for name in names
     }
     for name, labelled, yes, no, last in store.query(
         """

@@ -4,6 +4,7 @@ Routes (JSON bodies; every POST must carry ``X-Halugen: 1``, which a cross-site 
 simple request cannot send, so it doubles as CSRF protection next to the SameSite cookie)::
 
     GET  /                     the page (static/index.html, app.js, style.css; no build step)
+    GET  /favicon.ico          the page's icon (static/favicon.svg)
     GET  /api/session          who is logged in, whether tokens are needed, the span kinds
     POST /api/login            {annotator, token?} -> session cookie (HttpOnly, SameSite=Strict)
     POST /api/logout
@@ -94,6 +95,9 @@ _STATIC = {  # URL path -> (file in static/, content type)
     "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/static/organiser.js": ("organiser.js", "text/javascript; charset=utf-8"),
     "/static/style.css": ("style.css", "text/css; charset=utf-8"),
+    # browsers ask for /favicon.ico whatever the page says; both answer with the icon
+    "/favicon.ico": ("favicon.svg", "image/svg+xml"),
+    "/static/favicon.svg": ("favicon.svg", "image/svg+xml"),
 }
 # The page loads nothing from elsewhere and runs no inline script: even a bug that put data
 # into the DOM as markup could not run it.

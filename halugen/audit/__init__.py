@@ -17,9 +17,7 @@ from .report import (
     AuditRow,
     audit_items,
     audit_tables,
-    render_csv,
-    render_markdown,
-    render_rich,
+    csv_table,
     save,
 )
 
@@ -33,6 +31,7 @@ __all__ = [
     "audit_items",
     "audit_tables",
     "balance",
+    "csv_table",
     "examples_of",
     "items_from_file",
     "items_from_store",
@@ -40,9 +39,6 @@ __all__ = [
     "overlap",
     "pattern_shares",
     "position_bias",
-    "render_csv",
-    "render_markdown",
-    "render_rich",
     "save",
     "write_balanced",
 ]

@@ -2,21 +2,18 @@
 
 ``audit_items`` runs the classifiers of ``classifiers`` on a benchmark's items, per task and
 per pattern (a pattern with fewer than ``min_pairs`` items is left out: its figure would be
-noise), and, for a generated run, the filter's position bias and the pattern shares. The
-renderers lay the rows out as Markdown, CSV (like ``report``) or Rich tables; ``save``
-appends them to ``audit_results``.
+noise), and, for a generated run, the filter's position bias and the pattern shares.
+``audit_tables`` and ``csv_table`` lay the rows out for the one table renderer
+(``tables.py``); ``save`` appends them to ``audit_results``.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import orjson
-from rich.table import Table
 
 from ..records import fingerprint
 from ..store.rows import AuditResultRow
@@ -30,9 +27,7 @@ __all__ = [
     "audit_id",
     "audit_items",
     "audit_tables",
-    "render_csv",
-    "render_markdown",
-    "render_rich",
+    "csv_table",
     "rows_from_shares",
     "save",
 ]
@@ -157,20 +152,6 @@ NOTE = (
 )
 
 
-def render_markdown(rows: Sequence[AuditRow]) -> str:
-    parts = []
-    for source in dict.fromkeys(r.source for r in rows):
-        parts += [f"## Audit: {source}", ""]
-        parts.append("| " + " | ".join(_HEADERS) + " |")
-        parts.append("| " + " | ".join(["---"] * 3 + ["---:"] * 5) + " |")
-        for r in rows:
-            if r.source == source:
-                parts.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |")
-        parts.append("")
-    parts.append(NOTE)
-    return "\n".join(parts) + "\n"
-
-
 _CSV = ("source", "task", "pattern", "measure", "n", "value", "ci_low", "ci_high", "chance", "note")
 
 
@@ -178,12 +159,11 @@ def _num(value: float | None) -> str:
     return "" if value is None else f"{value:.6g}"
 
 
-def render_csv(rows: Sequence[AuditRow]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(_CSV)
+def csv_table(rows: Sequence[AuditRow]) -> TableData:
+    """Every row with its source and note, figures as fractions (``audit --format csv``)."""
+    lines = []
     for r in rows:
-        w.writerow(
+        lines.append(
             [
                 r.source,
                 r.task,
@@ -197,7 +177,7 @@ def render_csv(rows: Sequence[AuditRow]) -> str:
                 r.note,
             ]
         )
-    return buf.getvalue()
+    return TableData(None, _CSV, lines, name="audit")
 
 
 def audit_tables(rows: Sequence[AuditRow]) -> list[TableData]:
@@ -213,16 +193,3 @@ def audit_tables(rows: Sequence[AuditRow]) -> list[TableData]:
         )
         for source in dict.fromkeys(r.source for r in rows)
     ]
-
-
-def render_rich(rows: Sequence[AuditRow]) -> list[Table]:
-    tables = []
-    for source in dict.fromkeys(r.source for r in rows):
-        table = Table(title=f"Audit: {source}", caption=NOTE, title_justify="left")
-        for i, h in enumerate(_HEADERS):
-            table.add_column(h, justify="left" if i < 3 else "right")
-        for r in rows:
-            if r.source == source:
-                table.add_row(*_cells(r))
-        tables.append(table)
-    return tables

@@ -6,21 +6,31 @@ One module per area: generation, data (the store), simulator, evaluation, audit,
 batch, task (task folders).
 
 Building the parser imports no heavy module (``bench/cli_startup.py`` measures it, a test
-checks the import graph): every command imports what it needs inside its function.
+checks the import graph): every command imports what it needs inside its function. The
+settings a command takes are resolved before it runs (``common.resolve_settings``: flag,
+environment, halugen.toml, default), so a command reads ``args.<setting>`` as it is.
+
+A usage error is one line (with the closest flag or command), then the command's one-line
+usage. Output into a pipe whose reader has gone (``| head``) is dropped quietly and the
+command ends with its own exit code.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import os
+import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NoReturn, TextIO, cast
 
 from .. import __version__
 from ..endings import EXIT_CODES
 from ..errors import HalugenError
 from . import audit, batch, data, evaluation, general, generation, simulator, task
-from .common import err, store_failure
+from .common import err, resolve_settings, store_failure
 
 __all__ = ["build_parser", "main"]
 
@@ -31,22 +41,89 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with "did you mean" hints; subparsers are made of the same class."""
+    """argparse whose usage errors come first, on one line with a hint, then the command's
+    one-line usage and where to read more; subparsers are made of the same class."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self._explain(message)}\n{self.short_usage()}\n")
+
+    def _explain(self, message: str) -> str:
         if message.startswith("argument ") and "invalid choice: '" in message:
             wrong = message.split("invalid choice: '", 1)[1].split("'", 1)[0]
+            action = next((a for a in self._actions if a.choices and _is_subparsers(a)), None)
+            if action is not None and message.startswith(f"argument {action.metavar}:"):
+                what = "command" if action.metavar == "COMMAND" else "action"
+                names = list(action.choices or ())
+                hint = _hint(wrong, names) or (
+                    f" (one of {', '.join(names)})" if len(names) <= 8 else ""
+                )
+                return f"unknown {what} '{wrong}'{hint}"
             choices = [c for a in self._actions if a.choices for c in a.choices]
-            message += _hint(wrong, [str(c) for c in choices])
-        super().error(message)
+            return message + _hint(wrong, [str(c) for c in choices])
+        bad = _BAD_NUMBER.fullmatch(message)
+        if bad is not None:
+            return self._bad_number(bad.group("flag"), bad.group("kind"), bad.group("value"))
+        return message
+
+    def _bad_number(self, flag: str, kind: str, value: str) -> str:
+        flag = flag.split("/")[-1]
+        wants = "a whole number" if kind == "int" else "a number"
+        if not _looks_like_a_file(value):
+            return f"{flag} takes {wants}, not {value!r}"
+        shown = os.path.basename(value.rstrip("/\\")) or value
+        takes_files = [
+            o
+            for a in self._actions
+            if a.option_strings and _FILE_METAVAR.search(str(a.metavar or ""))
+            for o in a.option_strings
+            if o.startswith("--")
+        ]
+        close = difflib.get_close_matches(flag, takes_files, n=1, cutoff=0.0)
+        if not close:
+            return f"{flag} takes {wants}, not a file ({shown})"
+        return f"{flag} takes {wants}, not a file ({shown}): did you mean {close[0]} {shown}?"
+
+    def short_usage(self) -> str:
+        """One line: the command, what it requires, and where its options are explained."""
+        words = [self.prog]
+        for a in self._actions:
+            if _is_subparsers(a):
+                words.append(str(a.metavar or a.dest.upper()))
+            elif not a.option_strings:
+                words.append(str(a.metavar or a.dest))
+            elif a.required:
+                words.append(f"{a.option_strings[-1]} {a.metavar or a.dest.upper()}")
+        if any(a.option_strings and not a.required for a in self._actions if a.dest != "help"):
+            words.append("[options]")
+        return f"usage: {' '.join(words)}  ({self.prog} --help explains each)"
 
     def option_strings(self) -> list[str]:
         return [o for a in self._actions for o in a.option_strings]
 
 
+_BAD_NUMBER = re.compile(
+    r"argument (?P<flag>\S+): invalid (?P<kind>int|float) value: '(?P<value>.*)'"
+)
+_FILE_METAVAR = re.compile(r"FILE|DIR|PATH")
+_FILE_SUFFIXES = (".json", ".jsonl", ".csv", ".gz", ".txt", ".toml", ".parquet", ".duckdb", ".md")
+
+
+def _looks_like_a_file(value: str) -> bool:
+    return (
+        os.sep in value
+        or "/" in value
+        or value.lower().endswith(_FILE_SUFFIXES)
+        or os.path.exists(value)
+    )
+
+
 def _hint(wrong: str, known: Sequence[str]) -> str:
     close = difflib.get_close_matches(wrong, known, n=1, cutoff=0.6)
     return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _is_subparsers(action: argparse.Action) -> bool:
+    return isinstance(action, argparse._SubParsersAction)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,8 +147,9 @@ def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> _Parse
         subs = [a for a in current._actions if isinstance(a, argparse._SubParsersAction)]
         name = getattr(args, subs[0].dest, None) if subs else None
         if name is None:
-            return current  # type: ignore[return-value]
-        current = subs[0].choices[name]
+            assert isinstance(current, _Parser)
+            return current
+        current = subs[0]._name_parser_map[name]
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
@@ -87,6 +165,11 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with _quiet_when_the_reader_goes():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = _parse(parser, argv)
@@ -99,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
     try:
+        resolve_settings(args)  # flag, environment, halugen.toml, default
         return COMMANDS[args.command](args)
     except HalugenError as exc:
         if args.debug:
@@ -121,6 +205,55 @@ def main(argv: Sequence[str] | None = None) -> int:
             markup=False,
         )
         return 1
+
+
+class _PipeGuard:
+    """Stands in for stdout or stderr while a command runs. When the reader of a pipe has
+    gone (``halugen sql … | head -n 1``), the rest of the output is dropped quietly and the
+    command ends as it would have: ``head`` expects that, not a traceback."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return int(self._stream.write(text))
+            except BrokenPipeError:
+                self._reader_gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        self._gone = True
+        # what is still buffered goes to /dev/null, so the flush at exit does not fail again
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self._stream.fileno())
+            finally:
+                os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _quiet_when_the_reader_goes() -> Iterator[None]:
+    before = sys.stdout, sys.stderr
+    sys.stdout = cast(TextIO, _PipeGuard(sys.stdout))
+    sys.stderr = cast(TextIO, _PipeGuard(sys.stderr))
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = before
 
 
 if __name__ == "__main__":  # pragma: no cover

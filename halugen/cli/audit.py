@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .common import db_path, err
+from .common import add_config_flag, add_setting, db_path, err, resolve_settings
 from .data import add_format_flag
 
 
@@ -24,13 +23,21 @@ def add_parsers(sub: Any) -> None:
         help="HaluEval-format files (JSON lines) to audit (default: the store's samples)",
     )
     au.add_argument(
-        "--task", help="only this task (qa, dialogue, summarization, general, or a task folder)"
+        "--task",
+        help="only this task: qa, dialogue, summarization, general or a task folder's path "
+        "(default: every task)",
     )
-    au.add_argument("--run", nargs="+", help="only the samples of these generation runs")
+    au.add_argument(
+        "--run",
+        nargs="+",
+        metavar="RUN",
+        help="only the samples of these generation runs (default: every run's)",
+    )
     au.add_argument(
         "--measures",
         default="length_only,answer_only,overlap",
-        help="comma-separated: length_only, answer_only (needs halugen[topics]), overlap",
+        help="comma-separated: length_only, answer_only (needs halugen[topics]), overlap "
+        "(default: length_only,answer_only,overlap)",
     )
     au.add_argument(
         "--min-pairs",
@@ -45,17 +52,25 @@ def add_parsers(sub: Any) -> None:
         help="choose the largest subset whose length-only and answer-only baselines are within "
         "--tolerance of 50%%, and say what was dropped and why",
     )
-    au.add_argument("--tolerance", type=float, default=0.05, help="for --balance (default 0.05)")
     au.add_argument(
-        "--out", help="with --balance: write the kept items (HaluEval layout) and FILE.audit.json"
+        "--tolerance",
+        type=float,
+        default=0.05,
+        help="how far from 50%% the baselines of --balance may stay (default: 0.05)",
     )
     au.add_argument(
-        "--db",
-        default=None,
-        help="the store: read its samples, and keep the figures in audit_results (with --data "
-        "only when given)",
+        "--out",
+        metavar="FILE",
+        help="with --balance: write the kept items (HaluEval layout) and FILE.audit.json "
+        "(default: write nothing)",
     )
-    au.add_argument("--config", help=argparse.SUPPRESS)
+    add_setting(
+        au,
+        "db",
+        help="the store: its samples are audited and the figures kept in audit_results (with "
+        "--data, only a --db given here keeps them)",
+    )
+    add_config_flag(au)
 
 
 def _measures(text: str) -> tuple[str, ...]:
@@ -74,12 +89,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from ..audit import (
         audit_items,
         audit_tables,
+        csv_table,
         items_from_file,
         items_from_store,
         pattern_shares,
         position_bias,
-        render_csv,
-        render_markdown,
         save,
     )
     from ..audit.report import audit_id, rows_from_shares
@@ -104,7 +118,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             for path in args.data:
                 items = list(items_from_file(path, args.task))
                 groups.append((path, items))
-            if args.db:
+            if resolve_settings(args)._origin["db"] == "flag":
                 store = open_store(Path(args.db))
         else:
             store = open_store(db_path(args))
@@ -142,14 +156,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     order = {s: i for i, (s, _) in enumerate(groups)}
     rows.sort(key=lambda r: (order.get(r.source, len(order)), r.task))
     shown = rows + balanced_rows
-    if args.format == "markdown":
-        sys.stdout.write(render_markdown(shown))
-    elif args.format == "csv":
-        sys.stdout.write(render_csv(shown))
-    else:  # table, json, latex: the renderer every command shares
-        from ..tables import render_tables
+    from ..tables import render_tables
 
-        render_tables(audit_tables(shown), args.format)
+    # csv: one line per figure with its source and note, as `audit_results` holds them
+    render_tables([csv_table(shown)] if args.format == "csv" else audit_tables(shown), args.format)
     return 0
 
 

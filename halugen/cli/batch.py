@@ -1,5 +1,5 @@
-"""Batch mode flags (``--batch`` on run, eval, preselect) and ``halugen batch``: export a
-run's pending requests as a batch file, import an engine's answers, list and cancel batches."""
+"""``halugen batch``: export a run's pending requests as a batch file, import an engine's
+answers, list and cancel batches. (``--batch`` itself is a setting: ``options.py``.)"""
 
 from __future__ import annotations
 
@@ -7,52 +7,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .common import db_path, err, llm_flags, map_flag, out, print_table, structured_flag
+from ..tables import TableData, render_tables
+from .common import add_config_flag, add_setting, add_settings, db_path, err, out, resolve_settings
+from .data import add_format_flag
 
-__all__ = ["COMMANDS", "add_batch_flags", "add_parsers", "batch_options"]
-
-
-def add_batch_flags(p: argparse.ArgumentParser) -> None:
-    """``--batch`` and its settings, for a command that makes LLM calls."""
-    g = p.add_argument_group("batch mode")
-    g.add_argument(
-        "--batch",
-        action="store_true",
-        help="send the calls through the provider's Batch API (OpenAI: half price, answers "
-        "within 24 h), stage after stage; Ctrl-C or a kill leaves the batches running and "
-        "the same command collects them",
-    )
-    g.add_argument(
-        "--batch-poll", type=float, help="seconds between looks at running batches (default 30)"
-    )
-    g.add_argument("--batch-max-requests", type=int, help="requests per batch file (default 50000)")
-    g.add_argument("--batch-max-mb", type=float, help="MB per batch file (default 200)")
-
-
-def batch_options(args: argparse.Namespace, settings: dict[str, Any]) -> Any:
-    """The BatchOptions of ``--batch`` (or ``batch = true`` in halugen.toml), else None."""
-    from ..config import BatchOptions
-    from ..errors import UsageError
-
-    if not (getattr(args, "batch", False) or settings.get("batch", False)):
-        return None
-
-    def pick(flag: str, default: float) -> float:
-        value = getattr(args, flag, None)
-        value = settings.get(flag, default) if value is None else value
-        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
-            raise UsageError(f"--{flag.replace('_', '-')} must be a number >= 0 (got {value!r})")
-        return float(value)
-
-    requests = int(pick("batch_max_requests", 50_000))
-    megabytes = pick("batch_max_mb", 200)
-    if requests < 1 or megabytes <= 0:
-        raise UsageError("--batch-max-requests and --batch-max-mb must be more than zero")
-    return BatchOptions(
-        poll_seconds=pick("batch_poll", 30.0),
-        max_requests=requests,
-        max_bytes=int(megabytes * 2**20),
-    )
+__all__ = ["COMMANDS", "add_parsers"]
 
 
 def add_parsers(sub: Any) -> None:
@@ -69,56 +28,59 @@ def add_parsers(sub: Any) -> None:
         "the OpenAI batch input format, custom_id = request key. vLLM's offline runner reads "
         "it: python -m vllm.entrypoints.openai.run_batch -i FILE -o results.jsonl",
     )
-    ex.add_argument("--out", required=True, help="the JSONL file to write")
+    ex.add_argument("--out", required=True, metavar="FILE", help="the JSONL file to write")
     ex.add_argument(
-        "--stage", help="only this stage's requests (sample or filter; default: all pending)"
+        "--stage",
+        metavar="STAGE",
+        help="only this stage's requests, e.g. sample or filter (default: every pending request)",
     )
-    ex.add_argument("--task", help="task(s), as for 'halugen run' (default: qa)")
-    ex.add_argument("--seeds", nargs="+", help="seed files or glob patterns, as for 'halugen run'")
-    ex.add_argument("--seed-format", help="seed file format (default: detected)")
-    map_flag(ex)
-    ex.add_argument("--run-id", help="the run (default: the run these settings make)")
-    ex.add_argument("--long-documents", choices=("truncate", "skip"))
-    ex.add_argument("--prompts", help="directory of prompt templates, as for 'halugen run'")
-    ex.add_argument("--temperature", type=float, help="sampling temperature (default: 1.0)")
-    ex.add_argument("--max-tokens", type=int, help="max tokens per sampled answer (default 256)")
-    structured_flag(
-        ex,
-        'the filter\'s pick ({"choice": N}); no server is asked: without it, '
-        "what is stored decides, else text",
-    )
-    llm_flags(ex)
+    add_settings(ex, "seeds", "sampling", "endpoint", "run", "resume")
 
     im = bsub.add_parser(
         "import",
         help="store the answers of a batch output file (OpenAI's or vLLM's run_batch format)",
     )
-    im.add_argument("file", help="the output JSONL file")
-    im.add_argument("--db", help="the DuckDB store (default: ./halugen.duckdb)")
+    im.add_argument("file", metavar="FILE", help="the output JSONL file")
+    add_setting(im, "db")
     im.add_argument(
         "--price-card",
-        help="price the answers with this card ('local': a lab's own engine, $0) instead of "
-        "the run's",
+        metavar="NAME|FILE",
+        help="price the answers with this card ('local': a lab's own engine, $0) (default: "
+        "the run's card)",
     )
-    im.add_argument("--price-in", type=float, help="USD per million input tokens")
-    im.add_argument("--price-out", type=float, help="USD per million output tokens")
+    im.add_argument(
+        "--price-in",
+        type=float,
+        metavar="USD",
+        help="USD per million input tokens (default: the card's)",
+    )
+    im.add_argument(
+        "--price-out",
+        type=float,
+        metavar="USD",
+        help="USD per million output tokens (default: the card's)",
+    )
     im.add_argument(
         "--batch-discount",
         action="store_true",
         help="the answers came from a provider's Batch API: apply the card's batch discount",
     )
+    add_config_flag(im)
 
     st = bsub.add_parser("status", help="the batches of the store (or of one run)")
-    st.add_argument("--db", help="the DuckDB store (default: ./halugen.duckdb)")
-    st.add_argument("--run", help="only this run's batches")
+    add_setting(st, "db")
+    st.add_argument("--run", metavar="RUN", help="only this run's batches (default: every run's)")
+    add_format_flag(st)
+    add_config_flag(st)
 
     ca = bsub.add_parser(
         "cancel", help="ask the provider to cancel a run's running batches (kept, not lost)"
     )
-    ca.add_argument("--db", help="the DuckDB store (default: ./halugen.duckdb)")
-    ca.add_argument("--run", help="only this run's batches")
-    ca.add_argument("--base-url", help="the API root the batches were sent to")
-    ca.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never stored")
+    add_setting(ca, "db")
+    ca.add_argument("--run", metavar="RUN", help="only this run's batches (default: every run's)")
+    add_setting(ca, "base_url")
+    add_setting(ca, "api_key")
+    add_config_flag(ca)
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -195,32 +157,36 @@ def _status(args: argparse.Namespace) -> int:
         name = pid or batch_id if kind == "api" else f"{batch_id} (file)"
         table.append(
             ([run_id] if several else [])
-            + [name, state, status or "", requests, done, failed, f"{spent:.6f}"]
+            + [name, state, status or "", requests, done, failed, round(spent, 6)]
         )
     columns = ["batch", "state", "status", "requests", "done", "failed", "spent $"]
-    print_table(
-        f"batches of run {rows[0][1]}" if rows and not several else "batches",
-        (["run"] if several else []) + columns,
-        table,
+    title = f"batches of run {rows[0][1]}" if rows and not several else "batches"
+    render_tables(
+        [
+            TableData(
+                title,
+                (["run"] if several else []) + columns,
+                table,
+                name="batches",
+                caption='every column: halugen sql "SELECT * FROM batch_progress"',
+            )
+        ],
+        args.format,
     )
-    out.print('every column: halugen sql "SELECT * FROM batch_progress"', markup=False)
     return 0
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    import os
-
     import anyio
 
     from ..batch.book import live_batches
-    from ..config import DEFAULT_BASE_URL
     from ..errors import HalugenError
     from ..llm.batch_client import BatchClient
     from ..llm.transport import AiohttpTransport
     from ..store.db import open_store
 
-    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-    api_key = args.api_key or os.environ.get("OPENAI_API_KEY")
+    resolve_settings(args)
+    base_url, api_key = args.base_url, args.api_key
     with open_store(db_path(args)) as store:
         runs = [args.run] if args.run else [r["run_id"] for r in store.list_runs()]
         targets = [

@@ -1,9 +1,11 @@
-"""What every command shares: the consoles, the endpoint flags, settings -> RunConfig.
+"""What every command shares: the consoles, the flags of the settings, settings -> RunConfig.
 
-Where a setting comes from, first match wins: the command-line flag, then the environment
-(``HALUGEN_DB``, ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``), then ``halugen.toml``, then the
-default. The environment beats the file because it is set for one shell on purpose, while
-the file is shared by everyone working in the directory.
+The settings (``options.py``) become flags here, each group under its own heading, and a
+command's parsed arguments get every setting it takes resolved, first match wins: the
+command-line flag, then the environment (``HALUGEN_DB``, ``OPENAI_BASE_URL``,
+``OPENAI_API_KEY``), then ``halugen.toml``, then the default. The environment beats the file
+because it is set for one shell on purpose, while the file is shared by everyone working in
+the directory.
 
 Only light modules are imported here: building the parser (every ``--help``) must not load
 DuckDB, aiohttp, pyarrow or asyncio; commands import what they need when they run.
@@ -12,37 +14,44 @@ DuckDB, aiohttp, pyarrow or asyncio; commands import what they need when they ru
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import ipaddress
 import os
 import re
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..config import DEFAULT_BASE_URL, RateLimit, RetryPolicy, RunConfig, Sampling, Timeouts
+from ..config import BatchOptions, RateLimit, RetryPolicy, RunConfig, Sampling, Timeouts
 from ..errors import ConfigError, HalugenError, UsageError
+from ..options import GROUPS, Setting, setting, settings_in
 from ..settings import load_settings, parse_endpoint_flag, resolve_endpoints
+
+if TYPE_CHECKING:
+    from ..session import OnRun
 
 __all__ = [
     "DB_ENV",
     "LazyConsole",
+    "add_config_flag",
+    "add_setting",
+    "add_settings",
+    "announce",
     "budget_from_flag",
     "db_path",
-    "default_db",
     "err",
     "first_json",
     "is_local_endpoint",
-    "llm_flags",
-    "map_flag",
     "out",
-    "print_table",
+    "report_outcome",
     "require_api_key",
+    "resolve_settings",
     "run_config",
+    "store_failure",
 ]
 
-DB_ENV = "HALUGEN_DB"
-DEFAULT_DB = "halugen.duckdb"
+DB_ENV = setting("db").env
+_TAKES = "_settings"  # the parsed arguments' list of the settings their command takes
 
 
 class LazyConsole:
@@ -87,128 +96,95 @@ out: Any = LazyConsole(highlight=False, soft_wrap=True, markup=False, emoji=Fals
 err: Any = LazyConsole(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
-def map_flag(p: argparse.ArgumentParser) -> None:
-    """``--map FIELD=COLUMN``, beside ``--seeds`` wherever seeds are read."""
-    p.add_argument(
-        "--map",
-        action="append",
-        metavar="FIELD=COLUMN",
-        help="read seeds from a table (JSONL, CSV, Parquet, a saved HF dataset): the column "
-        "that fills a seed field, e.g. question=query or knowledge=context.sentences (a "
-        "nested column; lists are joined with spaces); repeat per field; id=COLUMN names "
-        "the seed ids. Columns named as the fields need none",
-    )
+def add_settings(p: argparse.ArgumentParser, *groups: str) -> None:
+    """The flags of every setting of ``groups`` (see ``options.GROUPS``), each group under
+    its heading, and ``--config``."""
+    for group in groups:
+        g = p.add_argument_group(GROUPS[group])
+        for s in settings_in(group):
+            _add_flag(p, g, s)
+    add_config_flag(p)
 
 
-def _seed_map(
-    args: argparse.Namespace, settings: dict[str, Any], settings_path: Path
-) -> tuple[tuple[str, str], ...]:
-    """``map`` of halugen.toml under the ``--map`` flags (a flag wins for its field)."""
-    from ..seeds.table import parse_map
-
-    mapping: dict[str, str] = {}
-    for field, column in (settings.get("map") or {}).items():
-        if not isinstance(column, str) or not column.strip():
-            raise ConfigError(
-                f"settings file {settings_path}: map.{field} must be a column name in quotes "
-                f"(got {column!r})"
-            )
-        mapping[field] = column.strip()
-    mapping.update(parse_map(getattr(args, "map", None) or ()))
-    return tuple(sorted(mapping.items()))
+def add_setting(p: argparse.ArgumentParser, name: str, *, help: str | None = None) -> None:
+    """The flag of one setting among the command's own options (``--db`` of ``status``);
+    ``help`` says what it does for this command (the default is added)."""
+    s = setting(name)
+    _add_flag(p, p, s if help is None else dataclasses.replace(s, help=help))
 
 
-def structured_flag(p: argparse.ArgumentParser, asks: str) -> None:
-    """``--structured``: whether the judge is asked for JSON through ``response_format``."""
-    p.add_argument(
-        "--structured",
-        choices=("auto", "on", "off"),
-        help=f"ask for {asks} through response_format with a JSON schema: auto = when the "
-        "endpoint takes it (found out once per endpoint and model; a run keeps how it asked), "
-        "on, off (default: auto)",
-    )
+def add_config_flag(p: argparse.ArgumentParser) -> None:
+    if "--config" not in p._option_string_actions:
+        p.add_argument(
+            "--config",
+            metavar="FILE",
+            help="settings file (default: ./halugen.toml when there is one)",
+        )
 
 
-def llm_flags(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("model endpoint")
-    g.add_argument(
-        "--base-url",
-        help=f"OpenAI-compatible API root (default: $OPENAI_BASE_URL or {DEFAULT_BASE_URL})",
-    )
-    g.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never stored")
-    g.add_argument(
-        "--endpoint",
-        action="append",
-        metavar="URL[,key=ENV_VAR,rpm=N,tpm=N,concurrency=N,weight=W,auth=api-key]",
-        help="one endpoint of a fleet (repeat the flag): calls go to whichever has room, each "
-        "with its own limits; key= names the environment variable with its key (default: "
-        "the run's key); replaces --base-url and [[endpoints]] in halugen.toml",
-    )
-    g.add_argument(
-        "-m",
-        "--model",
-        help="model name sent to the endpoint (default: gpt-4o-mini on OpenAI's API; on "
-        "another server the one model it lists)",
-    )
-    g.add_argument(
-        "--context-window",
-        type=int,
-        help="the model's context window in tokens (default: what the server says, else the "
-        "price card)",
-    )
-    g.add_argument(
-        "-j", "--concurrency", type=int, help="most requests in flight (default: 64; per endpoint)"
-    )
-    g.add_argument(
-        "--rpm",
-        type=float,
-        help="requests per minute allowed (default: learn from the server's x-ratelimit headers)",
-    )
-    g.add_argument("--tpm", type=float, help="tokens per minute allowed (same)")
-    g.add_argument(
-        "--price-in", type=float, help="USD per million input tokens (overrides the price card)"
-    )
-    g.add_argument("--price-out", type=float, help="USD per million output tokens")
-    g.add_argument(
-        "--price-card",
-        help="a bundled price card by name (e.g. 'local' for a "
-        "self-hosted server at $0) or a TOML file",
-    )
-    g.add_argument("--timeout", type=float, help="seconds one attempt may take (default: 300)")
-    g.add_argument(
-        "--max-attempts", type=int, help="attempts per call before it fails (default: 8)"
-    )
-    g.add_argument(
-        "--unreachable-after",
-        type=float,
-        metavar="SECONDS",
-        help="stop the run when no attempt could connect to the endpoint for this long "
-        f"(default: {RetryPolicy().unreachable_after:g})",
-    )
-    r = p.add_argument_group("run")
-    r.add_argument("--db", help=f"the DuckDB store (default: ${DB_ENV} or ./{DEFAULT_DB})")
-    r.add_argument(
-        "-b",
-        "--budget",
-        help="most the run may cost, across resumes: 50usd, 12.5USD, or '$50' in quotes",
-    )
-    r.add_argument("-n", "--limit", type=int, help="only the first N seeds of each task")
-    r.add_argument("--seed", type=int, help="run seed (default: 0)")
-    r.add_argument("--no-progress", action="store_true", help="no live view (plain lines)")
-    r.add_argument("--config", help="settings file (default: ./halugen.toml when present)")
+def _add_flag(p: argparse.ArgumentParser, where: Any, s: Setting) -> None:
+    taken = p.get_default(_TAKES) or ()
+    p.set_defaults(**{_TAKES: (*taken, s.name)})
+    if not s.flags:  # halugen.toml (or the environment) only
+        return
+    kw: dict[str, Any] = {"dest": s.name, "default": None, "help": s.help_line().replace("%", "%%")}
+    if s.const is not None:
+        kw.update(action="store_const", const=s.const)
+    else:
+        kw.update(metavar=s.metavar, choices=s.choices)
+        if s.repeat:
+            kw["action"] = "append"
+        if s.nargs:
+            kw["nargs"] = s.nargs
+        kinds = s.kind if isinstance(s.kind, tuple) else (s.kind,)
+        if float in kinds:
+            kw["type"] = float
+        elif int in kinds:
+            kw["type"] = int
+    where.add_argument(*s.flags, **kw)
 
 
-def _pick(
-    args: argparse.Namespace,
-    settings: dict[str, Any],
-    flag: str,
-    key: str | None = None,
-    default: Any = None,
-) -> Any:
-    value = getattr(args, flag, None)
-    if value is not None and value is not False:
-        return value
-    return settings.get(key or flag, default)
+def resolve_settings(args: argparse.Namespace) -> argparse.Namespace:
+    """Fill in every setting the command takes (the flag, the environment, halugen.toml, the
+    default) and note where each came from in ``args._origin``. Done once per ``args``."""
+    if getattr(args, "_origin", None) is not None:
+        return args
+    origin: dict[str, str] = {}
+    given = getattr(args, "config", None)
+    path = Path(given) if given else Path("halugen.toml")
+    file: dict[str, Any] | None = None
+    for name in getattr(args, _TAKES, None) or ():
+        s = setting(name)
+        value = getattr(args, name, None)
+        if value is not None:
+            origin[name] = "flag"
+        elif s.env and os.environ.get(s.env, "").strip():
+            value, origin[name] = _from_env(s, os.environ[s.env].strip()), "env"
+        else:
+            if file is None:
+                file = load_settings(path, required=bool(given))
+            if s.toml is not None and s.toml in file:
+                value, origin[name] = file[s.toml], "file"
+            else:
+                value, origin[name] = s.default, "default"
+        setattr(args, name, value)
+    args._origin = origin
+    args._settings_file = path
+    return args
+
+
+def _from_env(s: Setting, text: str) -> Any:
+    kinds = s.kind if isinstance(s.kind, tuple) else (s.kind,)
+    if str in kinds:
+        return text
+    if bool in kinds:
+        if text.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            return text.lower() in ("1", "true", "yes", "on")
+        raise UsageError(f"${s.env} must be true or false, not {text!r}")
+    try:
+        return float(text) if float in kinds else int(text)
+    except ValueError:
+        raise UsageError(f"${s.env} must be a number, not {text!r}") from None
 
 
 def _positive(name: str, value: float | None) -> None:
@@ -244,12 +220,6 @@ def budget_from_flag(text: str) -> float:
                 f"$12.5 arrives as '2.5'; quote it: --budget '$12.5')"
             )
     return parse_budget(text) / 10**12
-
-
-def default_db(settings: dict[str, Any]) -> Path:
-    """The store without ``--db``: ``$HALUGEN_DB``, else halugen.toml, else the default."""
-    env = os.environ.get(DB_ENV, "").strip()
-    return Path(env or settings.get("db") or DEFAULT_DB)
 
 
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
@@ -293,110 +263,159 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
     ``calls``: the command will call the endpoint, so a public endpoint needs a key
     (``estimate`` passes False: it makes no call).
     """
-    settings_path = Path(args.config) if getattr(args, "config", None) else Path("halugen.toml")
-    settings = load_settings(settings_path, required=bool(getattr(args, "config", None)))
-    tasks = _pick(args, settings, "task", default="qa")
-    if isinstance(tasks, str):
-        tasks = [t.strip() for t in tasks.split(",") if t.strip()]
-    seeds = _pick(args, settings, "seeds", default=[])
-    if isinstance(seeds, str):
-        seeds = [seeds]
     from ..budget import parse_budget
 
-    if getattr(args, "budget", None) is not None:
-        budget: float | None = budget_from_flag(args.budget)
-    elif (budget_text := settings.get("budget")) is not None:
-        budget = parse_budget(str(budget_text)) / 10**12
-    else:
-        budget = None
-    concurrency = _pick(args, settings, "concurrency", default=64)
-    rpm = _pick(args, settings, "rpm")
-    tpm = _pick(args, settings, "tpm")
-    limit = _pick(args, settings, "limit")
-    timeout = _pick(args, settings, "timeout", default=300.0)
-    max_attempts = _pick(args, settings, "max_attempts", default=8)
-    unreachable_after = _pick(
-        args, settings, "unreachable_after", default=RetryPolicy().unreachable_after
-    )
-    temperature = _pick(args, settings, "temperature", default=1.0)
-    max_tokens = _pick(args, settings, "max_tokens", default=256)
-    for name, value in (
-        ("concurrency", concurrency),
-        ("rpm", rpm),
-        ("tpm", tpm),
-        ("limit", limit),
-        ("timeout", timeout),
-        ("max-attempts", max_attempts),
-        ("unreachable-after", unreachable_after),
-        ("max-tokens", max_tokens),
-        ("context-window", _pick(args, settings, "context_window")),
-    ):
-        _positive(name, value)
+    a = resolve_settings(args)
+    take = _Taken(a)
+    tasks = take("task")
+    if isinstance(tasks, str):
+        tasks = [t.strip() for t in tasks.split(",") if t.strip()]
+    seeds = take("seeds")
+    if isinstance(seeds, str):
+        seeds = [seeds]
+    budget_text = take("budget")
+    budget: float | None = None
+    if budget_text is not None:
+        if a._origin.get("budget") == "flag":
+            budget = budget_from_flag(budget_text)
+        else:
+            budget = parse_budget(str(budget_text)) / 10**12
+    concurrency, rpm, tpm = take("concurrency"), take("rpm"), take("tpm")
+    timeout, temperature = take("timeout"), take("temperature")
+    for name in ("concurrency", "rpm", "tpm", "limit", "timeout", "max_attempts",
+                 "max_tokens", "context_window", "unreachable_after"):  # fmt: skip
+        _positive(name.replace("_", "-"), take(name))
     if temperature < 0:
         raise UsageError(f"--temperature must not be negative (got {temperature:g})")
-    base_url = _pick(
-        args, settings, "base_url", default=os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-    )
-    api_key = getattr(args, "api_key", None) or os.environ.get("OPENAI_API_KEY") or None
-    flags = getattr(args, "endpoint", None)
-    specs = [parse_endpoint_flag(f) for f in flags] if flags else settings.get("endpoints", [])
+    api_key = take("api_key") or None
+    flags = take("endpoints")
+    from_flags = a._origin.get("endpoints") == "flag"
+    specs = [parse_endpoint_flag(f) for f in flags] if from_flags else list(flags)
     endpoints = resolve_endpoints(
         specs,
         api_key=api_key,
         rpm=rpm,
         tpm=tpm,
         concurrency=int(concurrency),
-        source="--endpoint" if flags else f"{settings_path} [[endpoints]]",
+        source="--endpoint" if from_flags else f"{a._settings_file} [[endpoints]]",
         keys_needed=calls,
     )
     if endpoints:  # the pipeline keeps as many calls in flight as the fleet can take
         concurrency = sum(e.concurrency for e in endpoints)
+    base_url = take("base_url")
     if calls:
         for url, key in [(e.url, e.api_key) for e in endpoints] or [(base_url, api_key)]:
             require_api_key(url, key)
+    prompts = take("prompts")
     return RunConfig(
         tasks=tuple(tasks),
         seeds=tuple(seeds),
-        seed_format=_pick(args, settings, "seed_format"),
-        seed_map=_seed_map(args, settings, settings_path),
-        model=_pick(args, settings, "model", default=""),
-        context_window=_pick(args, settings, "context_window"),
+        seed_format=take("seed_format"),
+        seed_map=seed_map(a, take("map")),
+        model=take("model"),
+        context_window=take("context_window"),
         base_url=base_url,
         api_key=api_key,
-        db=Path(args.db) if getattr(args, "db", None) else default_db(settings),
+        db=Path(take("db")),
         budget_usd=budget,
-        price_in=_pick(args, settings, "price_in"),
-        price_out=_pick(args, settings, "price_out"),
-        price_card=_pick(args, settings, "price_card"),
+        price_in=take("price_in"),
+        price_out=take("price_out"),
+        price_card=take("price_card"),
         rate=RateLimit(rpm=rpm, tpm=tpm, concurrency=int(concurrency)),
         endpoints=endpoints,
         retry=RetryPolicy(
-            max_attempts=int(max_attempts), unreachable_after=float(unreachable_after)
+            max_attempts=int(take("max_attempts")),
+            unreachable_after=float(take("unreachable_after")),
         ),
         timeouts=Timeouts(total=float(timeout), read=float(timeout)),
-        sampling=Sampling(temperature=float(temperature), max_tokens=int(max_tokens)),
-        limit=limit,
-        run_seed=int(_pick(args, settings, "seed", default=0)),
-        fresh=bool(getattr(args, "fresh", False)),
-        run_id=getattr(args, "run_id", None),
-        progress=not args.no_progress and settings.get("progress", True),
-        long_documents=_pick(args, settings, "long_documents", default="truncate"),
-        prompts_dir=Path(p) if (p := _pick(args, settings, "prompts")) else None,
-        structured=_structured(_pick(args, settings, "structured", default="auto")),
-        batch=_batch_options(args, settings),
+        sampling=Sampling(temperature=float(temperature), max_tokens=int(take("max_tokens"))),
+        limit=take("limit"),
+        run_seed=int(take("seed")),
+        fresh=bool(take("fresh")),
+        run_id=take("run_id"),
+        progress=bool(take("progress")),
+        long_documents=take("long_documents"),
+        prompts_dir=Path(prompts) if prompts else None,
+        structured=take("structured"),
+        batch=batch_options(take),
     )
 
 
-def _structured(value: Any) -> str:
-    if value not in ("auto", "on", "off"):
-        raise UsageError(f"structured must be auto, on or off, not {value!r}")
-    return str(value)
+def seed_map(args: argparse.Namespace, value: Any) -> tuple[tuple[str, str], ...]:
+    """``--map FIELD=COLUMN`` flags over halugen.toml's ``map`` table (a flag wins for its
+    field), as sorted (field, column) pairs."""
+    from ..seeds.table import parse_map
+
+    origin = getattr(args, "_origin", {}).get("map")
+    path = getattr(args, "_settings_file", Path("halugen.toml"))
+    table = value if origin == "file" else {}
+    if origin == "flag":  # the file's map still fills the fields no flag names
+        table = load_settings(path).get("map") or {}
+    if not isinstance(table, dict):
+        raise ConfigError(f'settings file {path}: map must be a table, e.g. {{question = "q"}}')
+    mapping: dict[str, str] = {}
+    for field, column in table.items():
+        if not isinstance(column, str) or not column.strip():
+            raise ConfigError(
+                f"settings file {path}: map.{field} must be a column name in quotes "
+                f"(got {column!r})"
+            )
+        mapping[field] = column.strip()
+    if origin == "flag":
+        mapping.update(parse_map(value))
+    return tuple(sorted(mapping.items()))
 
 
-def _batch_options(args: argparse.Namespace, settings: dict[str, Any]) -> Any:
-    from .batch import batch_options  # cli/batch.py imports this module
+class _Taken:
+    """A setting's resolved value, or its default where the command does not take it."""
 
-    return batch_options(args, settings)
+    def __init__(self, args: argparse.Namespace) -> None:
+        self._args = args
+        self._takes = set(getattr(args, _TAKES, None) or ())
+
+    def __call__(self, name: str) -> Any:
+        if name in self._takes:
+            return getattr(self._args, name)
+        return setting(name).default
+
+
+def batch_options(take: Any) -> BatchOptions | None:
+    """The BatchOptions of ``--batch`` (or ``batch = true`` in halugen.toml), else None."""
+    if not take("batch"):
+        return None
+
+    def number(name: str, *, zero: bool = False) -> float:
+        value = take(name)
+        low = isinstance(value, int | float) and (value < 0 if zero else value <= 0)
+        if not isinstance(value, int | float) or isinstance(value, bool) or low:
+            least = "0 or more" if zero else "more than zero"
+            raise UsageError(f"--{name.replace('_', '-')} must be a number {least} (got {value!r})")
+        return float(value)
+
+    return BatchOptions(
+        poll_seconds=number("batch_poll", zero=True),
+        max_requests=int(number("batch_max_requests")),
+        max_bytes=int(number("batch_max_mb") * 2**20),
+    )
+
+
+def announce(kind: str, detail: str, db: Path) -> OnRun:
+    """The ``on_run`` of a command that runs a session: one line as the run starts or resumes.
+    ``{model}`` in ``detail`` becomes the model the session calls (known only then)."""
+
+    def on_run(run_id: str, resumed: bool, model: str) -> None:
+        verb = "resuming" if resumed else "starting"
+        err.print(f"{verb} {kind} {run_id} ({detail.format(model=model)}) -> {db}")
+
+    return on_run
+
+
+def report_outcome(outcome: Any) -> int:
+    """A finished session's notes and closing message (stderr when it failed); its exit code."""
+    for note in outcome.notes:
+        err.print(f"note: {note}")
+    (err if outcome.exit_code else out).print(outcome.message)
+    return int(outcome.exit_code)
 
 
 # -- commands ---------------------------------------------------------------------------
@@ -404,11 +423,7 @@ def _batch_options(args: argparse.Namespace, settings: dict[str, Any]) -> Any:
 
 def db_path(args: argparse.Namespace) -> Path:
     """The store of a command: ``--db``, else ``$HALUGEN_DB``, else halugen.toml, else default."""
-    if args.db:
-        return Path(args.db)
-    if os.environ.get(DB_ENV, "").strip():
-        return default_db({})
-    return default_db(load_settings(Path("halugen.toml")))
+    return Path(resolve_settings(args).db)
 
 
 def store_failure(args: argparse.Namespace, exc: BaseException) -> HalugenError | None:
@@ -423,21 +438,6 @@ def store_failure(args: argparse.Namespace, exc: BaseException) -> HalugenError 
     except HalugenError:
         return None
     return damaged_store(path, exc)
-
-
-def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    from rich.table import Table
-
-    table = Table(title=title)
-    for c in columns:
-        table.add_column(str(c), overflow="fold")
-    for r in rows:
-        table.add_row(
-            *("" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v) for v in r)
-        )
-    if not out.is_terminal:
-        out.width = max(out.width, 1000)  # piped: the full width, never squeezed into 80 columns
-    out.print(table)
 
 
 def first_json(path: str) -> dict[str, Any]:

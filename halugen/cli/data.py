@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..tables import EXTRA_FORMATS, FORMATS, TableData, plain, render_tables
-from .common import db_path, err, out
+from .common import add_config_flag, add_setting, db_path, err, out
 
 EXPORT_FORMATS = ("halueval", "jsonl", "parquet", "csv", "lm-eval", "inspect")
 
@@ -19,28 +19,38 @@ def add_format_flag(p: argparse.ArgumentParser, extra: tuple[str, ...] = ()) -> 
         "--format",
         choices=(*FORMATS, *extra),
         default="table",
-        help="table (full width when piped), markdown, csv, json or latex (booktabs)",
+        help=f"{', '.join((*FORMATS, *extra))}: how tables are printed; table is full width "
+        "when piped, latex is booktabs (default: table)",
     )
 
 
 def add_parsers(sub: Any) -> None:
     status = sub.add_parser("status", help="runs in the store, their state and spend per stage")
-    status.add_argument("--db", default=None)
+    add_setting(status, "db")
     add_format_flag(status)
     status.add_argument(
         "--plot",
         metavar="FILE",
         help="figure of a run's spend per stage and task over time, and its cost per "
-        "accepted sample (.png, .svg or .pdf; needs the topics extra)",
+        "accepted sample (.png, .svg or .pdf; needs the topics extra) (default: no figure)",
     )
-    status.add_argument("--run", help="the run to plot (default: the newest generation run)")
-    status.add_argument("--config", help=argparse.SUPPRESS)
+    status.add_argument(
+        "--run", metavar="RUN", help="the run to plot (default: the newest generation run)"
+    )
+    add_config_flag(status)
 
-    sql = sub.add_parser("sql", help="run a SQL query on the store (read-only)")
-    sql.add_argument("query")
-    sql.add_argument("--db", default=None)
+    sql = sub.add_parser(
+        "sql",
+        help="run a SQL query on the store (read-only)",
+        description="Run a read-only SQL query on the store; the README's store section lists "
+        "the views and their columns.",
+    )
+    sql.add_argument(
+        "query", metavar="QUERY", help='the SQL query, e.g. "SELECT * FROM seed_progress LIMIT 5"'
+    )
+    add_setting(sql, "db")
     add_format_flag(sql, EXTRA_FORMATS)
-    sql.add_argument("--config", help=argparse.SUPPRESS)
+    add_config_flag(sql)
 
     exp = sub.add_parser(
         "export",
@@ -60,23 +70,33 @@ def add_parsers(sub: Any) -> None:
         help="samples (default) or judgements: per-item eval results (jsonl, csv, parquet)",
     )
     exp.add_argument(
-        "-o", "--out", help="output file, or a directory: end it with / (one file per task)"
+        "-o",
+        "--out",
+        metavar="PATH",
+        help="output file, or a directory: end it with / (one file per task) (default, here: "
+        "HaluEval's file names for halueval, halugen-lm-eval/ or halugen-inspect/, else "
+        "samples.FORMAT or judgements.FORMAT)",
     )
-    exp.add_argument("--run", help="only this run")
+    exp.add_argument("--run", metavar="RUN", help="only this run (default: see --all-runs)")
     exp.add_argument(
         "--all-runs",
         action="store_true",
         help="every matching run (default: the newest run per task, and say which)",
     )
-    exp.add_argument("--task", help="only this task (a name, or a task folder's path)")
     exp.add_argument(
-        "--where", help="SQL predicate over the samples view, e.g. \"pattern = 'factualness'\""
+        "--task", help="only this task: a name, or a task folder's path (default: every task)"
+    )
+    exp.add_argument(
+        "--where",
+        metavar="SQL",
+        help="SQL predicate over the samples view, e.g. \"pattern = 'factualness'\" "
+        "(default: every sample)",
     )
     exp.add_argument(
         "--no-card", action="store_true", help="no dataset card (README.md) beside the files"
     )
-    exp.add_argument("--db", default=None)
-    exp.add_argument("--config", help=argparse.SUPPRESS)
+    add_setting(exp, "db")
+    add_config_flag(exp)
 
 
 def status_tables(store: Any) -> list[TableData]:
@@ -138,13 +158,23 @@ def cmd_sql(args: argparse.Namespace) -> int:
             damaged = damaged_store(store.path, exc)
             if damaged is not None:
                 raise damaged from None
-            raise UsageError(f"SQL error: {str(exc).splitlines()[0]}") from None
+            raise UsageError(f"SQL error: {sql_error(str(exc))}") from None
         if cur.description is None:
             return 0
         columns = [d[0] for d in cur.description]
         rows = cur.fetchall()
     render_tables([TableData(None, columns, rows, name="result")], args.format)
     return 0
+
+
+def sql_error(message: str) -> str:
+    """DuckDB's error on one line, with its hints ("Candidate bindings: …", "Did you mean …")
+    and without the echo of the query under it."""
+    head = message.split("\n\nLINE ", 1)[0]
+    text = " ".join(line.strip() for line in head.splitlines() if line.strip())
+    if "not found in FROM clause" in text:
+        text += " (DESCRIBE <view> lists a view's columns; the README's store section too)"
+    return text
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -9,36 +9,51 @@ from typing import Any
 
 from ..errors import UsageError
 from ..tables import TableData, plain, render_tables
-from .batch import add_batch_flags
-from .common import db_path, err, llm_flags, out, run_config, structured_flag
+from .common import (
+    add_config_flag,
+    add_setting,
+    add_settings,
+    announce,
+    db_path,
+    err,
+    out,
+    report_outcome,
+    run_config,
+)
 from .data import add_format_flag
 
 
 def add_parsers(sub: Any) -> None:
     ev = sub.add_parser("eval", help="recognition experiment: can a model spot hallucinations?")
     ev.add_argument(
-        "-t", "--task", required=True, help="qa, dialogue, summarization, general or a task folder"
+        "-t",
+        "--task",
+        required=True,
+        help="the task judged: qa, dialogue, summarization, general or a task folder's path",
     )
     ev.add_argument(
-        "--strategy", default="plain", help="plain, knowledge, cot or contrast (default: plain)"
+        "--strategy",
+        default="plain",
+        help="how the judge is asked: plain, knowledge, cot or contrast (default: plain)",
     )
     ev.add_argument(
         "--data",
         nargs="+",
+        metavar="FILE",
         help="HaluEval's released files of the task (default: the samples in the store)",
     )
-    ev.add_argument("--gen-run", help="only the samples of this generation run")
+    ev.add_argument(
+        "--gen-run",
+        metavar="RUN",
+        help="only the samples of this generation run (default: every run's samples)",
+    )
     ev.add_argument(
         "--scoring",
         choices=("parse", "logprobs"),
         default="parse",
-        help="read the Yes/No verdict (default) or score P(Yes) from logprobs",
+        help="read the Yes/No verdict, or score P(Yes) from logprobs (default: parse)",
     )
-    structured_flag(ev, 'a JSON verdict ({"verdict": "Yes"})')
-    ev.add_argument("--fresh", action="store_true", help="start a new eval run")
-    ev.add_argument("--run-id", help="resume this eval run")
-    llm_flags(ev)
-    add_batch_flags(ev)
+    add_settings(ev, "endpoint", "run", "resume", "batch")
 
     rep = sub.add_parser("report", help="tables of the recognition results")
     add_format_flag(rep)
@@ -46,27 +61,49 @@ def add_parsers(sub: Any) -> None:
         "--plot",
         metavar="FILE",
         help="figure of accuracy per task, model and strategy with Wilson intervals, "
-        "baselines and the paper's numbers (.png, .svg or .pdf; needs the topics extra)",
+        "baselines and the paper's numbers (.png, .svg or .pdf; needs the topics extra) "
+        "(default: no figure)",
     )
-    rep.add_argument("--run", nargs="+", help="only these eval runs")
-    rep.add_argument("--db", default=None)
-    rep.add_argument("--config", help=argparse.SUPPRESS)
+    rep.add_argument(
+        "--run", nargs="+", metavar="RUN", help="only these eval runs (default: every eval run)"
+    )
+    add_setting(rep, "db")
+    add_config_flag(rep)
 
     top = sub.add_parser("topics", help="LDA topics of a task's samples and of a model's failures")
     top.add_argument(
-        "-t", "--task", required=True, help="qa, dialogue, summarization, general or a task folder"
+        "-t",
+        "--task",
+        required=True,
+        help="the task analysed: qa, dialogue, summarization, general or a task folder's path",
     )
-    top.add_argument("--eval-run", help="whose failures (default: the latest eval run of the task)")
-    top.add_argument("--gen-run", help="only the samples of this generation run")
+    top.add_argument(
+        "--eval-run",
+        metavar="RUN",
+        help="whose failures (default: the newest plain-strategy eval run of the task)",
+    )
+    top.add_argument(
+        "--gen-run",
+        metavar="RUN",
+        help="only the samples of this generation run (default: every run's samples)",
+    )
     top.add_argument(
         "--data",
         nargs="+",
-        help="HaluEval's released files instead of the "
-        "store's samples (failures from the eval run that judged them)",
+        metavar="FILE",
+        help="HaluEval's released files instead of the store's samples, failures from the "
+        "eval run that judged them (default: the store's samples)",
     )
-    top.add_argument("--topics", type=int, default=10, help="topics over all samples (10)")
-    top.add_argument("--failure-topics", type=int, default=5, help="topics over failures (5)")
-    top.add_argument("--backend", choices=("sklearn", "gensim"), default="sklearn")
+    top.add_argument("--topics", type=int, default=10, help="topics over all samples (default: 10)")
+    top.add_argument(
+        "--failure-topics", type=int, default=5, help="topics over the failures (default: 5)"
+    )
+    top.add_argument(
+        "--backend",
+        choices=("sklearn", "gensim"),
+        default="sklearn",
+        help="the LDA implementation (default: sklearn)",
+    )
     top.add_argument(
         "-o",
         "--out",
@@ -74,8 +111,8 @@ def add_parsers(sub: Any) -> None:
         help="figure file, .png, .svg or .pdf (default: topics-<task>.png)",
     )
     add_format_flag(top)
-    top.add_argument("--db", default=None)
-    top.add_argument("--config", help=argparse.SUPPRESS)
+    add_setting(top, "db")
+    add_config_flag(top)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -98,17 +135,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         structured=cfg.structured,
     )
 
-    def on_run(run_id: str, resumed: bool, model: str) -> None:
-        err.print(
-            f"{'resuming' if resumed else 'starting'} eval run {run_id} "
-            f"({args.task}/{args.strategy} with {model}) -> {cfg.db}"
-        )
-
-    outcome = anyio.run(lambda: evaluate(ecfg, console=err, on_run=on_run))
-    for note in outcome.notes:
-        err.print(f"note: {note}")
-    (err if outcome.exit_code else out).print(outcome.message)
-    return outcome.exit_code
+    on_run = announce("eval run", f"{args.task}/{args.strategy} with {{model}}", cfg.db)
+    return report_outcome(anyio.run(lambda: evaluate(ecfg, console=err, on_run=on_run)))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -130,9 +158,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         figure = plot_accuracy(rows_from_report(rows), Path(args.plot))
         err.print(plain(f"figure: {figure}"))
     if args.format == "csv":
-        from ..evaluate.report import render_csv
+        from ..evaluate.report import csv_table
 
-        sys.stdout.write(render_csv(rows))
+        render_tables([csv_table(rows)], "csv")
     elif args.format == "json":
         sys.stdout.write(_report_json(rows))
     else:

@@ -8,8 +8,17 @@ from typing import Any
 
 from ..errors import UsageError
 from ..tables import TableData, render_tables
-from .batch import add_batch_flags
-from .common import db_path, err, llm_flags, out, run_config
+from .common import (
+    add_config_flag,
+    add_setting,
+    add_settings,
+    announce,
+    db_path,
+    err,
+    out,
+    report_outcome,
+    run_config,
+)
 from .data import add_format_flag
 
 
@@ -20,53 +29,99 @@ def add_parsers(sub: Any) -> None:
         "keep those whose responses disagree most (BERTScore)",
     )
     pre.add_argument(
-        "--queries", nargs="+", required=True, help="Alpaca JSON, or JSONL/CSV files of queries"
+        "--queries",
+        nargs="+",
+        required=True,
+        metavar="FILE",
+        help="Alpaca JSON, or JSONL/CSV files of queries",
     )
-    pre.add_argument("--query-format", choices=("alpaca", "jsonl", "csv"))
-    pre.add_argument("--query-field", help="field holding the query (default: query/instruction)")
-    pre.add_argument("--input-field", help="field appended to the query (Alpaca: input)")
-    pre.add_argument("--id-field", help="field holding the query's id")
-    pre.add_argument("--responses", type=int, default=3, help="responses per query (3)")
-    pre.add_argument("--keep", type=int, default=5000, help="queries kept, least similar (5000)")
+    pre.add_argument(
+        "--query-format",
+        choices=("alpaca", "jsonl", "csv"),
+        help="the format of every query file (default: detected from each file)",
+    )
+    pre.add_argument(
+        "--query-field",
+        metavar="NAME",
+        help="field holding the query (default: instruction in Alpaca files; query, else "
+        "instruction, in the others)",
+    )
+    pre.add_argument(
+        "--input-field",
+        metavar="NAME",
+        help="field appended to the query after a blank line (default: input, when present)",
+    )
+    pre.add_argument(
+        "--id-field",
+        metavar="NAME",
+        help="field holding the query's id (default: id when present, else FILE:LINE)",
+    )
+    pre.add_argument(
+        "--responses", type=int, default=3, help="responses sampled per query (default: 3)"
+    )
+    pre.add_argument(
+        "--keep",
+        type=int,
+        default=5000,
+        help="queries kept, those whose responses agree least (default: 5000)",
+    )
     pre.add_argument(
         "--use-n",
         choices=("auto", "always", "never"),
         default="auto",
-        help="ask for n choices in one call (auto: when the server honours it)",
+        help="ask for n choices in one call: auto (when the server honours it), always, "
+        "never (default: auto)",
     )
     pre.add_argument(
         "--bertscore-model",
-        help="BERTScore model name or local directory (default: bert-score's default for English)",
+        metavar="NAME|DIR",
+        help="BERTScore model: a Hugging Face name or a local directory (default: "
+        "bert-score's default for English, roberta-large)",
     )
-    pre.add_argument("--bertscore-layers", type=int, help="layer to use (needed for a local model)")
-    pre.add_argument("--bertscore-baseline", help="baseline file for rescaling")
+    pre.add_argument(
+        "--bertscore-layers",
+        type=int,
+        metavar="N",
+        help="the model's layer to use; needed for a local directory (default: bert-score's "
+        "tuned layer for a hub model)",
+    )
+    pre.add_argument(
+        "--bertscore-baseline",
+        metavar="FILE",
+        help="baseline CSV for rescaling F1 (default: no rescaling)",
+    )
     pre.add_argument(
         "--bertscore-batch",
         type=int,
+        metavar="N",
         help="pairs per forward pass (default: 16 on a CPU, 64 on a GPU)",
     )
-    pre.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda when available)")
-    pre.add_argument("--fresh", action="store_true")
-    pre.add_argument("--run-id")
-    pre.add_argument("--temperature", type=float)
-    pre.add_argument("--max-tokens", type=int)
-    llm_flags(pre)
-    add_batch_flags(pre)
+    pre.add_argument(
+        "--device", help="cpu, cuda, cuda:1 ... (default: cuda when available, else cpu)"
+    )
+    add_settings(pre, "sampling", "endpoint", "run", "resume", "batch")
 
     ann = sub.add_parser(
         "annotate", help="human annotation: serve the page, import, export, resolve"
     )
     asub = ann.add_subparsers(dest="annotate_command", metavar="ACTION")
     a_serve = asub.add_parser("serve", help="the annotation page on this machine")
-    a_serve.add_argument("--host", default="127.0.0.1")
-    a_serve.add_argument("--port", type=int, default=8080)
+    a_serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)"
+    )
+    a_serve.add_argument("--port", type=int, default=8080, help="port (default: 8080)")
     a_serve.add_argument(
         "--allow-remote",
         action="store_true",
         help="allow a non-loopback bind (then tokens are required)",
     )
-    a_serve.add_argument("--tokens", help="JSON file of annotator -> token (see 'annotate tokens')")
-    a_serve.add_argument("--per-item", type=int, default=3, help="annotators per item (3)")
+    a_serve.add_argument(
+        "--tokens",
+        metavar="FILE",
+        help="JSON file of annotator -> token, see 'annotate tokens' (default: no tokens, "
+        "loopback only)",
+    )
+    a_serve.add_argument("--per-item", type=int, default=3, help="annotators per item (default: 3)")
     a_serve.add_argument(
         "--guidelines",
         metavar="FILE.md",
@@ -74,23 +129,52 @@ def add_parsers(sub: Any) -> None:
         "(default: halugen's short guide to yes/no and the three kinds)",
     )
     a_tok = asub.add_parser("tokens", help="make per-annotator tokens for a remote server")
-    a_tok.add_argument("--annotators", required=True, help="comma-separated names")
-    a_tok.add_argument("-o", "--out", default="annotator-tokens.json")
+    a_tok.add_argument("--annotators", required=True, metavar="NAMES", help="comma-separated names")
+    a_tok.add_argument(
+        "-o",
+        "--out",
+        default="annotator-tokens.json",
+        metavar="FILE",
+        help="where to write them (default: annotator-tokens.json)",
+    )
     a_add = asub.add_parser("add", help="add items to annotate")
-    a_add.add_argument("--from-run", help="a pre-selection run: its kept queries' responses")
-    a_add.add_argument("--keep", type=int, default=5000, help="how many queries of that run")
-    a_add.add_argument("--jsonl", help="JSON lines of {item_id?, query, response}")
+    a_add.add_argument(
+        "--from-run",
+        metavar="RUN",
+        help="a pre-selection run: its kept queries' responses (no default: give this or --jsonl)",
+    )
+    a_add.add_argument(
+        "--keep",
+        type=int,
+        default=5000,
+        help="how many of that run's queries, best ranked first (default: 5000)",
+    )
+    a_add.add_argument(
+        "--jsonl",
+        metavar="FILE",
+        help="JSON lines of {item_id?, query, response} (no default: give this or --from-run)",
+    )
     a_imp = asub.add_parser("import", help="import annotations (and their items)")
-    a_imp.add_argument("file")
-    a_imp.add_argument("--format", choices=("labelstudio", "jsonl", "halueval"), required=True)
+    a_imp.add_argument("file", metavar="FILE", help="the file to import")
+    a_imp.add_argument(
+        "--format",
+        choices=("labelstudio", "jsonl", "halueval"),
+        required=True,
+        help="Label Studio's JSON export, JSON lines of labels, or HaluEval's general_data.json",
+    )
     a_exp = asub.add_parser("export", help="export annotations")
-    a_exp.add_argument("--format", choices=("labelstudio", "jsonl", "halueval"), required=True)
-    a_exp.add_argument("-o", "--out", required=True)
+    a_exp.add_argument(
+        "--format",
+        choices=("labelstudio", "jsonl", "halueval"),
+        required=True,
+        help="Label Studio's JSON, JSON lines of labels, or HaluEval's general_data.json",
+    )
+    a_exp.add_argument("-o", "--out", required=True, metavar="FILE", help="the file to write")
     a_res = asub.add_parser("resolve", help="majority labels, spans and agreement (Fleiss' kappa)")
     add_format_flag(a_res)
-    for a in (a_serve, a_add, a_imp, a_exp, asub.choices["resolve"]):
-        a.add_argument("--db", default=None)
-        a.add_argument("--config", help=argparse.SUPPRESS)
+    for a in (a_serve, a_add, a_imp, a_exp, a_res):
+        add_setting(a, "db")
+        add_config_flag(a)
 
 
 def cmd_preselect(args: argparse.Namespace) -> int:
@@ -119,16 +203,10 @@ def cmd_preselect(args: argparse.Namespace) -> int:
         ),
     )
 
-    def on_run(run_id: str, resumed: bool, model: str) -> None:
-        err.print(
-            f"{'resuming' if resumed else 'starting'} pre-selection run {run_id} "
-            f"({args.responses} responses per query with {model}) -> {cfg.db}"
-        )
-
+    detail = f"{args.responses} responses per query with {{model}}"
+    on_run = announce("pre-selection run", detail, cfg.db)
     outcome = anyio.run(lambda: preselect(pcfg, console=err, on_run=on_run))
-    for note in outcome.notes:
-        err.print(f"note: {note}")
-    (err if outcome.exit_code else out).print(outcome.message)
+    report_outcome(outcome)
     if outcome.kept:
         worst = outcome.kept[-1][1]
         out.print(

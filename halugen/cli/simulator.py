@@ -11,43 +11,90 @@ from .common import first_json
 
 def add_parsers(sub: Any) -> None:
     sim = sub.add_parser("simulate", help="serve the OpenAI-compatible simulator on loopback")
-    sim.add_argument("--host", default="127.0.0.1")
-    sim.add_argument("--port", type=int, default=8000)
-    sim.add_argument("--latency-ms", type=float, default=0.0)
-    sim.add_argument("--jitter-ms", type=float, default=0.0)
-    sim.add_argument("--rpm", type=float, help="requests per minute the account allows")
-    sim.add_argument("--tpm", type=float, help="tokens per minute (prompt + n * max_tokens)")
+    sim.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)"
+    )
+    sim.add_argument(
+        "--port", type=int, default=8000, help="port; 0 picks a free one (default: 8000)"
+    )
+    sim.add_argument(
+        "--latency-ms", type=float, default=0.0, help="delay before each answer (default: 0)"
+    )
+    sim.add_argument(
+        "--jitter-ms",
+        type=float,
+        default=0.0,
+        help="extra delay per request, drawn from [0, N) (default: 0)",
+    )
+    sim.add_argument(
+        "--rpm", type=float, help="requests per minute the account allows (default: no limit)"
+    )
+    sim.add_argument(
+        "--tpm",
+        type=float,
+        help="tokens per minute, prompt + n * max_tokens (default: no limit)",
+    )
     sim.add_argument(
         "--quantise",
         type=float,
         metavar="SECONDS",
         help="enforce --rpm/--tpm over windows this long, as OpenAI does (1: 1,200 rpm is 20 "
-        "a second; 60: a whole minute may burst); refused requests count against the limit",
+        "a second; 60: a whole minute may burst); refused requests count against the limit "
+        "(default: the per-minute bucket alone, refused requests free)",
     )
     sim.add_argument(
         "--capacity",
         type=int,
         metavar="N",
         help="serve N requests at once and queue the rest, like a self-hosted server "
-        "(llama.cpp: --capacity 1 --no-n); the queue wait counts against the client's timeout",
+        "(llama.cpp: --capacity 1 --no-n); the queue wait counts against the client's timeout "
+        "(default: no limit)",
     )
-    sim.add_argument("--fail-rate", type=float, default=0.0)
+    sim.add_argument(
+        "--fail-rate",
+        type=float,
+        default=0.0,
+        help="share of requests that hit a fault, 0 to 1 (default: 0)",
+    )
     sim.add_argument(
         "--faults",
-        help="comma-separated fault kinds (default: all): "
-        "500,503,hang,malformed,content_filter,drop",
+        help="comma-separated fault kinds that --fail-rate draws from: "
+        "500,503,hang,malformed,content_filter,drop (default: all)",
     )
-    sim.add_argument("--hang-s", type=float, default=30.0)
-    sim.add_argument("--price-in", type=float, default=0.15)
-    sim.add_argument("--price-out", type=float, default=0.60)
-    sim.add_argument("--api-key", help="require this key (401 otherwise)")
+    sim.add_argument(
+        "--hang-s",
+        type=float,
+        default=30.0,
+        help="how long a 'hang' fault holds its request, in seconds (default: 30)",
+    )
+    sim.add_argument(
+        "--price-in",
+        type=float,
+        default=0.15,
+        help="USD per million prompt tokens on its own bill (default: 0.15)",
+    )
+    sim.add_argument(
+        "--price-out",
+        type=float,
+        default=0.60,
+        help="USD per million completion tokens on its own bill (default: 0.60)",
+    )
+    sim.add_argument(
+        "--api-key", help="require this key, 401 otherwise (default: any key, or none)"
+    )
     sim.add_argument(
         "--auth",
         choices=("bearer", "api-key"),
         default="bearer",
-        help="how the key must come: Authorization: Bearer, or an api-key header (Azure-style)",
+        help="how the key must come: Authorization: Bearer, or an api-key header "
+        "(Azure-style) (default: bearer)",
     )
-    sim.add_argument("--garbage-rate", type=float, default=0.0)
+    sim.add_argument(
+        "--garbage-rate",
+        type=float,
+        default=0.0,
+        help="share of answers that ignore the format the prompt asks for, 0 to 1 (default: 0)",
+    )
     sim.add_argument("--no-n", action="store_true", help="ignore n>1 like some servers")
     sim.add_argument(
         "--response-format",
@@ -55,7 +102,7 @@ def add_parsers(sub: Any) -> None:
         default="honour",
         help="what the server does with a JSON response_format: honour it (structured "
         "outputs), ignore it and reply in text, or refuse it with a 400 (older servers) or a "
-        "500 (llama-cpp-python's server)",
+        "500 (llama-cpp-python's server) (default: honour)",
     )
     sim.add_argument("--no-usage", action="store_true", help="omit usage from responses")
     sim.add_argument(
@@ -64,24 +111,29 @@ def add_parsers(sub: Any) -> None:
         default=1.0,
         metavar="X",
         help="count (and bill) X times the tokens of the simulator's byte rule, like a "
-        "provider whose tokenizer counts more than the client's (1.6: 60%% more)",
+        "provider whose tokenizer counts more than the client's (1.6: 60%% more) (default: 1)",
     )
     sim.add_argument(
         "--down-after",
         type=int,
         metavar="N",
-        help="serve N chat requests, then go down for good: stop listening, refuse the rest",
+        help="serve N chat requests, then go down for good: stop listening, refuse the rest "
+        "(default: never)",
     )
-    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument(
+        "--seed", type=int, default=0, help="mixes into every simulated choice (default: 0)"
+    )
     sim.add_argument(
         "--oracle",
         nargs="+",
-        help="HaluEval files whose labels the simulated judge knows (recognition experiments)",
+        metavar="FILE",
+        help="HaluEval files whose labels the simulated judge knows, for recognition "
+        "experiments (default: none; the judge guesses)",
     )
     sim.add_argument(
         "--judge-accuracy",
         type=float,
-        help="how often the simulated judge is right about oracle answers",
+        help="how often the simulated judge is right about oracle answers, 0 to 1 (default: 1)",
     )
 
 

@@ -1,28 +1,25 @@
-"""Recognition results as the paper's tables: terminal (Rich), Markdown and CSV.
+"""Recognition results as the paper's tables, for the one table renderer (``tables.py``).
 
 ``results_from_store`` groups the ``judgements`` table by (task, data source, model, strategy,
 scoring) -- what was judged (a file, a generation run, the store's samples), by whom, how, and
 whether the verdict was read from text or scored from logprobs -- so a row never pools
-different data or different scoring, and says which it is. The renderers lay the rows out as
-one accuracy table (rows: strategy and model, columns: the four tasks, with HaluEval's ChatGPT
-numbers as a reference row under each strategy, named by the paper's table it comes from)
-followed by one table of all metrics per task, where invalid first replies, re-asks and final
-invalids are counted apart, and one table of the most common reply shapes per model, with
-what each was read as.
+different data or different scoring, and says which it is. ``report_tables`` lays the rows out
+as one accuracy table (rows: strategy and model, columns: the four tasks, with HaluEval's
+ChatGPT numbers as a reference row under each strategy, named by the paper's table it comes
+from) followed by one table of all metrics per task, where invalid first replies, re-asks and
+final invalids are counted apart, and one table of the most common reply shapes per model,
+with what each was read as; ``csv_table`` as one line per row with every metric as a fraction.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from rich.table import Table
 
 from ..llm.replies import visible_text
 from .judge import STRATEGIES
@@ -36,11 +33,9 @@ __all__ = [
     "PAPER_TABLE8_BASELINE",
     "ReplyShape",
     "ResultRow",
+    "csv_table",
     "paper_label",
     "paper_reference",
-    "render_csv",
-    "render_markdown",
-    "render_rich",
     "reply_shape",
     "report_tables",
     "results_from_store",
@@ -460,48 +455,7 @@ def _by_task(rows: Sequence[ResultRow]) -> list[tuple[str, list[ResultRow]]]:
     return out
 
 
-# -- renderers ---------------------------------------------------------------------------
-
-
-def render_rich(rows: Sequence[ResultRow]) -> list[Table]:
-    """The accuracy table, then one details table per task; print each with a Console."""
-    tasks = _tasks(rows)
-    main = Table(title="Recognition accuracy (%)", caption=_NOTE, title_justify="left")
-    main.add_column("Model")
-    main.add_column("Strategy")
-    for t in tasks:
-        main.add_column(TASK_TITLES.get(t, t), justify="right")
-    previous = None
-    for model, strategy, cells in _summary(rows):
-        if previous is not None and strategy != previous:
-            main.add_section()
-        previous = strategy
-        style = "dim italic" if _is_paper(model) else None
-        main.add_row(model, strategy, *(cells.get(t, _DASH) for t in tasks), style=style)
-    tables: list[Table] = [main]
-    for task, group in _by_task(rows):
-        caption = " ".join(_detail_notes(group)) or None
-        detail = Table(
-            title=f"{TASK_TITLES.get(task, task)}: details", caption=caption, title_justify="left"
-        )
-        for i, header in enumerate(_DETAIL_HEADERS):
-            detail.add_column(
-                header,
-                justify="left" if i < _FIRST_NUMBER else "right",
-                no_wrap=i == _ACCURACY_COLUMN,
-            )
-        for r in group:
-            detail.add_row(*_detail(r))
-        tables.append(detail)
-    shapes = _shape_lines(rows)
-    if shapes:
-        table = Table(title=_SHAPES_TITLE, caption=_SHAPES_NOTE, title_justify="left")
-        for i, header in enumerate(_SHAPE_HEADERS):
-            table.add_column(header, justify="left" if i < _SHAPE_FIRST_NUMBER else "right")
-        for line in shapes:
-            table.add_row(*line)
-        tables.append(table)
-    return tables
+# -- tables ----------------------------------------------------------------------------
 
 
 _SHAPES_TITLE = "First replies: the most common shapes"
@@ -523,52 +477,6 @@ def _shape_lines(rows: Sequence[ResultRow]) -> list[list[str]]:
             task = TASK_TITLES.get(r.task, r.task)
             lines.append([task, label, r.strategy, s.shape, s.verdict, str(s.count), _pct(share)])
     return lines
-
-
-def _md_table(headers: Sequence[str], lines: Iterable[Sequence[str]], right_from: int) -> str:
-    def esc(cell: str) -> str:
-        return cell.replace("|", "\\|").replace("\n", " ")
-
-    align = ["---" if i < right_from else "---:" for i in range(len(headers))]
-    out = ["| " + " | ".join(esc(h) for h in headers) + " |", "| " + " | ".join(align) + " |"]
-    out.extend("| " + " | ".join(esc(c) for c in line) + " |" for line in lines)
-    return "\n".join(out)
-
-
-def render_markdown(rows: Sequence[ResultRow]) -> str:
-    """The same tables as Markdown (GitHub pipe tables)."""
-    tasks = _tasks(rows)
-    parts = [
-        "## Recognition accuracy (%)",
-        "",
-        _md_table(
-            ["Model", "Strategy", *(TASK_TITLES.get(t, t) for t in tasks)],
-            ([m, s, *(c.get(t, _DASH) for t in tasks)] for m, s, c in _summary(rows)),
-            right_from=2,
-        ),
-        "",
-        _NOTE,
-    ]
-    for task, group in _by_task(rows):
-        parts += [
-            "",
-            f"### {TASK_TITLES.get(task, task)}: details",
-            "",
-            _md_table(_DETAIL_HEADERS, (_detail(r) for r in group), right_from=_FIRST_NUMBER),
-        ]
-        for note in _detail_notes(group):
-            parts += ["", note]
-    shapes = _shape_lines(rows)
-    if shapes:
-        parts += [
-            "",
-            f"### {_SHAPES_TITLE}",
-            "",
-            _md_table(_SHAPE_HEADERS, shapes, right_from=_SHAPE_FIRST_NUMBER),
-            "",
-            _SHAPES_NOTE,
-        ]
-    return "\n".join(parts) + "\n"
 
 
 _CSV_FIELDS = (
@@ -609,15 +517,16 @@ def _num(value: float | None) -> str:
     return "" if value is None else f"{value:.6g}"
 
 
-def render_csv(rows: Sequence[ResultRow]) -> str:
+def csv_table(rows: Sequence[ResultRow]) -> Any:
     """One line per (task, data source, model, strategy, scoring), ratios as fractions (not
     %), then the paper's reference numbers as lines with ``source`` = "paper", the model
     naming the paper's table, and only the accuracy filled (``source`` tells measured from
     published; ``data_source`` is what was judged; ``first_invalid`` and ``reasked`` count
-    judgements, ``invalid`` those still unreadable after the re-ask)."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(_CSV_FIELDS)
+    judgements, ``invalid`` those still unreadable after the re-ask), as a
+    ``halugen.tables.TableData`` (``halugen report --format csv``)."""
+    from ..tables import TableData
+
+    lines: list[list[Any]] = []
     for r in sorted(rows, key=_row_key):
         m, b = r.metrics, r.baselines
         lo, hi = m.accuracy_ci if m.accuracy_ci is not None else (None, None)
@@ -626,7 +535,7 @@ def render_csv(rows: Sequence[ResultRow]) -> str:
         def only(value: float | None, yes_no: bool = yes_no) -> str:
             return _num(value) if yes_no else ""
 
-        w.writerow(
+        lines.append(
             [
                 "measured",
                 r.task,
@@ -670,8 +579,8 @@ def render_csv(rows: Sequence[ResultRow]) -> str:
                 strategy=strategy,
                 accuracy=_num(value / 100),
             )
-            w.writerow([line[f] for f in _CSV_FIELDS])
-    return buf.getvalue()
+            lines.append([line[f] for f in _CSV_FIELDS])
+    return TableData(None, _CSV_FIELDS, lines, name="results")
 
 
 def report_tables(rows: Sequence[ResultRow]) -> list[Any]:

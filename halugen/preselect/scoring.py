@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
 import math
 import os
 import warnings
@@ -39,7 +40,20 @@ from ..errors import InputError, UsageError
 from ..seeds.jsonl import one_line
 from .hub import hub_offline, resolve_hub_model
 
-__all__ = ["MISSING_EXTRA", "GroupScore", "PairwiseScorer", "ScorerSpec", "bundled_test_model"]
+__all__ = [
+    "DEFAULT_MODELS",
+    "MISSING_EXTRA",
+    "GroupScore",
+    "PairwiseScorer",
+    "ScorerSpec",
+    "bundled_test_model",
+    "quiet_loaders",
+]
+
+# bert-score's default model per language (its ``utils.lang2model``), known here so that a
+# model that cannot load is refused before bert-score and torch are imported; a test checks
+# it against bert-score's table
+DEFAULT_MODELS = {"en": "roberta-large"}
 
 MISSING_EXTRA = (
     "pre-selection needs the bertscore extra: pip install 'halugen[bertscore]' "
@@ -93,6 +107,15 @@ def bundled_test_model() -> str | None:
     return str(path) if (path / "config.json").is_file() else None
 
 
+def _require_extra() -> None:
+    """``UsageError`` at once, without importing anything, when the extra is not installed."""
+    if any(importlib.util.find_spec(name) is None for name in _EXTRA_MODULES):
+        raise UsageError(MISSING_EXTRA)
+
+
+_EXTRA_MODULES = ("bert_score", "torch", "transformers", "huggingface_hub")
+
+
 def _import_bert_score() -> tuple[Any, Any]:
     try:
         import bert_score
@@ -106,33 +129,38 @@ class PairwiseScorer:
     """One loaded BERTScore model; scores groups of responses by their mean pairwise F1."""
 
     def __init__(self, spec: ScorerSpec) -> None:
+        # What can be refused without loading anything is refused first: importing torch and
+        # bert-score alone takes seconds (over a minute on a loaded machine).
+        _require_extra()
+        if spec.batch_size is not None and spec.batch_size < 1:
+            raise UsageError(f"the BERTScore batch size must be ≥ 1, not {spec.batch_size}")
+        model = _model_name(spec.model)
+        if spec.baseline_path is not None and not os.path.isfile(spec.baseline_path):
+            raise InputError(f"BERTScore baseline file {spec.baseline_path} not found")
+        hub_name = model or DEFAULT_MODELS.get(spec.lang.lower())
+        offline = False
+        if hub_name is not None and not os.path.isdir(hub_name):
+            shown = model or f"bert-score's default model for {spec.lang} ({hub_name})"
+            offline = resolve_hub_model(hub_name, shown=shown).offline
         bert_score, torch = _import_bert_score()
         self._torch = torch
+        if hub_name is None:  # another language: bert-score's own table names its model
+            hub_name = bert_score.utils.lang2model[spec.lang.lower()]
+            if not os.path.isdir(hub_name):
+                shown = f"bert-score's default model for {spec.lang} ({hub_name})"
+                offline = resolve_hub_model(hub_name, shown=shown).offline
         if spec.batch_size is None:
             on_gpu = (spec.device or ("cuda" if torch.cuda.is_available() else "cpu")) != "cpu"
             spec = dataclasses.replace(spec, batch_size=64 if on_gpu else 16)
         self.spec = spec
-        if spec.batch_size < 1:
-            raise UsageError(f"the BERTScore batch size must be ≥ 1, not {spec.batch_size}")
-        model = _model_name(spec.model)
         layers = spec.num_layers
-        if layers is None:
-            known = bert_score.utils.model2layers
-            name = model or bert_score.utils.lang2model[spec.lang.lower()]
-            if name not in known:
-                raise UsageError(
-                    f"BERTScore model {name} needs a layer number (num_layers): bert-score "
-                    "knows the best layer only for the hub models it was tuned on"
-                )
-        if spec.baseline_path is not None and not os.path.isfile(spec.baseline_path):
-            raise InputError(f"BERTScore baseline file {spec.baseline_path} not found")
-        hub_name = model or bert_score.utils.lang2model[spec.lang.lower()]
-        offline = False
-        if not os.path.isdir(hub_name):
-            shown = model or f"bert-score's default model for {spec.lang} ({hub_name})"
-            offline = resolve_hub_model(hub_name, shown=shown).offline
+        if layers is None and hub_name not in bert_score.utils.model2layers:
+            raise UsageError(
+                f"BERTScore model {hub_name} needs a layer number (num_layers): bert-score "
+                "knows the best layer only for the hub models it was tuned on"
+            )
         try:
-            with hub_offline(offline):
+            with hub_offline(offline), quiet_loaders():
                 self._scorer = self._build(bert_score, spec, model, layers)
         except (OSError, ValueError, AssertionError, RuntimeError) as err:
             shown = model or f"bert-score's default model for {spec.lang}"
@@ -315,6 +343,31 @@ def _model_name(model: str | None) -> str | None:
     if model.startswith(("/", "./", "../", "~", ".\\")) or os.sep + os.sep in model:
         raise UsageError(f"BERTScore model directory {model} not found")
     return model
+
+
+@contextlib.contextmanager
+def quiet_loaders() -> Iterator[None]:
+    """Hugging Face's loaders without their progress bars and notices while inside: what
+    halugen prints is halugen's own (a failure still raises, and is reported as one line)."""
+    from huggingface_hub import utils as hub_utils
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hub_bars = not hub_utils.are_progress_bars_disabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    hub_utils.disable_progress_bars()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+        if hub_bars:
+            hub_utils.enable_progress_bars()
 
 
 @contextlib.contextmanager

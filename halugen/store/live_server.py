@@ -189,8 +189,7 @@ class LiveReadServer:
             else:
                 _write_arrow(stream, relation.to_arrow_reader(live._BATCH_ROWS))
         except duckdb.Error as exc:
-            message = str(exc).splitlines()[0]
-            _reply_error(stream, *_query_refusal(exc, message))
+            _reply_error(stream, *_query_refusal(exc, str(exc)))
         finally:
             with contextlib.suppress(duckdb.Error):
                 cur.close()
@@ -201,16 +200,16 @@ def _query_refusal(exc: duckdb.Error, message: str) -> tuple[str, str]:
     if isinstance(exc, duckdb.PermissionException):
         return (
             f"queries on a store a halugen process holds cannot read or write files "
-            f"({message}); use 'halugen export' to write files from it",
+            f"({message.splitlines()[0]}); use 'halugen export' to write files from it",
             "refused",
         )
     if "read-only mode" in message or "configuration has been locked" in message:
         return (
             f"only read-only queries run while a halugen process holds the store: wait for "
-            f"it to finish to change the store or its settings ({message})",
+            f"it to finish to change the store or its settings ({message.splitlines()[0]})",
             "refused",
         )
-    return message, "sql"
+    return message, "sql"  # whole: DuckDB's hints (candidate bindings) included
 
 
 def _write_arrow(stream: Any, reader: Any) -> None:

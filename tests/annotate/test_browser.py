@@ -609,3 +609,46 @@ def test_the_organiser_view(launch: Callable[..., Served], browser: Any) -> None
     r = page.request.get(url + "api/organiser/overview")
     assert r.status == 401
     assert errors == []
+
+
+def test_the_organiser_lists_everyone_and_no_request_is_a_404(
+    launch: Callable[..., Served], browser: Any
+) -> None:
+    """On loopback without tokens: an annotator who logged in but labelled nothing yet is
+    listed; neither page asks for anything the server does not have (the favicon too)."""
+    served = launch([("w1", "Which year?", "It was 1999."), ("w2", "Who?", "Eiffel.")])
+    url = served.server.url
+    p, context = browser
+    expect = sync_api.expect
+    missing: list[str] = []
+    context.on("response", lambda r: missing.append(r.url) if r.status >= 400 else None)
+    context.on("requestfailed", lambda r: missing.append(r.url))
+
+    page = context.new_page()
+    page.goto(url)
+    page.fill("#login-name", "newcomer")
+    page.click("#login-submit")
+    expect(page.locator("#annotator-name")).to_have_text("newcomer")
+    expect(page.locator("#position")).to_have_text("1 of 2")  # holds its first item
+    api = p.request.new_context(base_url=url, extra_http_headers={"X-Halugen": "1"})
+    try:  # someone else labels one item
+        assert api.post("api/login", data={"annotator": "early"}).ok
+        r = api.post("api/label", data={"item_id": "w1", "label": "yes", "spans": []})
+        assert r.ok, r.text()
+    finally:
+        api.dispose()
+
+    org = context.new_page()
+    org.goto(url + "organiser")
+    rows = org.locator("#org-annotators tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.nth(0).locator("td").nth(0)).to_have_text("early")
+    expect(rows.nth(1).locator("td")).to_have_text(["newcomer", "0", "0", "0", "1", "2", "—"])
+    # the icon the pages link, and the one browsers ask for by themselves
+    for path in ("favicon.ico", "static/favicon.svg"):
+        r = org.request.get(url + path)
+        assert r.status == 200 and r.headers["content-type"].startswith("image/svg+xml"), path
+    page.reload()
+    org.reload()
+    expect(org.locator("#org-annotators tbody tr")).to_have_count(2)
+    assert missing == []

@@ -14,6 +14,7 @@ from halugen.annotate.items import (
     add_preselected,
     insert_items,
     jsonl_item_id,
+    preselect_item_id,
 )
 from halugen.errors import InputError, UsageError
 from halugen.store.db import open_store
@@ -62,7 +63,10 @@ def test_preselected_k_best_become_items(store):
         "SELECT item_id, source, run_id, query, response, meta_json "
         "FROM annotation_items ORDER BY item_id"
     )
-    assert [r[0] for r in rows] == [f"r1:{k}:{i}" for k in ("k2", "k4") for i in range(3)]
+    assert sorted(r[0] for r in rows) == sorted(
+        preselect_item_id("r1", k, i) for k in ("k2", "k4") for i in range(3)
+    )
+    rows.sort(key=lambda r: orjson.loads(r[5])["rank"] * 10 + orjson.loads(r[5])["idx"])
     assert {r[1] for r in rows} == {"preselect"} and {r[2] for r in rows} == {"r1"}
     assert rows[0][3:5] == ("query 2", "answer 2.0")
     meta = orjson.loads(rows[0][5])
@@ -72,7 +76,7 @@ def test_preselected_k_best_become_items(store):
     assert add_preselected(store, "r1", 3) == 3
     assert add_preselected(store, "r1", 3) == 0
     assert add_preselected(store, "r1", 10) == 3  # k3 joins; k5 (NaN) never does
-    assert not store.query("SELECT 1 FROM annotation_items WHERE item_id LIKE 'r1:k5:%'")
+    assert not store.query("SELECT 1 FROM annotation_items WHERE query = 'query 5'")
     with pytest.raises(UsageError, match="no scored queries"):
         add_preselected(store, "nope", 3)
     with pytest.raises(UsageError):
@@ -166,3 +170,30 @@ def test_files_that_are_not_items(store, tmp_path):
         add_jsonl(store, other)
     with pytest.raises(InputError, match="directory"):
         add_jsonl(store, tmp_path)
+
+
+def test_preselected_item_ids_are_short_and_stable(store):
+    _preselection(store)
+    assert preselect_item_id("20250101-120000-abcdef", "f" * 32, 2) == preselect_item_id(
+        "20250101-120000-abcdef", "f" * 32, 2
+    )
+    assert len(preselect_item_id("20250101-120000-abcdef", "f" * 32, 2)) == 18
+    assert add_preselected(store, "r1", 1) == 3
+    ids = [i for (i,) in store.query("SELECT item_id FROM annotation_items ORDER BY item_id")]
+    assert ids == [preselect_item_id("r1", "k2", i) for i in range(3)]
+
+
+def test_items_added_under_the_long_ids_keep_them(store):
+    """A store written before short ids: its items (and the labels on them) keep their ids,
+    adding the run again adds only what is new."""
+    _preselection(store)
+    for idx in range(3):  # k2's items under the old form, with a label on one
+        store.conn.execute(
+            "INSERT INTO annotation_items VALUES (?, 'preselect', 'r1', 'query 2', ?, NULL, now())",
+            [f"r1:k2:{idx}", f"answer 2.{idx}"],
+        )
+    assert add_preselected(store, "r1", 2) == 3  # k4's three, nothing of k2 again
+    ids = {i for (i,) in store.query("SELECT item_id FROM annotation_items")}
+    assert {f"r1:k2:{i}" for i in range(3)} <= ids
+    assert {preselect_item_id("r1", "k4", i) for i in range(3)} <= ids
+    assert len(ids) == 6

@@ -109,8 +109,10 @@ def test_progress_disagreements_and_ties(store: Store) -> None:
         assert {n: (r["labelled"], r["yes"], r["no"]) for n, r in rows.items()} == {
             "ann1": (3, 2, 1),
             "ann2": (3, 2, 1),
-        }  # ann3 has no label, and there is no tokens file to name them
+            "ann3": (0, 0, 0),  # logged in, no label yet: listed all the same
+        }
         assert rows["ann1"]["last"].endswith("Z") and rows["ann1"]["available"] == 0
+        assert rows["ann3"]["last"] is None and rows["ann3"]["in_progress"] == 0
         assert data["overall"] == {
             "items": 3,
             "complete": 3,

@@ -1,4 +1,5 @@
-"""Results from the judgements table, and the paper-style tables in Rich, Markdown and CSV."""
+"""Results from the judgements table, and the paper-style tables through the one renderer
+(halugen/tables.py) as a terminal table, Markdown and CSV."""
 
 from __future__ import annotations
 
@@ -8,21 +9,33 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from halugen.evaluate.report import (
     PAPER_CHATGPT,
     PAPER_FOOTNOTE,
     PAPER_TABLE8_BASELINE,
+    csv_table,
     paper_label,
     paper_reference,
-    render_csv,
-    render_markdown,
-    render_rich,
     reply_shape,
+    report_tables,
     results_from_store,
 )
 from halugen.store.db import open_store
+from halugen.tables import render_tables
+
+
+def render_markdown(rows) -> str:
+    buf = io.StringIO()
+    render_tables(report_tables(rows), "markdown", buf)
+    return buf.getvalue()
+
+
+def render_csv(rows) -> str:
+    buf = io.StringIO()
+    render_tables([csv_table(rows)], "csv", buf)
+    return buf.getvalue()
+
 
 T0 = datetime(2024, 5, 1, 12, 0, 0)
 
@@ -212,26 +225,25 @@ def test_csv_round_trips_the_numbers(store) -> None:
     assert cot["model"] == "ChatGPT (HaluEval Table 8)"
 
 
-def test_rich_renders_every_table(store) -> None:
-    console = Console(record=True, width=220)
-    tables = render_rich(results_from_store(store))
+def test_the_terminal_table_shows_every_table(store) -> None:
+    tables = report_tables(results_from_store(store))
     assert len(tables) == 5  # accuracy, QA, dialogue, summarization details, reply shapes
-    for table in tables:
-        console.print(table)
-    out = " ".join(console.export_text().split())
+    buf = io.StringIO()
+    render_tables(tables, "table", buf)
+    out = buf.getvalue()
     assert "Recognition accuracy (%)" in out
     assert "ChatGPT (HaluEval Table 5)" in out and "62.59" in out and "60.0 ±26.0" in out
     assert "First replies: the most common shapes" in out
     assert "QA: details" in out and "Dialogue: details" in out
-    assert "chance 50%" in out
+    assert "chance 50%" in " ".join(out.split())  # captions wrap to the table's width
 
 
 def test_empty_results_still_render() -> None:
     md = render_markdown([])
     assert "| Model | Strategy | QA |" in md and "| ChatGPT (HaluEval" not in md
     assert render_csv([]).splitlines()[0].startswith("source,task,model")
-    (only,) = render_rich([])
-    Console(record=True).print(only)
+    (only,) = report_tables([])
+    render_tables([only], "table", io.StringIO())
 
 
 def test_every_paper_figure_names_its_table_and_matches_the_paper() -> None:
@@ -260,7 +272,9 @@ def test_reply_shapes_show_what_the_judges_wrote_and_how_it_was_read(store) -> N
     assert shapes[("Verdict: yes", "yes")] == 3  # q02, q04, q08 (q07 was asked again)
     assert shapes[("Verdict: no", "no")] == 5
     assert sum(shapes.values()) <= qa.metrics.n
-    md = render_markdown(results_from_store(store))
+    buf = io.StringIO()
+    render_tables(report_tables(results_from_store(store)), "markdown", buf)
+    md = buf.getvalue()
     assert "### First replies: the most common shapes" in md
     assert "| QA | model-a | plain | Maybe it is. | invalid | 2 | 20.0 |" in md
 

@@ -8,6 +8,7 @@ of the missing-extra message runs everywhere.
 from __future__ import annotations
 
 import builtins
+import importlib.util
 import math
 import os
 from collections.abc import Iterator
@@ -258,6 +259,12 @@ def test_missing_extra_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> N
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", blocked)
+    real_find = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name in ("bert_score", "torch") else real_find(name, *a),
+    )
     with pytest.raises(UsageError) as err:
         PairwiseScorer(ScorerSpec())
     assert str(err.value) == MISSING_EXTRA
