@@ -47,7 +47,9 @@ class RetryPolicy:
 class RateLimit:
     rpm: float | None = None  # requests per minute; None: learn from x-ratelimit headers
     tpm: float | None = None  # tokens per minute (prompt + max output), same
-    concurrency: int = 64  # most requests in flight at once
+    # most requests in flight at once (-j); None: automatic, as many as the known limits need
+    # at the latency seen (up to 4,096), or as the server's capacity allows (up to 256)
+    concurrency: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,7 +61,7 @@ class Endpoint:
     key_env: str | None = None  # the environment variable the key was read from
     rpm: float | None = None  # None: learn from the endpoint's own headers
     tpm: float | None = None
-    concurrency: int = 64  # most requests in flight at this endpoint
+    concurrency: int | None = None  # most requests in flight at this endpoint; None: automatic
     weight: float = 1.0  # share of the calls when several endpoints have room
     auth: str = "bearer"  # "bearer" or "api-key" (Azure-style gateways)
 
@@ -99,7 +101,7 @@ class RunConfig:
     price_in: float | None = None  # USD per million input tokens, overrides the card
     price_out: float | None = None
     price_card: str | None = None  # a bundled card's name ("local") or a TOML file
-    rate: RateLimit = RateLimit()  # a fleet: concurrency is the run's total in flight
+    rate: RateLimit = RateLimit()  # a fleet: concurrency is each endpoint's, unless it says
     endpoints: tuple[Endpoint, ...] = ()  # a fleet; empty: base_url, api_key and rate make one
     retry: RetryPolicy = RetryPolicy()
     timeouts: Timeouts = Timeouts()

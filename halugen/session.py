@@ -47,6 +47,7 @@ __all__ = [
 ]
 
 STOP_WAIT_S = 30.0  # after the first Ctrl-C, how long calls in flight may take to finish
+PACE_RECORD_S = 10.0  # how often the run records what binds its pace, for `halugen status`
 EXIT_CODES = {"done": 0, "budget_exhausted": 3, "interrupted": 130, "input_error": 2}
 
 
@@ -336,9 +337,13 @@ async def drive(
                 handled = True
 
             async def tick() -> None:
+                recorded = loop.time()
                 while True:
                     await anyio.sleep(0.25)  # the view renders on this thread, 4 times a second
                     view.tick()
+                    if loop.time() - recorded >= PACE_RECORD_S:
+                        recorded = loop.time()
+                        _record_pace(session)
 
             view.start()
             outer.start_soon(tick)
@@ -352,6 +357,7 @@ async def drive(
                 if handled:
                     loop.remove_signal_handler(signal.SIGINT)
                 view.stop()
+                _record_pace(session)
                 cancel_scope.cancel()
     if isinstance(error, HalugenError):
         return "failed", str(error)
@@ -364,6 +370,14 @@ async def drive(
     if flags.input_error is not None:
         return "input_error", str(flags.input_error)
     return "done", ""
+
+
+def _record_pace(session: CallSession) -> None:
+    """What bound the session's pace most, and for what share of it ("limit 93%"), on the
+    run's row, where `halugen status` shows it (llm/binding.py)."""
+    summary = session.pool.gauge.summary()
+    if summary:
+        session.store.update_run(session.run_id, bound_by=summary)
 
 
 def closing(status: str, detail: str, *, what: str, summary: str) -> tuple[str, int]:

@@ -90,7 +90,7 @@ budget = "5usd"                      # hard cap on what the run may cost, across
 # price_card = "local"               # self-hosted server: price 0
 # price_in = 0.15                    # USD per million input tokens (overrides the card)
 # price_out = 0.60                   # USD per million output tokens
-concurrency = 64                     # most requests in flight
+# concurrency = 512                  # most requests in flight (default: what the limits need)
 # rpm = 5000                         # your account's requests/min (learned from headers if unset)
 # tpm = 2000000                      # your account's tokens/min
 # limit = 1000                       # only the first N seeds
@@ -187,7 +187,7 @@ def resolve_endpoints(
     api_key: str | None,
     rpm: float | None,
     tpm: float | None,
-    concurrency: int,
+    concurrency: int | None,
     environ: Mapping[str, str] = os.environ,
     source: str = "--endpoint",
     keys_needed: bool = True,
@@ -236,7 +236,7 @@ def resolve_endpoints(
                 key_env=key_env,
                 rpm=None if limits["rpm"] is None else float(limits["rpm"]),
                 tpm=None if limits["tpm"] is None else float(limits["tpm"]),
-                concurrency=int(limits["concurrency"]),
+                concurrency=(None if limits["concurrency"] is None else int(limits["concurrency"])),
                 weight=float(limits["weight"]),
                 auth=auth,
             )

@@ -114,7 +114,11 @@ def llm_flags(p: argparse.ArgumentParser) -> None:
         "price card)",
     )
     g.add_argument(
-        "-j", "--concurrency", type=int, help="most requests in flight (default: 64; per endpoint)"
+        "-j",
+        "--concurrency",
+        type=int,
+        help="most requests in flight per endpoint (default: as many as the rate limits need "
+        "at the latency seen, up to 4,096; up to 256 against a server that announces none)",
     )
     g.add_argument(
         "--rpm",
@@ -259,7 +263,7 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
         budget = parse_budget(str(budget_text)) / 10**12
     else:
         budget = None
-    concurrency = _pick(args, settings, "concurrency", default=64)
+    concurrency = _pick(args, settings, "concurrency")
     rpm = _pick(args, settings, "rpm")
     tpm = _pick(args, settings, "tpm")
     limit = _pick(args, settings, "limit")
@@ -291,12 +295,10 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
         api_key=api_key,
         rpm=rpm,
         tpm=tpm,
-        concurrency=int(concurrency),
+        concurrency=None if concurrency is None else int(concurrency),
         source="--endpoint" if flags else f"{settings_path} [[endpoints]]",
         keys_needed=calls,
     )
-    if endpoints:  # the pipeline keeps as many calls in flight as the fleet can take
-        concurrency = sum(e.concurrency for e in endpoints)
     if calls:
         for url, key in [(e.url, e.api_key) for e in endpoints] or [(base_url, api_key)]:
             require_api_key(url, key)
@@ -313,7 +315,9 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
         price_in=_pick(args, settings, "price_in"),
         price_out=_pick(args, settings, "price_out"),
         price_card=_pick(args, settings, "price_card"),
-        rate=RateLimit(rpm=rpm, tpm=tpm, concurrency=int(concurrency)),
+        rate=RateLimit(
+            rpm=rpm, tpm=tpm, concurrency=None if concurrency is None else int(concurrency)
+        ),
         endpoints=endpoints,
         retry=RetryPolicy(max_attempts=int(max_attempts)),
         timeouts=Timeouts(total=float(timeout), read=float(timeout)),

@@ -682,6 +682,12 @@ SELECT b.batch_id, b.run_id, b.kind, b.state, b.status, b.provider_batch_id, b.r
 FROM batches b;
 """
 
+# What bound the pace of the run's last session, and for what share of it ("limit 93%"):
+# the provider's limit, the concurrency cap (-j), the server's capacity or halugen's CPU.
+_RUN_BOUND_BY = """
+ALTER TABLE runs ADD COLUMN bound_by VARCHAR;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", _VIEWS_V1),
@@ -697,4 +703,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0012_endpoint_capabilities", _CAPABILITIES),
     ("0013_audit_results", _AUDIT),
     ("0014_batches", _BATCHES),
+    ("0015_run_bound_by", _RUN_BOUND_BY),
 )
