@@ -379,7 +379,7 @@ class RateLimiter:
         # Learned from an answer: a request already went (the probe), so the server's window
         # is not fresh; start empty rather than with one admission's worth.
         fresh = Pacer(per_minute, now)
-        fresh.level = 0.0
+        fresh.empty()
         return fresh
 
     def _cool_until(self, until: float) -> None:

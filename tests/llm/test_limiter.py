@@ -426,6 +426,20 @@ def test_tokens_bound_run_against_a_quantised_account(
     assert out.per_minute("tokens") >= 0.95 * 300_000
 
 
+def test_prompts_longer_than_the_providers_second_are_never_refused() -> None:
+    # 120,000 tokens/min quantised to 1 s holds 2,000 tokens; many summarization prompts are
+    # larger and are admitted only when that bucket is full. Paying a debt back to a tenth of
+    # a second alone sent them early (429s); the pacer's one-second window does not.
+    out = run_virtual(
+        quantised_run(
+            rpm=100_000, tpm=120_000, calls=300, prompt=(900, 3300), margin=1.07, latency=0.3
+        )
+    )
+    assert out.ok == 300
+    assert out.rate_limited == 0
+    assert out.per_minute("tokens") >= 0.95 * 120_000
+
+
 def test_prompts_longer_than_a_quantum_still_get_95_percent_of_the_tokens() -> None:
     # 60,000 tpm quantised to 1 s holds 1,000 tokens; every request is larger
     out = run_virtual(quantised_run(rpm=100_000, tpm=60_000, calls=400))
