@@ -424,16 +424,22 @@ _HOLDING_SERVER = textwrap.dedent(
     import asyncio, ssl, sys
     from aiohttp import web
     hold, cert = float(sys.argv[1]), sys.argv[2]
+    received = 0
     body = (b'{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,'
             b'"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],'
             b'"usage":{"prompt_tokens":900,"completion_tokens":1,"total_tokens":901}}')
     async def answer(request):
+        global received
         await request.read()
+        received += 1
         await asyncio.sleep(hold)
         return web.Response(body=body, content_type="application/json")
+    async def count(request):
+        return web.Response(text=str(received))
     async def main():
         app = web.Application()
         app.router.add_post("/v1/chat/completions", answer)
+        app.router.add_get("/count", count)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         context = None
@@ -458,18 +464,24 @@ def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-async def _hold_open(url: str, n: int, hold: float) -> tuple[float, float]:
+async def _hold_open(url: str, n: int) -> tuple[float, float]:
+    """Memory and descriptors per request while ``n`` requests wait for their answers."""
     from halugen.llm.transport import AiohttpTransport
 
     transport = AiohttpTransport()
     body = b"x" * 6000  # a QA prompt's body, about
-    timeouts = Timeouts(total=hold * 4, read=hold * 4)
+    timeouts = Timeouts(connect=600.0, total=600.0, read=600.0)
     headers = {"Content-Type": "application/json"}
+    count_url = url.split("/v1/", 1)[0] + "/count"
     # one request first, so that the session, the connector and TLS are set up before
     await transport.post(url, headers, body, timeouts)
     rss0, fds0 = _rss_kb(), _fds()
     tasks = [asyncio.ensure_future(transport.post(url, headers, body, timeouts)) for _ in range(n)]
-    await asyncio.sleep(hold / 2)  # every request sent and waiting for its answer
+    while True:  # until the server holds every one of them
+        await asyncio.sleep(0.5)
+        got = await transport.get(count_url, {}, timeouts)
+        if int(got.body) >= n + 1:
+            break
     rss1, fds1 = _rss_kb(), _fds()
     await asyncio.gather(*tasks)
     await transport.aclose()
@@ -484,21 +496,28 @@ def inflight_case(tmp: Path, n: int) -> None:
          "-keyout", f"{cert}.key", "-out", f"{cert}.crt"],
         check=True, capture_output=True,
     )  # fmt: skip
-    os.environ["SSL_CERT_FILE"] = f"{cert}.crt"  # the client trusts the local certificate
     print()
     print("| scheme | requests held open | client memory per request | descriptors per request |")
     print("|---|---|---|---|")
     for scheme, cert_arg in (("http", ""), ("https", str(cert))):
-        hold = 20.0
         server = subprocess.Popen(
-            [sys.executable, "-c", _HOLDING_SERVER, str(hold), cert_arg],
+            [sys.executable, "-c", _HOLDING_SERVER, "30", cert_arg],
             stdout=subprocess.PIPE,
             text=True,
         )
         try:
             port = int(server.stdout.readline()) if server.stdout else 0
             url = f"{scheme}://127.0.0.1:{port}/v1/chat/completions"
-            kb, fds = asyncio.run(_hold_open(url, n, hold))
+            # a child of its own, trusting the local certificate (aiohttp reads the trusted
+            # certificates when it is imported)
+            child = subprocess.run(
+                [sys.executable, __file__, "--hold-open", url, "--inflight", str(n)],
+                env={**os.environ, "SSL_CERT_FILE": f"{cert}.crt"},
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            kb, fds = (float(x) for x in child.stdout.split())
         finally:
             server.terminate()
             server.wait(10)
@@ -514,7 +533,12 @@ def main() -> None:
     ap.add_argument("--capacity-latency-ms", type=float, default=250.0)
     ap.add_argument("--concurrency-limits", default="", help="e.g. 3000/6000 (default: all)")
     ap.add_argument("--inflight", type=int, default=2000, help="requests held open")
+    ap.add_argument("--hold-open", metavar="URL", help=argparse.SUPPRESS)  # inflight's child
     args = ap.parse_args()
+    if args.hold_open:
+        kb, fds = asyncio.run(_hold_open(args.hold_open, args.inflight))
+        print(kb, fds)
+        return
     cases = args.cases.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         if "compare" in cases:

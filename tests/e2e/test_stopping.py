@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -33,7 +34,11 @@ def test_first_ctrl_c_is_acknowledged_at_once(simulator, hotpot_file, tmp_path):
     first = proc.stderr.readline()  # printed on the press, before the calls finish
     while first.startswith(("warning:", "starting run")):
         first = proc.stderr.readline()
-    assert first.startswith("stopping: 4 call(s) in flight will finish"), first
+    # 4 at the provider (-j 4); the count also takes in calls that hold a reservation while
+    # they wait for a slot, and the stages' workers now follow the cap with a few spare
+    # (halugen/crew.py), so it may say more
+    said = re.match(r"stopping: (\d+) call\(s\) in flight will finish", first)
+    assert said is not None and int(said.group(1)) >= 4, first
     assert "Ctrl-C again abandons them" in first
     assert sim.stats(keys=False)["in_flight"] > 0  # it was said while they were still going
     rest = proc.communicate(timeout=60)[1]

@@ -55,3 +55,12 @@ def test_enough_room_changes_nothing(limits: FakeLimits) -> None:
     limits.soft, limits.hard = 65_536, 65_536
     assert connection_room(300) == 300
     assert limits.soft == 65_536
+
+
+def test_tls_connections_get_a_read_buffer_of_one_record_not_256_kib() -> None:
+    import asyncio.sslproto
+
+    from halugen.llm.transport import TLS_READ_BUFFER, _small_tls_buffers
+
+    _small_tls_buffers()
+    assert asyncio.sslproto.SSLProtocol.max_size == TLS_READ_BUFFER == 16 * 1024
