@@ -205,7 +205,7 @@ def compare_cases(repeat: int, seconds: float) -> None:
         f"median {statistics.median(sizes):,.0f}"
     )
     latency = ("--latency-ms", "300", "--jitter-ms", "200")
-    cases = [
+    cases: list[tuple[str, str, list[tuple[int, int | None]], str, int | None, list[Job]]] = [
         # label, bound, per-endpoint (rpm, tpm) limits, quantum, user pace or None, jobs
         ("requests-bound, 1 s", "requests", [(1200, None)], "1", None, qa),
         ("requests-bound, 60 s", "requests", [(1200, None)], "60", None, qa),
@@ -223,7 +223,7 @@ def compare_cases(repeat: int, seconds: float) -> None:
             shares, refusals = [], []
             for r in range(repeat):
                 with contextlib.ExitStack() as stack:
-                    urls = []
+                    urls: list[str] = []
                     for rpm, tpm in limits:
                         args = ["--rpm", str(rpm), "--quantise", quantum, *latency]
                         if tpm is not None:
@@ -248,7 +248,7 @@ def compare_cases(repeat: int, seconds: float) -> None:
                             seed=r,
                         )
                     )
-                limit = sum(rpm if bound == "requests" else tpm for rpm, tpm in limits)
+                limit = sum(rpm if bound == "requests" else (tpm or 0) for rpm, tpm in limits)
                 shares.append(per_minute(steady, bound) / limit)
                 refusals.append(sum(st["rate_limited"] for st in stats))
             print(

@@ -209,7 +209,7 @@ def test_after_a_timeout_the_cap_grows_back_to_the_need_one_per_cap_successes() 
     assert control.cap == full
     control.congested(control.admitted())
     assert control.cap == full // 2
-    caps = []
+    caps: list[int] = []
     while control.cap < full and len(caps) < 10_000:
         control.success(control.admitted(), control.cap, 2.0)  # the halved cap is full
         caps.append(control.cap)

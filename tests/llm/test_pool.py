@@ -48,6 +48,9 @@ class Fleet:
         self.sent[host] += 1
         return await HandlerTransport(self.sims[host].handle).post(url, headers, body, timeouts)
 
+    async def get(self, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> HttpResponse:
+        return HttpResponse(404, {}, b"{}")
+
     async def aclose(self) -> None:
         return None
 
@@ -273,9 +276,9 @@ async def drive(pool: EndpointPool, calls: int) -> tuple[int, list[str]]:
     return peak, verdicts
 
 
-def quantised(rpm: float, latency_ms: float, **kw: object) -> Simulator:
+def quantised(rpm: float, latency_ms: float) -> Simulator:
     clock = asyncio.get_running_loop().time
-    return Simulator(SimConfig(rpm=rpm, quantum_s=1.0, latency_ms=latency_ms, clock=clock, **kw))
+    return Simulator(SimConfig(rpm=rpm, quantum_s=1.0, latency_ms=latency_ms, clock=clock))
 
 
 def test_known_limits_and_long_answers_take_as_many_in_flight_as_the_limit_needs() -> None:
