@@ -10,7 +10,10 @@ thread and of the whole process. Over the last ``WINDOW_S`` seconds:
 - the head of the queue waited at least ``WAIT_SHARE`` of the time: what it waited for most
   binds (``LIMIT``, ``CAP`` or ``SERVER``);
 - else the event loop was busy at least ``CPU_SHARE`` of the time, or the process used that
-  share of the cores it may run on: halugen's CPU binds (``CPU``);
+  share of the cores it may run on, or the loop ran its timers ``LATE_S`` late on average
+  (it is saturated, or starved by other processes; Python's threads share one interpreter,
+  so a loop waiting for its turn shows as lateness, not as CPU time): halugen's CPU binds
+  (``CPU``);
 - else nothing binds at the endpoints: work reaches them slower than they take it (the seeds
   are read slowly, or the run is ending) and the verdict is "".
 
@@ -28,14 +31,20 @@ from collections.abc import Callable
 
 from .limiter import CAP, LIMIT, SERVER
 
-__all__ = ["CPU", "CPU_SHARE", "LABELS", "WAIT_SHARE", "WINDOW_S", "PaceGauge"]
+__all__ = ["CPU", "CPU_SHARE", "LABELS", "LATE_S", "WAIT_SHARE", "WINDOW_S", "PaceGauge"]
 
 CPU = "cpu"
 WINDOW_S = 5.0  # seconds the verdict looks back over
 WAIT_SHARE = 0.5  # of the window the queue's head must wait for the endpoints to bind
 CPU_SHARE = 0.85  # of a core (the loop) or of the allowed cores (the process) for the CPU to
+LATE_S = 0.005  # mean lateness of the loop's timers that says the loop cannot keep up
 LABELS = {LIMIT: "limit", CAP: "-j", SERVER: "server", CPU: "CPU"}  # as people read them
 _MARK_EVERY_S = 0.5  # at most this often a reading is kept
+_PROBE_S = 0.05  # how often the loop's lateness is sampled
+
+
+# (time, waited for LIMIT, CAP, SERVER, loop CPU, process CPU, lateness, probes)
+_Reading = tuple[float, float, float, float, float, float, float, int]
 
 
 def _loop_time() -> float:
@@ -74,24 +83,58 @@ class PaceGauge:
         self._cores = cores or _cores()
         self.waited = {LIMIT: 0.0, CAP: 0.0, SERVER: 0.0}  # seconds, since the start
         self.held = {LIMIT: 0.0, CAP: 0.0, SERVER: 0.0, CPU: 0.0, "": 0.0}  # by verdict
+        self.lateness = 0.0  # seconds the loop's probe timers fired late, summed
+        self.probes = 0
+        self._probing: asyncio.AbstractEventLoop | None = None
         now = clock()
-        self._marks: deque[tuple[float, float, float, float, float, float]] = deque(
-            [self._reading(now)]
-        )
+        self._marks: deque[_Reading] = deque([self._reading(now)])
         self._last = now
         self._verdict = ""
+
+    def late(self, seconds: float) -> None:
+        """A timer of the event loop fired ``seconds`` after it was due."""
+        self.lateness += max(0.0, seconds)
+        self.probes += 1
+
+    def _probe(self) -> None:
+        """Sample the loop's lateness every ``_PROBE_S`` while it runs (started by verdict)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if self._probing is loop:
+            return
+        self._probing = loop
+
+        def fire(due: float) -> None:
+            now = loop.time()
+            self.late(now - due)
+            loop.call_at(now + _PROBE_S, fire, now + _PROBE_S)
+
+        due = loop.time() + _PROBE_S
+        loop.call_at(due, fire, due)
 
     def waited_for(self, cause: str, seconds: float) -> None:
         """The head of the queue waited ``seconds`` for ``cause`` (LIMIT, CAP or SERVER)."""
         if cause in self.waited and seconds > 0:
             self.waited[cause] += seconds
 
-    def _reading(self, now: float) -> tuple[float, float, float, float, float, float]:
+    def _reading(self, now: float) -> _Reading:
         w = self.waited
-        return (now, w[LIMIT], w[CAP], w[SERVER], self._loop_cpu(), self._process_cpu())
+        return (
+            now,
+            w[LIMIT],
+            w[CAP],
+            w[SERVER],
+            self._loop_cpu(),
+            self._process_cpu(),
+            self.lateness,
+            self.probes,
+        )
 
     def verdict(self) -> str:
         """What binds over the last ``WINDOW_S`` seconds: LIMIT, CAP, SERVER, CPU or ""."""
+        self._probe()
         now = self._clock()
         reading = self._reading(now)
         marks = self._marks
@@ -112,9 +155,11 @@ class PaceGauge:
             cause = max(waits, key=lambda c: waits[c])
             loop_share = (reading[4] - base[4]) / span
             process_share = (reading[5] - base[5]) / span / self._cores
+            probes = reading[7] - base[7]
+            lateness = (reading[6] - base[6]) / probes if probes else 0.0
             if sum(waits.values()) >= WAIT_SHARE * span:
                 verdict = cause
-            elif max(loop_share, process_share) >= CPU_SHARE:
+            elif max(loop_share, process_share) >= CPU_SHARE or lateness >= LATE_S:
                 verdict = CPU
             else:
                 verdict = ""

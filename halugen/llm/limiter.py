@@ -62,7 +62,7 @@ from dataclasses import dataclass
 
 from ..config import RateLimit
 from ..errors import CallTimeout, ConnectFailed, RetryableError, UsageError
-from .capacity import ANNOUNCED, ConcurrencyControl
+from .capacity import ANNOUNCED, PROBING, ConcurrencyControl
 from .pacing import Pacer
 
 __all__ = [
@@ -192,8 +192,10 @@ class RateLimiter:
 
     def holding_back(self, tokens: int, now: float) -> str:
         """What holds a request worth ``tokens`` back now: ``LIMIT``, ``CAP``, ``SERVER``, or
-        "" when it could start at once."""
+        "" when it could start at once or the first answer is awaited (nothing known yet)."""
         control = self._control
+        if control.mode == PROBING:
+            return ""
         if self._in_flight >= control.cap:
             if control.cap >= control.maximum:
                 return CAP

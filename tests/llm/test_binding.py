@@ -88,3 +88,22 @@ def test_the_summary_says_what_held_longest_and_for_what_share() -> None:
     assert summary.startswith("limit ")
     share = int(summary.split()[1].rstrip("%"))
     assert 65 <= share <= 80  # about 60 + a window of 80 s
+
+
+def test_a_loop_whose_timers_run_late_is_the_cpu_even_when_its_own_time_is_low() -> None:
+    # Python's threads share one interpreter: a loop waiting for its turn (the store's and the
+    # seeds' threads busy) shows as lateness, not as CPU time of its own
+    r = Readings()
+    gauge = r.gauge()
+    for _ in range(40):
+        r.spend(0.25, loop=0.5)
+        for _ in range(5):
+            gauge.late(0.02)
+        verdict = gauge.verdict()
+    assert verdict == CPU
+    for _ in range(40):
+        r.spend(0.25, loop=0.5)
+        for _ in range(5):
+            gauge.late(0.001)
+        verdict = gauge.verdict()
+    assert verdict == ""
