@@ -12,7 +12,10 @@ from pathlib import Path
 
 import orjson
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+# the real samples beside the checkout (a worktree elsewhere: HALUGEN_SHARED_DATA=/path)
+SHARED = Path(
+    os.environ.get("HALUGEN_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data"
+)
 SHARED_HOTPOT = SHARED / "hotpotqa" / "hotpot_dev_distractor_v1.head165.json"
 SHARED_CNNDM = SHARED / "cnndm" / "cnn_dailymail_train_sample100.csv"
 

@@ -53,7 +53,9 @@ class RetryPolicy:
 class RateLimit:
     rpm: float | None = default("rpm")  # requests per minute; None: learn from x-ratelimit headers
     tpm: float | None = default("tpm")  # tokens per minute (prompt + max output), same
-    concurrency: int = default("concurrency")  # most requests in flight at once
+    # most requests in flight at once (-j); None: automatic, as many as the known limits need
+    # at the latency seen (up to 4,096), or as the server's capacity allows (up to 256)
+    concurrency: int | None = default("concurrency")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,7 +67,8 @@ class Endpoint:
     key_env: str | None = None  # the environment variable the key was read from
     rpm: float | None = None  # None: learn from the endpoint's own headers
     tpm: float | None = None
-    concurrency: int = default("concurrency")  # most requests in flight at this endpoint
+    # most requests in flight at this endpoint; None: automatic (see RateLimit)
+    concurrency: int | None = default("concurrency")
     weight: float = 1.0  # share of the calls when several endpoints have room
     auth: str = "bearer"  # "bearer" or "api-key" (Azure-style gateways)
 
@@ -108,7 +111,7 @@ class RunConfig:
     price_in: float | None = default("price_in")  # USD per million input tokens, over the card
     price_out: float | None = default("price_out")
     price_card: str | None = default("price_card")  # a bundled card's name ("local") or a file
-    rate: RateLimit = RateLimit()  # a fleet: concurrency is the run's total in flight
+    rate: RateLimit = RateLimit()  # a fleet: concurrency is each endpoint's, unless it says
     endpoints: tuple[Endpoint, ...] = ()  # a fleet; empty: base_url, api_key and rate make one
     retry: RetryPolicy = RetryPolicy()
     timeouts: Timeouts = Timeouts()

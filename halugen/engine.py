@@ -290,12 +290,9 @@ async def _generate(
                 )
             )
             session.stats.seeds_total[task] = cfg.limit
-        workers = max(1, cfg.rate.concurrency)
         status, message = await drive(
             session,
-            lambda: run_pipeline(
-                ctx, sources, sample_workers=workers, filter_workers=max(1, workers // 2)
-            ),
+            lambda: run_pipeline(ctx, sources, wanted=session.pool.wanted),
             progress=cfg.progress,
             console=console,
         )

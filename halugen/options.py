@@ -264,11 +264,12 @@ SETTINGS: tuple[Setting, ...] = (
         group="endpoint",
         flags=("-j", "--concurrency"),
         toml="concurrency",
-        default=64,
+        default=None,
         metavar="N",
         help="most requests in flight (per endpoint in a fleet)",
+        default_text="as many as the rate limits need at the latency seen, up to 4,096; up to "
+        "256 against a server that announces no limits",
         example=8,
-        in_template=True,
     ),
     Setting(
         name="rpm",

@@ -6,13 +6,17 @@
 Each arrow is an anyio memory object stream with a small buffer, so a slow stage holds
 back the ones before it (backpressure) and memory stays flat. When the seed stage runs out
 (or stops admitting), it closes its stream; each stage ends when its input is closed and
-drained, and closes its own output in turn.
+drained, and closes its own output in turn. The sample and filter stages have as many
+workers as the endpoints take calls at once, and more as that grows (halugen/crew.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import anyio
 
+from .crew import crew_size, run_crew
 from .records import Candidate, Rejected, Sample, Seed
 from .stages.context import GenContext
 from .stages.filter import run_filter_stage
@@ -27,19 +31,32 @@ async def run_pipeline(
     ctx: GenContext,
     sources: list[SeedSource],
     *,
-    sample_workers: int,
-    filter_workers: int,
+    wanted: Callable[[], int],
     buffer: int = 16,
 ) -> None:
+    """``wanted()``: how many calls the endpoints take at once now (``EndpointPool.wanted``).
+    A seed's calls are mostly sampling (two of them) and one filter call, so the filter
+    stage gets half the sample stage's workers."""
     seed_tx, seed_rx = anyio.create_memory_object_stream[Seed](buffer)
     cand_tx, cand_rx = anyio.create_memory_object_stream[tuple[Seed, list[Candidate]]](buffer)
     out_tx, out_rx = anyio.create_memory_object_stream[Sample | Rejected](buffer)
+
+    async def samplers() -> None:
+        async with seed_rx, cand_tx:
+            await run_crew(
+                lambda: run_sample_stage(ctx, seed_rx.clone(), cand_tx.clone()),
+                lambda: crew_size(wanted()),
+            )
+
+    async def filters() -> None:
+        async with cand_rx, out_tx:
+            await run_crew(
+                lambda: run_filter_stage(ctx, cand_rx.clone(), out_tx.clone()),
+                lambda: crew_size(wanted(), 0.5),
+            )
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(run_seed_stage, ctx, sources, seed_tx)
-        async with seed_rx, cand_tx:
-            for _ in range(max(1, sample_workers)):
-                tg.start_soon(run_sample_stage, ctx, seed_rx.clone(), cand_tx.clone())
-        async with cand_rx, out_tx:
-            for _ in range(max(1, filter_workers)):
-                tg.start_soon(run_filter_stage, ctx, cand_rx.clone(), out_tx.clone())
+        tg.start_soon(samplers)
+        tg.start_soon(filters)
         tg.start_soon(run_sink, ctx, out_rx)

@@ -345,6 +345,8 @@ class ProgressView:
                 ("concurrency", f"{snap.concurrency}/{snap.max_concurrency}"),
                 ("in flight", _int(snap.in_flight)),
                 ("waiting", _int(snap.waiting)),
+                # what holds the pace: limit, -j, server or CPU (llm/binding.py)
+                ("bound by", snap.bound_by or _NONE),
             ),
         )
         if snap.cooldown_s > 0:
@@ -415,7 +417,10 @@ class ProgressView:
         money = f"{format_usd(f.spent)} spent ({format_usd(f.reserved)} of it in flight), "
         money += "unlimited budget" if f.budget is None else f"{format_usd(f.remaining)} left"
         parts.append(money)
-        parts.append(f"{_int(f.rpm)} rpm {_int(f.tpm)} tpm")
+        rates = f"{_int(f.rpm)} rpm {_int(f.tpm)} tpm"
+        if f.snap.bound_by:
+            rates += f", bound by {f.snap.bound_by}"
+        parts.append(rates)
         eta = f"ETA {format_eta(f.eta())}"
         projected = f.projected()
         if projected is not None:

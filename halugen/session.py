@@ -59,6 +59,7 @@ __all__ = [
 OnRun = Callable[[str, bool, str], None]
 
 STOP_WAIT_S = 30.0  # after the first Ctrl-C, how long requests at the provider may take
+PACE_RECORD_S = 10.0  # how often the run records what binds its pace, for `halugen status`
 
 
 @dataclass
@@ -417,9 +418,13 @@ async def drive(
                 handled = True
 
             async def tick() -> None:
+                recorded = loop.time()
                 while True:
                     await anyio.sleep(0.25)  # the view renders on this thread, 4 times a second
                     view.tick()
+                    if loop.time() - recorded >= PACE_RECORD_S:
+                        recorded = loop.time()
+                        _record_pace(session)
 
             view.start()
             outer.start_soon(tick)
@@ -433,6 +438,7 @@ async def drive(
                 if handled:
                     loop.remove_signal_handler(signal.SIGINT)
                 view.stop()
+                _record_pace(session)
                 cancel_scope.cancel()
     note = session.ledger.overshoot_note()
     if note:
@@ -461,6 +467,14 @@ def _interrupted_detail(released: int, abandoned: int) -> str:
     if abandoned:
         parts.append(f"{abandoned} request(s) at the provider abandoned, counted as spent")
     return "; ".join(parts)
+
+
+def _record_pace(session: CallSession) -> None:
+    """What bound the session's pace most, and for what share of it ("limit 93%"), on the
+    run's row, where `halugen status` shows it (llm/binding.py)."""
+    summary = session.pool.gauge.summary()
+    if summary:
+        session.store.update_run(session.run_id, bound_by=summary)
 
 
 @contextlib.contextmanager

@@ -194,7 +194,7 @@ def resolve_endpoints(
     api_key: str | None,
     rpm: float | None,
     tpm: float | None,
-    concurrency: int,
+    concurrency: int | None,
     environ: Mapping[str, str] = os.environ,
     source: str = "--endpoint",
     keys_needed: bool = True,
@@ -243,7 +243,7 @@ def resolve_endpoints(
                 key_env=key_env,
                 rpm=None if limits["rpm"] is None else float(limits["rpm"]),
                 tpm=None if limits["tpm"] is None else float(limits["tpm"]),
-                concurrency=int(limits["concurrency"]),
+                concurrency=(None if limits["concurrency"] is None else int(limits["concurrency"])),
                 weight=float(limits["weight"]),
                 auth=auth,
             )

@@ -28,6 +28,7 @@ class FakeSnapshot:
     waiting: int = 3
     cooldown_s: float = 1.5
     rate_limited: int = 4
+    bound_by: str = "limit"
 
 
 class FakeStats(RunStats):
@@ -134,6 +135,7 @@ def test_render_shows_every_figure() -> None:
     assert "waiting 3" in out
     assert "cooldown 1.5s" in out
     assert "429s 4" in out
+    assert "bound by limit" in out  # what holds the pace (llm/binding.py)
     # 120 seeds in 60 s = 2/s; 500 - 120 resumed - 120 finished = 260 left -> 130 s
     assert "ETA 2m10s" in out
     # ledger spent (incl. in flight) + 260 seeds x ($0.012 / 120)
@@ -164,7 +166,7 @@ def test_plain_line_summarises_the_run() -> None:
     assert "5 bad records" in line and "120 already done" in line
     assert "| calls 360 ok 4 failed |" in line
     assert "$0.0163 spent ($0.004000 of it in flight), $4.9837 left" in line
-    assert "1,250 rpm 310,000 tpm" in line
+    assert "1,250 rpm 310,000 tpm, bound by limit" in line
     assert "ETA 2m10s, projected $0.0423" in line
     assert "\n" not in line
 

@@ -296,12 +296,10 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
         api_key=api_key,
         rpm=rpm,
         tpm=tpm,
-        concurrency=int(concurrency),
+        concurrency=None if concurrency is None else int(concurrency),
         source="--endpoint" if from_flags else f"{a._settings_file} [[endpoints]]",
         keys_needed=calls,
     )
-    if endpoints:  # the pipeline keeps as many calls in flight as the fleet can take
-        concurrency = sum(e.concurrency for e in endpoints)
     base_url = take("base_url")
     if calls:
         for url, key in [(e.url, e.api_key) for e in endpoints] or [(base_url, api_key)]:
@@ -321,7 +319,9 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
         price_in=take("price_in"),
         price_out=take("price_out"),
         price_card=take("price_card"),
-        rate=RateLimit(rpm=rpm, tpm=tpm, concurrency=int(concurrency)),
+        rate=RateLimit(
+            rpm=rpm, tpm=tpm, concurrency=None if concurrency is None else int(concurrency)
+        ),
         endpoints=endpoints,
         retry=RetryPolicy(
             max_attempts=int(take("max_attempts")),

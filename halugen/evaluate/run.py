@@ -23,6 +23,7 @@ from rich.console import Console
 
 from ..budget import format_usd
 from ..config import RunConfig
+from ..crew import crew_size, run_crew
 from ..errors import RunStopping, UsageError
 from ..llm.calls import CallFailure
 from ..llm.capabilities import JSON_SCHEMA, LOGPROBS, MODES
@@ -354,15 +355,16 @@ async def evaluate(
         session.stats.words.update(
             seeds="items", sampled="judged", rejected="invalid", acceptance="valid", per="per item"
         )
-        workers = max(1, cfg.run.rate.concurrency)
 
         async def pipeline() -> None:
             tx, rx = anyio.create_memory_object_stream[judge.EvalItem](16)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_feed, cfg, session, done, tx)
-                async with rx:
-                    for _ in range(workers):
-                        tg.start_soon(_worker, cfg, session, template, rx.clone(), again)
+                async with rx:  # workers as the endpoints take calls at once (halugen/crew.py)
+                    await run_crew(
+                        lambda: _worker(cfg, session, template, rx.clone(), again),
+                        lambda: crew_size(session.pool.wanted()),
+                    )
 
         try:
             status, message = await drive(

@@ -6,13 +6,26 @@ second (or serves one request at a time) is answered with 429s or a long queue. 
 answer decides the mode:
 
 - ``announced``: the server sends ``x-ratelimit-limit-*``. Its limits are what binds; the
-  limiter paces requests and tokens to them, and the cap opens to the maximum at once. Only a
-  timeout (a congestion signal) lowers the cap here; a 429 is the pacer's business.
+  limiter paces requests and tokens to them, and the cap follows what that pace needs: by
+  Little's law, a pace of ``r`` requests a second answered in ``L`` seconds keeps ``r * L``
+  requests in flight, so the cap is ``NEED_MARGIN * r * L + NEED_HEADROOM`` (``L`` a running
+  mean of the latency), up to the maximum. A run thus reaches its limit whatever the
+  latency: 30,000 requests/min answered in 5 s need 2,500 at once. Only a timeout (a
+  congestion signal) or an answer slower than half the attempt's timeout lowers the cap
+  below that; it then grows back by one per ``cap`` successes that found it full. A 429
+  is the pacer's business.
 - ``capacity``: the server announces nothing (vLLM, llama.cpp, Ollama). Its capacity is what
   binds, and the cap follows it. It grows by one per success while the cap is what holds
   requests back (TCP's slow start: doubling per round trip), and by one per ``cap`` successes
   once congestion was seen (additive increase). A 429 or a timeout halves it, once per burst:
-  answers to requests admitted before the last decrease say nothing new.
+  answers to requests admitted before the last decrease say nothing new. When the user gave
+  a pace (``--rpm``/``--tpm``), the cap never exceeds what that pace needs either.
+
+The maximum is ``-j`` when given. Without it, ``LIMITS_MAXIMUM`` when a pace is known (the
+server announced limits, or the user gave them) and ``CAPACITY_MAXIMUM`` when not: a server
+that announces nothing and answers fast keeps growing the cap until its queue reaches the
+latency tolerance (2,000 requests at once at 2,000 calls a second) without answering any
+faster, and each request in flight holds memory and a socket.
 
 Latency says when a server queues. Every success records how many requests were in flight when
 it was admitted (``k``) and its latency; by Little's law ``k / latency`` is the throughput the
@@ -42,7 +55,11 @@ import math
 __all__ = [
     "ANNOUNCED",
     "CAPACITY",
+    "CAPACITY_MAXIMUM",
     "KNEE_SHARE",
+    "LIMITS_MAXIMUM",
+    "NEED_HEADROOM",
+    "NEED_MARGIN",
     "PROBING",
     "QUEUE_TOLERANCE_S",
     "ConcurrencyControl",
@@ -60,6 +77,13 @@ SCALING_GAIN = 1.2  # throughput of a level over the one below that says "still 
 BRAKE_RATIO = 1.5  # a latency this many times the lowest level's ends slow start
 MIN_WEIGHT = 2.0  # samples a level needs before its throughput is trusted
 LEVEL_MEMORY = 32  # samples a level averages over: older ones fade as new ones come
+
+LIMITS_MAXIMUM = 4096  # default most in flight when a pace is known (bench/README.md)
+CAPACITY_MAXIMUM = 256  # default most in flight against a server that announces no limits
+NEED_MARGIN = 1.5  # in flight beyond pace x latency: latencies vary from request to request
+NEED_HEADROOM = 4  # and a few more, for small figures
+LATENCY_WEIGHT = 0.1  # of each new answer in the running mean of the latency
+_NO_BRAKE = 1 << 62  # ssthresh before any brake or decrease: slow start is not limited
 
 
 def level_of(k: int) -> int:
@@ -99,19 +123,48 @@ class _Level:
 class ConcurrencyControl:
     """The cap on requests in flight for one endpoint; see the module docstring."""
 
-    def __init__(self, maximum: int, *, deadline_s: float | None = None) -> None:
-        self.maximum = maximum
+    def __init__(
+        self,
+        maximum: int | None = None,
+        *,
+        deadline_s: float | None = None,
+        room: int | None = None,
+    ) -> None:
+        """``maximum``: most in flight (``-j``); None: automatic (see the module docstring).
+        ``room``: connections the open-file limit leaves for this endpoint (llm/sockets.py)."""
+        self.explicit = maximum
+        self.room = room
         self.deadline_s = deadline_s  # the attempt timeout: latency must stay well under it
         self.tolerance_s = QUEUE_TOLERANCE_S
         if deadline_s is not None:
             self.tolerance_s = min(QUEUE_TOLERANCE_S, deadline_s / 8)
         self.cap = 1
         self.mode = PROBING
-        self.ssthresh = maximum  # slow start (cap + 1 per success) below this
+        self.ssthresh = _NO_BRAKE  # slow start (cap + 1 per success) below this
+        self.pace_rps: float | None = None  # requests a second the known limits allow
+        self.latency_s: float | None = None  # running mean of the answers' latency
+        self._answered = False  # a success was seen (with or without its latency)
         self._successes = 0  # towards the next additive +1
         self._next_seq = 0
         self._epoch = 0  # first sequence number admitted after the last decrease
         self._levels: dict[int, _Level] = {}
+
+    @property
+    def maximum(self) -> int:
+        """The most in flight: ``-j``, else the automatic maximum for what is known; never
+        more than the room for connections."""
+        if self.explicit is not None:
+            most = self.explicit
+        else:
+            most = LIMITS_MAXIMUM if self.pace_rps is not None else CAPACITY_MAXIMUM
+        return most if self.room is None else max(1, min(most, self.room))
+
+    @property
+    def need(self) -> int | None:
+        """In flight that the known pace needs at the latency seen; None while either is unknown."""
+        if self.pace_rps is None or self.latency_s is None:
+            return None
+        return math.ceil(NEED_MARGIN * self.pace_rps * self.latency_s) + NEED_HEADROOM
 
     # -- events --------------------------------------------------------------------------------
 
@@ -125,8 +178,13 @@ class ConcurrencyControl:
         """The server announced rate limits: they bind, not its capacity."""
         if self.mode != ANNOUNCED:
             self.mode = ANNOUNCED
-            self.cap = max(self.cap, self.ssthresh)
             self._levels.clear()
+            self._settle()
+
+    def paced(self, rps: float | None) -> None:
+        """The known limits allow ``rps`` requests a second (None: no pace is known)."""
+        self.pace_rps = rps if rps is not None and rps > 0 and math.isfinite(rps) else None
+        self._settle()
 
     def success(
         self, seq: int | None, k: int = 0, latency: float = 0.0, *, binding: bool = True
@@ -138,21 +196,57 @@ class ConcurrencyControl:
         """
         if self.mode == PROBING:
             self.mode = CAPACITY
-        if self.mode == CAPACITY and seq is not None and k > 0 and latency > 0:
-            self._record(k, latency)
-            # the fit only acts on latency above the tolerance, or to undo a brake
-            if latency > self.tolerance_s or self.ssthresh < self.maximum:
-                self._fit()
-                self._keep_under_deadline(k, latency)
-        if not binding or self.cap >= self.maximum:
+        self._answered = True
+        if latency > 0:
+            last = self.latency_s
+            self.latency_s = latency if last is None else last + LATENCY_WEIGHT * (latency - last)
+        if seq is not None and k > 0 and latency > 0:
+            if self.mode == CAPACITY:
+                self._record(k, latency)
+                # the fit only acts on latency above the tolerance, or to undo a brake
+                if latency > self.tolerance_s or self.ssthresh != _NO_BRAKE:
+                    self._fit()
+            self._keep_under_deadline(k, latency)
+        if binding and self.cap < self.maximum:
+            self._grow()
+        self._settle()
+
+    def _grow(self) -> None:
+        if self.mode == ANNOUNCED:
+            if self.ssthresh == _NO_BRAKE:
+                return  # the pace decides (_settle)
+            # after congestion: the ceiling comes back by one per ``cap`` successes
+            self._successes += 1
+            if self._successes >= self.cap:
+                self._successes = 0
+                self.ssthresh += 1
+                if self.ssthresh >= self.maximum:
+                    self.ssthresh = _NO_BRAKE
             return
-        if self.mode == CAPACITY and self.cap < self.ssthresh:
+        if self.cap < self.ssthresh:
             self.cap += 1
             return
         self._successes += 1
         if self._successes >= self.cap:
             self._successes = 0
             self.cap += 1
+
+    def _settle(self) -> None:
+        """Keep the cap within the maximum and, when a pace is known, what it needs."""
+        if self.mode == PROBING:
+            return  # one request until the first answer
+        need = self.need
+        if self.mode == ANNOUNCED:
+            if not self._answered:
+                return  # the latency comes with the first answer's success, right after
+            # no need known (an answer without its latency, or no tokens seen yet under a
+            # tokens-only limit): up to the maximum
+            ceiling = min(self.maximum, self.ssthresh)
+            self.cap = max(1, ceiling if need is None else min(ceiling, need))
+            return
+        ceiling = self.maximum if need is None else min(self.maximum, need)
+        if self.cap > ceiling:
+            self.cap = max(1, ceiling)
 
     def rate_limited(self, seq: int | None) -> None:
         """A 429. Announced limits: the pacer slows down, the cap stays. Otherwise: halve."""
@@ -178,6 +272,7 @@ class ConcurrencyControl:
         self.ssthresh = self.cap
         self._successes = 0
         self._epoch = self._next_seq
+        self._settle()
 
     def _keep_under_deadline(self, k: int, latency: float) -> None:
         if self.deadline_s is None or latency <= self.deadline_s / 2:
@@ -216,7 +311,7 @@ class ConcurrencyControl:
         if knee == top:
             below = known.get(top - 1)
             if below is not None and known[top][0] >= SCALING_GAIN * below[0]:
-                self.ssthresh = self.maximum  # still scaling: a false brake is undone
+                self.ssthresh = _NO_BRAKE  # still scaling: a false brake is undone
             return
         # one more than the knee's top: a request waiting behind the server's slots hides the
         # round trip between an answer and the next request

@@ -30,8 +30,12 @@ in between, so nothing is paid for a request that then waits for something else.
   what it means for the cap.
 - the latency of every success, and timeouts seen when a slot ends in one (a
   ``RetryableError`` without an HTTP status, after the request may have been sent), feed the
-  concurrency controller: a server that announces no limits gets as many requests at once as
-  it can serve without queueing them.
+  concurrency controller (llm/capacity.py): with known limits the cap is what the pace needs
+  at that latency (requests a second x latency, with a margin), so a run reaches its limit
+  however slow the answers; a server that announces no limits gets as many requests at once
+  as it can serve without queueing them. The pace in requests a second is the requests/min
+  pace, or the tokens/min pace over the mean tokens a request was charged, whichever is
+  lower.
 
 ``ticket.counted(n)`` corrects the tokens charged at admission (a worst-case estimate) to what
 the server counted, so a tokens/min limit is used to 97% and not to the estimate's margin.
@@ -58,13 +62,16 @@ from dataclasses import dataclass
 
 from ..config import RateLimit
 from ..errors import CallTimeout, ConnectFailed, RetryableError, UsageError
-from .capacity import ANNOUNCED, ConcurrencyControl
+from .capacity import ANNOUNCED, PROBING, ConcurrencyControl
 from .pacing import Pacer
 from .retrying import header_number, retry_after_seconds
 
 __all__ = [
     "ADOPT_FRACTION",
+    "CAP",
     "DEFAULT_COOLDOWN_S",
+    "LIMIT",
+    "SERVER",
     "LimiterSnapshot",
     "RateLimiter",
     "Ticket",
@@ -74,6 +81,12 @@ __all__ = [
 
 ADOPT_FRACTION = 0.97  # share of a server-announced limit we aim for
 DEFAULT_COOLDOWN_S = 1.0  # pause after a 429 that carries no retry-after hint
+TOKENS_WEIGHT = 0.05  # of each request in the running mean of the tokens charged
+
+# What holds a request back (``RateLimiter.holding_back``)
+LIMIT = "limit"  # the provider's limits: the pace, a cooldown, or the cap the pace needs
+CAP = "cap"  # the concurrency cap at its maximum (-j)
+SERVER = "server"  # the cap the server's capacity allows, below the maximum
 
 # The ticket of the slot the current task holds, so that ``observe`` knows which request an
 # answer belongs to (when it started, how many were in flight, which burst it was part of).
@@ -90,6 +103,7 @@ class LimiterSnapshot:
     waiting: int
     cooldown_s: float  # seconds left of a server-imposed pause, 0 if none
     rate_limited: int  # 429s observed
+    bound_by: str = ""  # what binds the pace (llm/binding.py): limit, -j, server, CPU, or ""
 
 
 class Ticket:
@@ -127,24 +141,28 @@ class RateLimiter:
         timeout: float | None = None,
         freed: asyncio.Event | None = None,
         backlog: Callable[[], int] | None = None,
+        room: int | None = None,
     ) -> None:
         """``timeout``: seconds one attempt may take; the cap keeps latency well under it.
 
         ``freed`` and ``backlog`` are for a pool of endpoints: an event it shares among its
         limiters, and how many requests wait in its own queue (the cap only grows when it
-        holds requests back).
+        holds requests back). ``room``: the most connections this endpoint may hold open
+        (llm/sockets.py); the cap stays under it.
         """
         for name, value in (("rpm", rate.rpm), ("tpm", rate.tpm)):
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise UsageError(f"{name} must be a positive number, got {value!r}")
-        if rate.concurrency < 1:
+        if rate.concurrency is not None and rate.concurrency < 1:
             raise UsageError(f"concurrency must be at least 1, got {rate.concurrency!r}")
         self._user = {"requests": rate.rpm, "tokens": rate.tpm}
         self._rpm = rate.rpm  # the pace, per minute
         self._tpm = rate.tpm
         self._requests: Pacer | None = None  # made on first use, from the loop's clock
         self._tokens: Pacer | None = None
-        self._control = ConcurrencyControl(rate.concurrency, deadline_s=timeout)
+        self._control = ConcurrencyControl(rate.concurrency, deadline_s=timeout, room=room)
+        self._tokens_mean: float | None = None  # charged per request, after corrections
+        self._control.paced(self._pace_rps())
         self._in_flight = 0
         self._waiting = 0
         self._cooldown_until = -math.inf  # loop time
@@ -161,6 +179,10 @@ class RateLimiter:
         """Seconds until a request worth ``tokens`` could start; ``inf`` while the cap is full."""
         if self._in_flight >= self._control.cap:
             return math.inf
+        return self._paced_delay(tokens, now)
+
+    def _paced_delay(self, tokens: float, now: float) -> float:
+        """Seconds the limits (pace and cooldown) hold a request worth ``tokens`` back."""
         wait = self._cooldown_until - now
         requests, tokens_pacer = self._pacers(now)
         if requests is not None:
@@ -168,6 +190,18 @@ class RateLimiter:
         if tokens_pacer is not None and tokens > 0:
             wait = max(wait, tokens_pacer.delay(tokens, now))
         return max(0.0, wait)
+
+    def holding_back(self, tokens: int, now: float) -> str:
+        """What holds a request worth ``tokens`` back now: ``LIMIT``, ``CAP``, ``SERVER``, or
+        "" when it could start at once or the first answer is awaited (nothing known yet)."""
+        control = self._control
+        if control.mode == PROBING:
+            return ""
+        if self._in_flight >= control.cap:
+            if control.cap >= control.maximum:
+                return CAP
+            return LIMIT if control.mode == ANNOUNCED else SERVER
+        return LIMIT if self._paced_delay(tokens, now) > 0 else ""
 
     def start(self, tokens: int, now: float) -> Ticket:
         """Take a request slot worth ``tokens`` now (after ``delay`` said 0)."""
@@ -184,9 +218,22 @@ class RateLimiter:
     def finish(self, ticket: Ticket, error: BaseException | None = None) -> None:
         """The request of ``ticket`` is over (``error``: how it ended, if it failed)."""
         self._in_flight -= 1
+        if self._tpm is not None and ticket.charged > 0:
+            mean = self._tokens_mean
+            charged = ticket.charged
+            self._tokens_mean = charged if mean is None else mean + TOKENS_WEIGHT * (charged - mean)
         if error is not None and _congestion(error):
             self._control.congested(ticket.seq)
         self._freed.set()
+
+    def _pace_rps(self) -> float | None:
+        """Requests a second the known limits allow (None: no limit is known)."""
+        paces = []
+        if self._rpm is not None:
+            paces.append(self._rpm / 60.0)
+        if self._tpm is not None and self._tokens_mean:
+            paces.append(self._tpm / 60.0 / self._tokens_mean)
+        return min(paces) if paces else None
 
     def _pacers(self, now: float) -> tuple[Pacer | None, Pacer | None]:
         if self._requests is None and self._rpm is not None:
@@ -287,6 +334,7 @@ class RateLimiter:
                     share = min(1.0, pacer.capacity / limit)
                 self._cool_until(now + reset * share)
 
+        control.paced(self._pace_rps())
         ticket = _held.get()
         if ticket is not None and ticket._limiter is not self:
             ticket = None
@@ -300,7 +348,11 @@ class RateLimiter:
             if ticket is None:
                 control.success(None)
             else:
-                binding = self._backlog() > 0 or self._in_flight >= control.cap
+                # the cap binds when it is full, or when requests wait that the limits would
+                # let go (a pace that holds them back is not the cap's doing)
+                binding = self._in_flight >= control.cap or (
+                    self._backlog() > 0 and self._paced_delay(self._tokens_mean or 0, now) <= 0
+                )
                 control.success(seq, ticket.in_flight, now - ticket.started, binding=binding)
         elif status >= 500:
             control.server_error()
@@ -330,7 +382,7 @@ class RateLimiter:
         # Learned from an answer: a request already went (the probe), so the server's window
         # is not fresh; start empty rather than with one admission's worth.
         fresh = Pacer(per_minute, now)
-        fresh.level = 0.0
+        fresh.empty()
         return fresh
 
     def _cool_until(self, until: float) -> None:
@@ -350,6 +402,11 @@ class RateLimiter:
     @property
     def in_flight(self) -> int:
         return self._in_flight
+
+    @property
+    def cap(self) -> int:
+        """Requests this endpoint may have in flight now."""
+        return self._control.cap
 
     def snapshot(self) -> LimiterSnapshot:
         cooldown = 0.0

@@ -21,6 +21,14 @@ sent before it was taken out say nothing about it now and are not counted either
 that failed there is retried by the call runner, which sends it to another endpoint; a 401
 from one endpoint of several therefore does not stop the run (it does when it is the last
 one in rotation).
+
+Also measured here: how long the head of the queue waits and for what, which says what binds
+the run's pace (llm/binding.py); how many calls the endpoints could take at once (``wanted``),
+which the stages size their workers by (halugen/crew.py); and the room the open-file limit
+leaves for connections (llm/sockets.py), which caps the endpoints' concurrency.
+
+The first Ctrl-C releases the callers still waiting for a slot through the run's ``Outbox``
+(llm/outbox.py), which cancels their wait here: nothing of theirs is sent.
 """
 
 from __future__ import annotations
@@ -34,8 +42,11 @@ from dataclasses import dataclass, replace
 from ..config import Endpoint, RateLimit, Timeouts
 from ..errors import AuthError, ConnectFailed, FatalCallError, RetryableError
 from ..records import ChatRequest, ChatResult
+from .binding import LABELS, PaceGauge
+from .capacity import LIMITS_MAXIMUM
 from .client import ChatClient
-from .limiter import LimiterSnapshot, RateLimiter, Ticket, wait_for_change
+from .limiter import SERVER, LimiterSnapshot, RateLimiter, Ticket, wait_for_change
+from .sockets import connection_room
 from .transport import Transport
 
 __all__ = [
@@ -89,13 +100,16 @@ class EndpointPool:
         self._gate = asyncio.Lock()
         self._waiting = 0
         self._notify = notify or (lambda message: None)
+        self.gauge = PaceGauge()
+        rooms = self._rooms(endpoints)
         self.members: list[Member] = []
-        for endpoint in endpoints:
+        for endpoint, room in zip(endpoints, rooms, strict=True):
             limiter = RateLimiter(
                 RateLimit(rpm=endpoint.rpm, tpm=endpoint.tpm, concurrency=endpoint.concurrency),
                 timeout=timeouts.total,
                 freed=self._freed,
                 backlog=lambda: self._waiting,
+                room=room,
             )
             client = ChatClient(
                 base_url=endpoint.url,
@@ -107,6 +121,21 @@ class EndpointPool:
                 auth=endpoint.auth,
             )
             self.members.append(Member(endpoint, client, limiter))
+
+    def _rooms(self, endpoints: Sequence[Endpoint]) -> list[int | None]:
+        """Each endpoint's share of the connections the open-file limit leaves (None: all
+        it may want), with one line when that is fewer than the endpoints may want."""
+        wanted = [e.concurrency or LIMITS_MAXIMUM for e in endpoints]
+        total = sum(wanted)
+        room = connection_room(total)
+        if room >= total:
+            return [None] * len(endpoints)
+        shares = [max(1, w * room // total) for w in wanted]
+        self._notify(
+            f"at most {sum(shares):,} requests in flight: the open-file limit leaves room for "
+            f"{room:,} connections (raise it with ulimit -n to go further)"
+        )
+        return list(shares)
 
     @property
     def url(self) -> str:
@@ -135,6 +164,36 @@ class EndpointPool:
         async with self.slot(tokens) as attempt:
             return await attempt.send(request, body=body)
 
+    def wanted(self) -> int:
+        """How many calls the endpoints could take at once now: the sum of their caps (one
+        for an endpoint on trial, none for one out of rotation). Stages size their workers
+        by it (halugen/crew.py)."""
+        try:
+            now = asyncio.get_running_loop().time()
+        except RuntimeError:
+            now = -math.inf
+        total = 0
+        for member in self.members:
+            if member.down_until > now:
+                continue
+            total += 1 if member.trial else member.limiter.cap
+        return max(1, total)
+
+    def _holding_back(self, tokens: int, now: float) -> str:
+        """What the head of the queue waits for: the cause at the endpoint it waits on first
+        (LIMIT, CAP or SERVER; SERVER when every endpoint is out of rotation or on trial)."""
+        first: Member | None = None
+        soonest = math.inf
+        for member in self.members:
+            if member.down_until > now or (member.trial and member.limiter.in_flight > 0):
+                continue
+            delay = member.limiter.delay(tokens, now)
+            if first is None or delay < soonest:
+                first, soonest = member, delay
+        if first is None:
+            return SERVER
+        return first.limiter.holding_back(tokens, now)
+
     async def _admit(self, tokens: int, loop: asyncio.AbstractEventLoop) -> tuple[Member, Ticket]:
         while True:
             now = loop.time()
@@ -157,7 +216,9 @@ class EndpointPool:
                     best, best_load = member, load
             if best is not None:
                 return best, best.limiter.start(tokens, now)
+            cause = self._holding_back(tokens, now)
             await wait_for_change(self._freed, wait)
+            self.gauge.waited_for(cause, loop.time() - now)
 
     async def _send(
         self, member: Member, ticket: Ticket, request: ChatRequest, body: bytes
@@ -227,8 +288,9 @@ class EndpointPool:
     def snapshot(self) -> LimiterSnapshot:
         """The whole fleet as one limiter: limits, caps and counts summed."""
         snaps = [m.limiter.snapshot() for m in self.members]
+        bound_by = LABELS.get(self.gauge.verdict(), "")
         if len(snaps) == 1:  # waiters queue here, at the pool's gate
-            return replace(snaps[0], waiting=self._waiting)
+            return replace(snaps[0], waiting=self._waiting, bound_by=bound_by)
 
         def total(values: list[float | None]) -> float | None:
             known = [v for v in values if v is not None]
@@ -243,6 +305,7 @@ class EndpointPool:
             waiting=self._waiting,
             cooldown_s=min(s.cooldown_s for s in snaps),
             rate_limited=sum(s.rate_limited for s in snaps),
+            bound_by=bound_by,
         )
 
 

@@ -26,6 +26,7 @@ from rich.console import Console
 
 from ..budget import format_usd
 from ..config import RunConfig
+from ..crew import crew_size, run_crew
 from ..errors import RunStopping, UsageError
 from ..llm.calls import CallFailure
 from ..llm.capabilities import N_CHOICES
@@ -348,7 +349,6 @@ async def preselect(
             acceptance="scored",
             per="per query",
         )
-        workers = max(1, cfg.run.rate.concurrency)
         unscored: dict[str, int] = {}  # reason -> queries, this session
 
         async def pipeline() -> None:
@@ -358,10 +358,12 @@ async def preselect(
             )
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_feed, cfg, session, done, q_tx)
-                async with q_rx, r_tx:
-                    for _ in range(workers):
-                        tg.start_soon(_respond, cfg, session, q_rx.clone(), r_tx.clone())
                 tg.start_soon(_score, cfg, session, scorer, r_rx, unscored)
+                async with q_rx, r_tx:  # workers as the endpoints take calls (halugen/crew.py)
+                    await run_crew(
+                        lambda: _respond(cfg, session, q_rx.clone(), r_tx.clone()),
+                        lambda: crew_size(session.pool.wanted()),
+                    )
 
         status, message = await drive(session, pipeline, progress=cfg.run.progress, console=console)
         store.writer.flush_blocking()

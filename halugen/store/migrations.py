@@ -496,6 +496,12 @@ UPDATE endpoint_capabilities SET source = CASE
     ELSE 'flag' END;
 """
 
+# What bound the pace of the run's last session, and for what share of it ("limit 93%"):
+# the provider's limit, the concurrency cap (-j), the server's capacity or halugen's CPU.
+_RUN_BOUND_BY = """
+ALTER TABLE runs ADD COLUMN bound_by VARCHAR;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", ""),  # views only: see VIEWS
@@ -516,6 +522,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0017_task_folders", _TASK_FOLDERS),  # and extra_json in the samples view (VIEWS)
     ("0018_capability_source", _CAPABILITY_SOURCE),
     ("0019_usage_overshoot", ""),  # a view only: overshoots (VIEWS)
+    ("0020_run_bound_by", _RUN_BOUND_BY),
 )
 
 

@@ -29,7 +29,8 @@ def run_overview(store: Store) -> list[dict[str, Any]]:
                  WHERE p.run_id = r.run_id AND p.outcome IN ('pending', 'failed')) AS pending,
                round(s.spent_usd, 6) AS spent_usd,
                round(s.unsettled_usd, 6) AS unsettled_usd,
-               round(r.budget_pusd / 1e12, 6) AS budget_usd
+               round(r.budget_pusd / 1e12, 6) AS budget_usd,
+               r.bound_by
         FROM runs r JOIN run_spend s USING (run_id)
         ORDER BY r.created_at
     """,

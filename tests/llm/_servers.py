@@ -14,6 +14,7 @@ import random
 from dataclasses import dataclass, field
 
 from halugen.config import RateLimit
+from halugen.crew import crew_size, run_crew
 from halugen.errors import CallTimeout, RetryableError
 from halugen.llm.limiter import RateLimiter
 from halugen.simulate.limits import RateLimits
@@ -30,16 +31,26 @@ class Outcome:
     last_ok: float = -math.inf
     elapsed: float = 0.0
     caps: list[int] = field(default_factory=list)  # the cap after every answer
+    most_in_flight: int = 0  # requests in flight at once, at most
+    admitted: list[tuple[float, int]] = field(default_factory=list)  # (when, tokens) of each ok
 
     @property
     def share_429(self) -> float:
         return self.rate_limited / self.attempts if self.attempts else 0.0
 
     def per_minute(self, what: str = "requests") -> float:
-        """Server-side rate of admitted requests (or tokens) between the first and last."""
-        span = self.last_ok - self.first_ok
-        count = self.ok if what == "requests" else self.ok_tokens
-        return count / span * 60.0 if span > 0 else 0.0
+        """Server-side rate of admitted requests (or tokens), after the first answer.
+
+        The first request goes alone (the probe) and the rest only once it is answered, so
+        the rate runs from the second admission to the last; half of the amounts at either
+        end count, as a pace that pays after sending and one that pays before would.
+        """
+        steady = sorted(self.admitted)[1:]
+        if len(steady) < 2:
+            return 0.0
+        span = steady[-1][0] - steady[0][0]
+        amounts = [1 if what == "requests" else n for _, n in steady]
+        return (sum(amounts) - (amounts[0] + amounts[-1]) / 2) / span * 60.0
 
 
 async def backoff(attempt: int, rng: random.Random) -> None:
@@ -75,8 +86,11 @@ async def quantised_run(
             for attempt in range(12):
                 out.attempts += 1
                 async with limiter.slot(int(prompt_tokens * margin) + max_out) as ticket:
+                    out.most_in_flight = max(out.most_in_flight, limiter.in_flight)
                     await asyncio.sleep(rng.uniform(0, jitter))  # on the way to the server
                     admission = server.admit(prompt_tokens + max_out)
+                    if admission.ok:
+                        out.admitted.append((loop.time(), prompt_tokens + max_out))
                     await asyncio.sleep(latency if admission.ok else 0.002)
                     headers = dict(admission.headers)
                     if not admission.ok:
@@ -94,7 +108,8 @@ async def quantised_run(
                 out.rate_limited += 1
                 await backoff(attempt, rng)
 
-    await asyncio.gather(*(worker() for _ in range(2 * user.concurrency)))
+    # as many workers as the cap wants, as a run's stages have (halugen/crew.py)
+    await run_crew(worker, lambda: crew_size(limiter.cap))
     return out
 
 
@@ -130,7 +145,7 @@ async def capacity_run(
     server: FifoServer,
     *,
     calls: int,
-    concurrency: int = 64,
+    concurrency: int | None = None,
     timeout: float = 300.0,
     max_attempts: int = 8,
     seed: int = 5,
@@ -150,6 +165,7 @@ async def capacity_run(
                 out.attempts += 1
                 try:
                     async with limiter.slot(100):
+                        out.most_in_flight = max(out.most_in_flight, limiter.in_flight)
                         try:
                             async with asyncio.timeout(timeout):
                                 await server.request()
@@ -165,6 +181,6 @@ async def capacity_run(
                 out.ok += 1
                 break
 
-    await asyncio.gather(*(worker() for _ in range(2 * concurrency)))
+    await run_crew(worker, lambda: crew_size(limiter.cap))
     out.elapsed = loop.time() - started
     return out

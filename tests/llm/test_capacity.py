@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from halugen.llm.capacity import (
     ANNOUNCED,
     CAPACITY,
+    CAPACITY_MAXIMUM,
+    LIMITS_MAXIMUM,
+    NEED_HEADROOM,
+    NEED_MARGIN,
     PROBING,
     QUEUE_TOLERANCE_S,
     ConcurrencyControl,
@@ -49,7 +55,9 @@ def test_levels_are_half_octaves() -> None:
 def test_one_request_until_the_first_answer_then_the_mode_decides() -> None:
     control = ConcurrencyControl(64)
     assert (control.mode, control.cap) == (PROBING, 1)
-    control.announced()
+    control.announced()  # the headers of the first answer; its latency comes next
+    assert (control.mode, control.cap) == (ANNOUNCED, 1)
+    control.success(None)  # an answer without a latency: no need known, open to the maximum
     assert (control.mode, control.cap) == (ANNOUNCED, 64)
 
     control = ConcurrencyControl(64)
@@ -83,6 +91,7 @@ def test_429_halves_in_capacity_mode_once_per_burst_and_growth_is_then_additive(
 def test_announced_limits_leave_the_cap_to_timeouts() -> None:
     control = ConcurrencyControl(64)
     control.announced()
+    control.success(None)
     control.rate_limited(control.admitted())
     assert control.cap == 64  # a 429 is the pacer's business there
     control.congested(control.admitted())
@@ -147,3 +156,74 @@ def test_a_success_slower_than_half_the_deadline_brings_the_cap_down_in_proporti
     assert control.cap == 12
     control.success(control.admitted(), 12, 4.0)  # under half the deadline: left alone
     assert control.cap >= 12
+
+
+# -- with known limits the cap follows what the pace needs ---------------------------------------
+
+
+def need(rps: float, latency: float) -> int:
+    return math.ceil(NEED_MARGIN * rps * latency) + NEED_HEADROOM
+
+
+def test_with_announced_limits_the_cap_is_what_the_pace_needs_at_the_latency_seen() -> None:
+    control = ConcurrencyControl()  # no -j: automatic
+    control.paced(500.0)  # 30,000 requests/min
+    control.announced()
+    assert control.cap == 1  # until the first answer says how long answers take
+    control.success(control.admitted(), 1, 5.0)
+    assert control.cap == need(500.0, 5.0) > 64
+    assert control.maximum == LIMITS_MAXIMUM
+    for _ in range(200):  # answers get faster: the cap comes down with the need
+        control.success(control.admitted(), control.cap, 1.0)
+    assert control.cap == pytest.approx(need(500.0, 1.0), abs=2)
+    control.paced(50.0)  # the headers announce a lower limit
+    assert control.cap == pytest.approx(need(50.0, 1.0), abs=1)
+
+
+def test_j_caps_what_the_pace_needs() -> None:
+    control = ConcurrencyControl(100)
+    control.paced(500.0)
+    control.announced()
+    control.success(control.admitted(), 1, 5.0)
+    assert control.cap == 100
+
+
+def test_the_automatic_maximum_depends_on_whether_a_pace_is_known() -> None:
+    control = ConcurrencyControl()
+    assert control.maximum == CAPACITY_MAXIMUM
+    control.paced(10.0)
+    assert control.maximum == LIMITS_MAXIMUM
+    control.paced(None)
+    assert control.maximum == CAPACITY_MAXIMUM
+    assert ConcurrencyControl(7).maximum == 7
+    assert ConcurrencyControl(room=300).maximum == CAPACITY_MAXIMUM
+    assert ConcurrencyControl(5000, room=300).maximum == 300  # the open-file limit's room
+
+
+def test_after_a_timeout_the_cap_grows_back_to_the_need_one_per_cap_successes() -> None:
+    control = ConcurrencyControl()
+    control.paced(20.0)
+    control.announced()
+    control.success(control.admitted(), 1, 2.0)
+    full = need(20.0, 2.0)
+    assert control.cap == full
+    control.congested(control.admitted())
+    assert control.cap == full // 2
+    caps: list[int] = []
+    while control.cap < full and len(caps) < 10_000:
+        control.success(control.admitted(), control.cap, 2.0)  # the halved cap is full
+        caps.append(control.cap)
+    assert control.cap == full
+    assert caps.count(full // 2) == full // 2 - 1  # the cap-th success adds one
+    control.success(control.admitted(), control.cap, 2.0)
+    assert control.cap == full  # and no further than the need
+
+
+def test_a_users_pace_bounds_the_capacity_cap_too() -> None:
+    control = ConcurrencyControl()
+    control.paced(2.0)  # --rpm 120 against a server that announces nothing
+    for _ in range(300):
+        k = control.cap
+        control.success(control.admitted(), k, 0.5)  # a server with room
+    assert control.mode == CAPACITY
+    assert control.cap == need(2.0, 0.5)

@@ -12,6 +12,7 @@ import pytest
 
 from halugen.config import RateLimit
 from halugen.errors import CallTimeout, ConnectFailed, RetryableError, UsageError
+from halugen.llm.capacity import CAPACITY_MAXIMUM
 from halugen.llm.limiter import (
     ADOPT_FRACTION,
     DEFAULT_COOLDOWN_S,
@@ -30,9 +31,11 @@ def now() -> float:
 
 
 def opened(rate: RateLimit, **kw: object) -> RateLimiter:
-    """A limiter past its first answer, as from a server that announces limits: full cap."""
+    """A limiter past its first answer, as from a server that announces limits, with no
+    latency measured (so no need for the pace): the cap is open to the maximum."""
     limiter = RateLimiter(rate, **kw)  # type: ignore[arg-type]
     limiter._control.announced()  # what observing x-ratelimit-limit-* does, without a pace
+    limiter._control.success(None)  # an answer without its latency
     return limiter
 
 
@@ -387,6 +390,29 @@ def test_requests_bound_run_against_a_quantised_account(
     assert out.per_minute("requests") >= 0.95 * 1200
 
 
+@pytest.mark.parametrize("latency", [2.0, 5.0])
+def test_known_limits_with_long_answers_get_as_many_in_flight_as_the_pace_needs(
+    latency: float,
+) -> None:
+    # 6,000 requests/min answered in 5 s need 500 in flight: the old cap of 64 reached 13%
+    rpm = 6000
+    out = run_virtual(quantised_run(rpm=rpm, calls=6000, latency=latency, jitter=0.05))
+    needed = rpm / 60 * latency
+    assert out.ok == 6000
+    assert out.share_429 <= 0.01
+    assert out.most_in_flight > 64
+    assert needed * 0.9 <= out.most_in_flight <= needed * 2
+    assert out.per_minute("requests") >= 0.95 * rpm
+
+
+def test_a_lower_j_caps_what_long_answers_need() -> None:
+    out = run_virtual(
+        quantised_run(rpm=6000, user=RateLimit(concurrency=100), calls=1500, latency=5.0)
+    )
+    assert out.most_in_flight == 100
+    assert out.per_minute("requests") <= 100 / 5.0 * 60 * 1.1  # about 1,200 of the 6,000
+
+
 @pytest.mark.parametrize("quantum_s", [1.0, 60.0])
 @pytest.mark.parametrize("user_tpm", [None, 10**8])
 def test_tokens_bound_run_against_a_quantised_account(
@@ -400,6 +426,20 @@ def test_tokens_bound_run_against_a_quantised_account(
     assert out.per_minute("tokens") >= 0.95 * 300_000
 
 
+def test_prompts_longer_than_the_providers_second_are_never_refused() -> None:
+    # 120,000 tokens/min quantised to 1 s holds 2,000 tokens; many summarization prompts are
+    # larger and are admitted only when that bucket is full. Paying a debt back to a tenth of
+    # a second alone sent them early (429s); the pacer's one-second window does not.
+    out = run_virtual(
+        quantised_run(
+            rpm=100_000, tpm=120_000, calls=300, prompt=(900, 3300), margin=1.07, latency=0.3
+        )
+    )
+    assert out.ok == 300
+    assert out.rate_limited == 0
+    assert out.per_minute("tokens") >= 0.95 * 120_000
+
+
 def test_prompts_longer_than_a_quantum_still_get_95_percent_of_the_tokens() -> None:
     # 60,000 tpm quantised to 1 s holds 1,000 tokens; every request is larger
     out = run_virtual(quantised_run(rpm=100_000, tpm=60_000, calls=400))
@@ -408,19 +448,22 @@ def test_prompts_longer_than_a_quantum_still_get_95_percent_of_the_tokens() -> N
     assert out.per_minute("tokens") >= 0.95 * 60_000
 
 
+@pytest.mark.parametrize("concurrency", [None, 4096])
 @pytest.mark.parametrize(
     ("service", "timeout"),
     [(10.0, 300.0), (0.25, 5.0), (1.0, 5.0)],
 )
 def test_a_one_at_a_time_server_at_the_default_settings_never_times_out(
-    service: float, timeout: float
+    service: float, timeout: float, concurrency: int | None
 ) -> None:
-    # concurrency 64 into one slot: without adaptation the queue reaches 64 x service, which
-    # is past the timeout in every case here, and the retries make it longer still
+    # the default (256 without announced limits) or -j 4096 into one slot: without
+    # adaptation the queue would reach that many x service, past the timeout in every case
+    # here, and the retries make it longer still
     calls = 60
     server = FifoServer(capacity=1, service=service)
-    out = run_virtual(capacity_run(server, calls=calls, concurrency=64, timeout=timeout))
+    out = run_virtual(capacity_run(server, calls=calls, concurrency=concurrency, timeout=timeout))
     assert out.ok == calls
+    assert out.most_in_flight <= 8  # never flooded
     assert out.timeouts == 0
     assert out.attempts == calls
     assert server.served == calls
@@ -436,10 +479,10 @@ def test_a_server_with_a_few_slots_is_kept_busy_without_a_long_queue() -> None:
 
 
 def test_a_server_with_room_gets_the_whole_concurrency() -> None:
-    server = FifoServer(capacity=256, service=3.0, spread=0.5)
+    server = FifoServer(capacity=1024, service=3.0, spread=0.5)
     out = run_virtual(capacity_run(server, calls=2000, timeout=300.0))
     assert out.timeouts == 0
-    assert out.caps[-1] == 64
+    assert out.caps[-1] == CAPACITY_MAXIMUM  # the default most without announced limits
 
 
 # -- cooldowns -----------------------------------------------------------------------------------

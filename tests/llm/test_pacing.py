@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 import pytest
 
 from halugen.llm.pacing import BURST_S, Pacer
+from halugen.simulate.limits import RateLimits
 
 
 def spend(pacer: Pacer, amount: float, count: int, start: float = 0.0) -> list[float]:
@@ -71,3 +73,35 @@ def test_lowering_the_rate_keeps_the_debt_and_drops_the_credit() -> None:
     assert lower.delay(1, 0.0) == pytest.approx(0.2 + 0.2)  # same time owed, then 1 at 5/s
     higher = Pacer(600, 0.0).retuned(1200, 0.0)
     assert higher.level == pytest.approx(2.0)  # the full threshold, scaled up
+
+
+def test_what_the_pacer_admits_a_quantised_provider_admits_whatever_the_sizes_and_pauses() -> None:
+    # The simulator's account enforces 120,000 tokens/min over one second (2,000 tokens);
+    # it admits a request larger than that only when its bucket is full. Idle spells fill
+    # both buckets; a pacer that only kept a tenth of a second then sent the next long
+    # prompt before the provider's bucket was full again.
+    rng = random.Random(7)
+    clock = [0.0]
+    provider = RateLimits(None, 120_000, lambda: clock[0], quantum_s=1.0)
+    pacer = Pacer(120_000 * 0.97, 0.0)
+    now, refused = 0.0, 0
+    for _ in range(3000):
+        if rng.random() < 0.1:
+            now += rng.uniform(0.0, 3.0)  # nothing to send for a while
+        amount = rng.randint(50, 3500)
+        now += pacer.delay(amount, now)
+        pacer.take(amount, now)
+        clock[0] = now
+        refused += not provider.admit(amount).ok
+    assert refused == 0
+
+
+def test_a_long_prompt_after_an_idle_spell_waits_for_a_full_window() -> None:
+    pacer = Pacer(60_000, 0.0)  # 1,000 a second: a window of 1,000, a threshold of 100
+    assert pacer.window == pytest.approx(1_000)
+    pacer.take(3_000, 100.0)  # after a long idle spell: both buckets were full
+    assert pacer.window_level == pytest.approx(-2_000)
+    # the next long prompt waits until the window is full again (3 s), not only until the
+    # tenth-of-a-second bucket is paid back and holds its threshold (2.9 s)
+    assert pacer.delay(2_500, 100.0) == pytest.approx(3.0)
+    assert pacer.delay(50, 100.0) == pytest.approx(2.85)  # a short one: the debt and its 50

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections import Counter
 from collections.abc import Mapping
 
 import pytest
 
 from halugen.config import Endpoint, Timeouts
+from halugen.crew import crew_size, run_crew
 from halugen.errors import AuthError, ConnectFailed, RetryableError
+from halugen.llm.capacity import NEED_HEADROOM, NEED_MARGIN
 from halugen.llm.pool import FAILURES_IN_A_ROW, OUT_OF_ROTATION_S, EndpointPool
 from halugen.llm.transport import HandlerTransport, HttpResponse
 from halugen.records import ChatRequest
@@ -44,6 +47,9 @@ class Fleet:
             raise ConnectFailed("cannot connect: refused", billed_maybe=False)
         self.sent[host] += 1
         return await HandlerTransport(self.sims[host].handle).post(url, headers, body, timeouts)
+
+    async def get(self, url: str, headers: Mapping[str, str], timeouts: Timeouts) -> HttpResponse:
+        return HttpResponse(404, {}, b"{}")
 
     async def aclose(self) -> None:
         return None
@@ -239,3 +245,91 @@ def test_the_snapshot_counts_the_pools_waiters_and_sums_the_fleet() -> None:
     assert (single.in_flight, single.waiting) == (1, 4)  # type: ignore[attr-defined]
     assert fleet.max_concurrency == 12  # type: ignore[attr-defined]
     assert fleet.rpm_limit == pytest.approx(600 * 0.97)  # type: ignore[attr-defined]
+
+
+# -- concurrency that follows the limits, and what binds the pace ----------------------------------
+
+
+async def drive(pool: EndpointPool, calls: int) -> tuple[int, list[str]]:
+    """``calls`` calls with workers as the stages have them (halugen/crew.py); returns the
+    most in flight at once and what bound the pace, read once a second."""
+    todo = iter(range(calls))
+    peak = 0
+    verdicts: list[str] = []
+
+    async def worker() -> None:
+        nonlocal peak
+        for i in todo:
+            req = request(i)
+            async with pool.slot(100) as attempt:
+                peak = max(peak, sum(m.limiter.in_flight for m in pool.members))
+                await attempt.send(req, body=pool.body(req))
+
+    async def watch() -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            verdicts.append(pool.snapshot().bound_by)
+
+    watcher = asyncio.create_task(watch())
+    await run_crew(worker, lambda: crew_size(pool.wanted()))
+    watcher.cancel()
+    return peak, verdicts
+
+
+def quantised(rpm: float, latency_ms: float) -> Simulator:
+    clock = asyncio.get_running_loop().time
+    return Simulator(SimConfig(rpm=rpm, quantum_s=1.0, latency_ms=latency_ms, clock=clock))
+
+
+def test_known_limits_and_long_answers_take_as_many_in_flight_as_the_limit_needs() -> None:
+    # 6,000 requests/min answered in 5 s need 500 in flight; 64 at once reached 13%
+    async def main() -> tuple[int, list[str], dict]:
+        fleet = Fleet(a=quantised(6000, 5000))
+        pool = pool_of(fleet, Endpoint(url="http://a/v1"))
+        peak, verdicts = await drive(pool, 4000)
+        return peak, verdicts, fleet.sims["a"].stats(keys=False)
+
+    peak, verdicts, stats = run_virtual(main())
+    assert stats["rate_limited"] == 0
+    assert 450 <= peak <= 1000  # 500 needed
+    steady = verdicts[10:-10]  # past the first answer and the ramp, before the tail
+    assert steady and all(v == "limit" for v in steady), verdicts
+
+
+def test_a_lower_j_binds_and_is_reported_as_binding() -> None:
+    async def main() -> tuple[int, list[str]]:
+        pool = pool_of(Fleet(a=quantised(6000, 5000)), Endpoint(url="http://a/v1", concurrency=100))
+        return await drive(pool, 1500)
+
+    peak, verdicts = run_virtual(main())
+    assert peak == 100
+    steady = verdicts[10:-10]
+    assert steady and all(v == "-j" for v in steady), verdicts
+
+
+def test_a_one_slot_server_is_not_flooded_and_its_capacity_is_reported_as_binding() -> None:
+    async def main() -> tuple[int, list[str], dict]:
+        fleet = Fleet(a=Simulator(SimConfig(capacity=1, honour_n=False, latency_ms=250)))
+        pool = pool_of(fleet, Endpoint(url="http://a/v1"))
+        peak, verdicts = await drive(pool, 120)
+        return peak, verdicts, fleet.sims["a"].stats(keys=False)
+
+    peak, verdicts, stats = run_virtual(main())
+    assert peak <= 12  # slow start stops once 250 ms answers queue past a second
+    assert stats["abandoned"] == 0 and stats["requests"] == 120
+    steady = verdicts[5:-5]
+    assert steady and all(v == "server" for v in steady), verdicts
+
+
+def test_the_workers_follow_the_caps() -> None:
+    async def main() -> tuple[int, int]:
+        fleet = Fleet(a=quantised(6000, 5000), b=quantised(600, 5000))
+        pool = pool_of(fleet, Endpoint(url="http://a/v1"), Endpoint(url="http://b/v1"))
+        before = pool.wanted()  # both probing: one each
+        await drive(pool, 200)
+        return before, pool.wanted()
+
+    before, after = run_virtual(main())
+    assert before == 2
+    needs = [math.ceil(NEED_MARGIN * rpm * 0.97 / 60 * 5.0) + NEED_HEADROOM for rpm in (6000, 600)]
+    assert after == pytest.approx(sum(needs), abs=20)
