@@ -1,8 +1,9 @@
 """Automatic prompt caching, the way OpenAI describes it, for the simulator's answers and bill.
 
-What the provider documents (OpenAI's "Prompt caching" guide and the "Prompt Caching 101"
-and "Prompt Caching 201" cookbooks, read on 2026-12-02; Microsoft's Azure OpenAI page on
-prompt caching for the in-memory retention wording):
+What the provider documents (read on 2026-12-02: OpenAI's "Prompt caching" guide,
+developers.openai.com/api/docs/guides/prompt-caching; the cookbooks "Prompt Caching 101" and
+"Prompt Caching 201", cookbook.openai.com/examples/prompt_caching101 and ..._201; the flex
+processing guide; Microsoft's Azure OpenAI prompt caching page for the retention wording):
 
 - caching is automatic, for prompts of 1,024 tokens or more; a hit is an exact match of the
   request's opening, counted in steps of 128 tokens (1,024, 1,152, 1,280, ...), reported in
