@@ -1,13 +1,13 @@
 """Money: budget parsing, price cards, and the in-memory ledger that enforces the budget.
 
 Amounts are integers of picodollars (1e-12 USD) so sums are exact: a price of $0.0375 per
-million tokens is 37,500 pUSD per token.
+million tokens is 37,500 pUSD per token. The durable side of the ledger (reservation rows
+committed before a request leaves) lives in the store; this object decides what fits.
 
 A price card (``budgets/*.toml``) gives per model the prices of input, cached input and
 output tokens, and may describe the provider's prompt caching (``[caching]``: ``CacheRules``)
 and cheaper service tiers (``[models."m".tiers.flex]``: ``TierPrice``). Those two only
-inform ``halugen estimate``; the budget always reserves the uncached worst case. The durable side of the ledger (reservation rows
-committed before a request leaves) lives in the store; this object decides what fits.
+inform ``halugen estimate``; the budget always reserves the uncached worst case.
 
 Reserve -> settle / release / consume:
     reserve(amount)   waits (first come, first served) until amount fits under the budget
