@@ -80,7 +80,13 @@ def add_parsers(sub: Any) -> None:
 
 
 def status_tables(store: Any) -> list[TableData]:
-    from ..store.queries import rejection_reasons, run_overview, stage_costs
+    from ..store.queries import (
+        cost_per_sample,
+        rejection_reasons,
+        run_overview,
+        seed_waste,
+        stage_costs,
+    )
 
     runs = run_overview(store)
     if not runs:
@@ -100,6 +106,29 @@ def status_tables(store: Any) -> list[TableData]:
     if rejected:
         rows = [list(r.values()) for r in rejected]
         tables.append(TableData("Rejections", list(rejected[0]), rows, name="rejections"))
+    per_sample = [r for r in cost_per_sample(store) if r["cost_usd"] or r["tokens_in"]]
+    if per_sample:
+        tables.append(
+            TableData(
+                "Cost per accepted sample",
+                list(per_sample[0]),
+                [list(r.values()) for r in per_sample],
+                name="cost_per_sample",
+                caption="cache_pct: share of the billed prompt tokens the provider served from "
+                "its prompt cache; saved_usd: what that saved at the run's prices",
+            )
+        )
+    waste = seed_waste(store)
+    if waste:
+        tables.append(
+            TableData(
+                "Spent on seeds without a sample",
+                list(waste[0]),
+                [list(r.values()) for r in waste],
+                name="seed_waste",
+                caption="call failures and unfinished seeds are tried again by a resume",
+            )
+        )
     return tables
 
 
