@@ -86,8 +86,8 @@ def add_parsers(sub: Any) -> None:
         type=float,
         default=86400.0,
         metavar="SECONDS",
-        help='prompt_cache_retention "24h": kept this long (OpenAI: 24 hours, for the '
-        "GPT-5 family and gpt-4.1)",
+        help='prompt_cache_retention "24h": kept this long (OpenAI: 24 hours, for gpt-5, '
+        "gpt-5.x and gpt-4.1)",
     )
     cache.add_argument(
         "--cache-batch",

@@ -16,7 +16,7 @@ processing guide; Microsoft's Azure OpenAI prompt caching page for the retention
   caches), and more than ~15 requests a minute for one prefix and key overflow to further
   machines, each of which misses once;
 - in-memory retention: a prefix stays cached 5 to 10 minutes after its last use, an hour at
-  most; extended retention (``prompt_cache_retention: "24h"``, for the GPT-5 family and
+  most; extended retention (``prompt_cache_retention: "24h"``, for gpt-5, gpt-5.x and
   gpt-4.1) keeps it up to 24 hours;
 - models: gpt-4o and newer (Chat Completions and Responses); the Batch API gives cached
   input only for the GPT-5 family and later ("pre-GPT-5 models are not supported", Prompt
