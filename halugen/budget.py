@@ -125,12 +125,20 @@ class TierPrice:
     cached_input: int
 
     def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> int:
-        cached = min(cached_tokens, prompt_tokens)
-        return (
-            (prompt_tokens - cached) * self.input
-            + cached * self.cached_input
-            + completion_tokens * self.output
-        )
+        return _cost(self, prompt_tokens, completion_tokens, cached_tokens)
+
+
+def _cost(
+    price: TierPrice | ModelPrice, prompt_tokens: int, completion_tokens: int, cached_tokens: int
+) -> int:
+    """Picodollars for these tokens: cached prompt tokens at the cached price (never more of
+    them than the prompt has), the rest of the prompt at the input price."""
+    cached = min(cached_tokens, prompt_tokens)
+    return (
+        (prompt_tokens - cached) * price.input
+        + cached * price.cached_input
+        + completion_tokens * price.output
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,12 +190,7 @@ class ModelPrice:
         )
 
     def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> int:
-        cached = min(cached_tokens, prompt_tokens)
-        return (
-            (prompt_tokens - cached) * self.input
-            + cached * self.cached_input
-            + completion_tokens * self.output
-        )
+        return _cost(self, prompt_tokens, completion_tokens, cached_tokens)
 
     def as_record(self) -> dict[str, object]:
         per_m = 1_000_000 / PUSD_PER_USD

@@ -106,29 +106,24 @@ def status_tables(store: Any) -> list[TableData]:
     if rejected:
         rows = [list(r.values()) for r in rejected]
         tables.append(TableData("Rejections", list(rejected[0]), rows, name="rejections"))
-    per_sample = [r for r in cost_per_sample(store) if r["cost_usd"] or r["tokens_in"]]
-    if per_sample:
-        tables.append(
-            TableData(
-                "Cost per accepted sample",
-                list(per_sample[0]),
-                [list(r.values()) for r in per_sample],
-                name="cost_per_sample",
-                caption="cache_pct: share of the billed prompt tokens the provider served from "
-                "its prompt cache; saved_usd: what that saved at the run's prices",
-            )
-        )
-    waste = seed_waste(store)
-    if waste:
-        tables.append(
-            TableData(
-                "Spent on seeds without a sample",
-                list(waste[0]),
-                [list(r.values()) for r in waste],
-                name="seed_waste",
-                caption="call failures and unfinished seeds are tried again by a resume",
-            )
-        )
+    for title, name, found, caption in (
+        (
+            "Cost per accepted sample",
+            "cost_per_sample",
+            [r for r in cost_per_sample(store) if r["cost_usd"] or r["tokens_in"]],
+            "cache_pct: share of the billed prompt tokens the provider served from its prompt "
+            "cache; saved_usd: what that saved at the run's prices",
+        ),
+        (
+            "Spent on seeds without a sample",
+            "seed_waste",
+            seed_waste(store),
+            "call failures and unfinished seeds are tried again by a resume",
+        ),
+    ):
+        if found:
+            values = [list(r.values()) for r in found]
+            tables.append(TableData(title, list(found[0]), values, name=name, caption=caption))
     return tables
 
 

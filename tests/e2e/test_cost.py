@@ -22,32 +22,16 @@ from rich.console import Console
 
 from halugen.budget import PUSD_PER_USD, format_usd
 from halugen.cli import main
-from halugen.config import BatchOptions, RateLimit, RetryPolicy, RunConfig, Timeouts
+from halugen.config import BatchOptions, RetryPolicy
 from halugen.engine import generate
 from halugen.simulate import CacheConfig
 from tests.batch.support import in_process, seeds_file
+from tests.e2e.test_generate import config
 from tests.simulate._support import FakeClock
 
 CACHE = CacheConfig(min_tokens=64, step_tokens=16)
 # the openai card's gpt-4o-mini: the simulator bills what the card says
 PRICE_IN, PRICE_CACHED = 0.15, 0.075
-
-
-def config(base_url: str, seeds: Path, db: Path, **kw: Any) -> RunConfig:
-    values: dict[str, Any] = dict(
-        tasks=("qa",),
-        seeds=(str(seeds),),
-        model="gpt-4o-mini",
-        base_url=base_url,
-        api_key="test-key",
-        db=db,
-        rate=RateLimit(concurrency=8),
-        retry=RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.02),
-        timeouts=Timeouts(total=5.0, read=5.0),
-        progress=False,
-    )
-    values.update(kw)
-    return RunConfig(**values)
 
 
 def query(db: Path, sql: str, params: list[Any] | None = None) -> list[tuple]:
