@@ -233,16 +233,23 @@ class PrefixCache:
                 entry.used = now
                 return
             del self._extended[digest]
-        entry = self._memory.pop(digest, None)
-        if entry is None or now - entry.used >= cfg.idle_s or now - entry.created >= cfg.max_s:
+        memory = self._memory
+        entry = memory.get(digest)
+        if entry is not None and now - entry.used < cfg.idle_s and now - entry.created < cfg.max_s:
+            entry.used = now
+            if not extended:
+                memory.move_to_end(digest)  # the most recently used, last
+                return
+            del memory[digest]
+        else:
+            memory.pop(digest, None)
             entry = _Entry(now)  # cached afresh: its hour starts again
-        entry.used = now
         if extended:  # asked to keep it longer: it moves to the 24-hour store
             self._extended[digest] = entry
         else:
-            self._memory[digest] = entry
-        while len(self._memory) + len(self._extended) > self.config.max_entries:
-            store = self._memory if self._memory else self._extended
+            memory[digest] = entry
+        while len(memory) + len(self._extended) > cfg.max_entries:
+            store = memory if memory else self._extended
             store.popitem(last=False)
             self.evicted += 1
 
@@ -311,18 +318,27 @@ def prefix_digests(
     i = 0
     for role, content in zip(roles, contents, strict=True):
         data = content.encode("utf-8", "surrogatepass")
+        view = memoryview(data)
         span = PER_MESSAGE_TOKENS + -(-len(data) // BYTES_PER_TOKEN)
         tag = b"\x00" + role.encode("utf-8", "surrogatepass") + b"\x00"
-        while i < len(lengths) and lengths[i] <= pos + span:
-            k = lengths[i] - pos  # tokens of this message inside the prefix
+        while i < len(lengths) and lengths[i] <= pos + PER_MESSAGE_TOKENS:  # in its framing
             part = h.copy()
-            if k <= PER_MESSAGE_TOKENS:
-                part.update(tag + b"f%d" % k)  # its framing only
-            else:
-                part.update(tag + b"c" + data[: (k - PER_MESSAGE_TOKENS) * BYTES_PER_TOKEN])
+            part.update(tag + b"f%d" % (lengths[i] - pos))
             out.append(part.digest())
             i += 1
-        h.update(tag + b"c" + data + b"\x00" + len(data).to_bytes(8, "big"))
+        # the content is hashed once, a digest taken at each length that ends inside it
+        running = h.copy()
+        running.update(tag + b"c")
+        fed = 0
+        while i < len(lengths) and lengths[i] <= pos + span:
+            cut = (lengths[i] - pos - PER_MESSAGE_TOKENS) * BYTES_PER_TOKEN
+            running.update(view[fed:cut])
+            fed = cut
+            out.append(running.copy().digest())
+            i += 1
+        running.update(view[fed:])
+        running.update(b"\x00" + len(data).to_bytes(8, "big"))
+        h = running
         pos += span
     while i < len(lengths) and lengths[i] <= pos + PER_REQUEST_TOKENS:  # the reply's priming
         part = h.copy()
