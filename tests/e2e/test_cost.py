@@ -107,11 +107,7 @@ def test_a_resumed_run_is_cached_as_the_provider_still_holds_its_prefixes(
     seeds = hotpot_file(12)
 
     def session(limit: int) -> tuple[Any, int]:
-        (before,) = (
-            query(db, "SELECT COALESCE(max(call_id), 0) FROM call_log")[0]
-            if (db.exists())
-            else [(0,)]
-        )
+        before = query(db, "SELECT max(call_id) FROM call_log")[0][0] if db.exists() else 0
         out = anyio.run(lambda: generate(config(sim.base_url, seeds, db, limit=limit)))
         assert out.status == "done", out.message
         return out, before
