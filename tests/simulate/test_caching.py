@@ -254,3 +254,28 @@ def test_batch_lines_are_cached_only_where_the_provider_does_it(
         + batch["completion_tokens"] * 2.0
     ) / 1e6
     assert batch["billed_usd"] == pytest.approx(full / 2, rel=1e-12)  # half price, cache too
+
+
+def test_simulate_command_flags_set_the_cache(monkeypatch) -> None:
+    import halugen.simulate
+    from halugen.cli import main
+
+    seen: list[SimConfig] = []
+    monkeypatch.setattr(halugen.simulate, "run_server", lambda config, *a, **k: seen.append(config))
+    flags = ["--cache-min-tokens", "256", "--cache-step-tokens", "32", "--cache-idle-s", "600"]
+    flags += ["--cache-max-s", "1800", "--cache-extended-s", "7200", "--cache-batch", "yes"]
+    assert main(["simulate", *flags, "--cache-route-rpm", "15", "--price-cached", "0.02"]) == 0
+    assert main(["simulate", "--no-cache"]) == 0
+    on, off = seen
+    assert on.cache == CacheConfig(
+        min_tokens=256,
+        step_tokens=32,
+        idle_s=600.0,
+        max_s=1800.0,
+        extended_s=7200.0,
+        batch=True,
+        route_rpm=15.0,
+    )
+    assert on.cached_price == 0.02
+    assert not off.cache.enabled and off.cached_price == off.price_in / 2
+    assert main(["simulate", "--cache-idle-s", "0"]) == 2  # a usage error, one line
