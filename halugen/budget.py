@@ -4,6 +4,11 @@ Amounts are integers of picodollars (1e-12 USD) so sums are exact: a price of $0
 million tokens is 37,500 pUSD per token. The durable side of the ledger (reservation rows
 committed before a request leaves) lives in the store; this object decides what fits.
 
+A price card (``budgets/*.toml``) gives per model the prices of input, cached input and
+output tokens, and may describe the provider's prompt caching (``[caching]``: ``CacheRules``)
+and cheaper service tiers (``[models."m".tiers.flex]``: ``TierPrice``). Those two only
+inform ``halugen estimate``; the budget always reserves the uncached worst case.
+
 Reserve -> settle / release / consume:
     reserve(amount)   waits (first come, first served) until amount fits under the budget
                       counting what is spent and what is reserved by calls in flight; raises
@@ -28,7 +33,7 @@ import re
 import tomllib
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
@@ -37,11 +42,13 @@ from .resources import data_dir
 
 __all__ = [
     "PUSD_PER_USD",
+    "CacheRules",
     "Ledger",
     "ModelPrice",
     "PriceCard",
     "PromptMargin",
     "Reservation",
+    "TierPrice",
     "find_price",
     "format_usd",
     "load_price_cards",
@@ -85,6 +92,63 @@ def format_usd(pusd: int | None) -> str:
     return f"${usd:.6f}"
 
 
+def _per_token(usd_per_million: float) -> int:
+    return int(Decimal(str(usd_per_million)) * PUSD_PER_USD / 1_000_000)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheRules:
+    """A provider's automatic prompt caching, as its price card describes it.
+
+    A request whose first tokens were sent recently (by a request of the same model) gets
+    them from cache, billed at the cached-input price, from ``min_tokens`` on and in whole
+    steps of ``step_tokens``. A prefix stays cached ``idle_s`` after its last use and
+    ``max_s`` at most (``extended_s`` when the request asks for extended retention);
+    ``batch``: the Batch API gives cached input too (a model's card entry may say otherwise).
+    """
+
+    min_tokens: int = 1024
+    step_tokens: int = 128
+    idle_s: float = 300.0
+    max_s: float = 3600.0
+    extended_s: float | None = None
+    batch: bool = False
+    source: str = ""
+    date: str = ""
+
+    def cacheable(self, shared: int) -> int:
+        """Tokens served from cache when a request's first ``shared`` tokens were cached."""
+        if shared < self.min_tokens:
+            return 0
+        return self.min_tokens + (shared - self.min_tokens) // self.step_tokens * self.step_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class TierPrice:
+    """A cheaper service tier of a model (e.g. OpenAI's flex), in picodollars per token."""
+
+    name: str
+    input: int
+    output: int
+    cached_input: int
+
+    def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> int:
+        return _cost(self, prompt_tokens, completion_tokens, cached_tokens)
+
+
+def _cost(
+    price: TierPrice | ModelPrice, prompt_tokens: int, completion_tokens: int, cached_tokens: int
+) -> int:
+    """Picodollars for these tokens: cached prompt tokens at the cached price (never more of
+    them than the prompt has), the rest of the prompt at the input price."""
+    cached = min(cached_tokens, prompt_tokens)
+    return (
+        (prompt_tokens - cached) * price.input
+        + cached * price.cached_input
+        + completion_tokens * price.output
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ModelPrice:
     """Prices of one model, in picodollars per token."""
@@ -98,6 +162,22 @@ class ModelPrice:
     batch_discount: float = 0.0
     card: str = ""  # where the price came from: card name, or "command line"
     date: str = ""  # when the card's prices were checked
+    caching: CacheRules | None = None  # the provider's prompt caching (None: not described)
+    batch_caching: bool | None = None  # batch lines get cached input (None: as the card says)
+    tiers: tuple[TierPrice, ...] = ()  # cheaper service tiers the card lists
+
+    @property
+    def caches(self) -> bool:
+        """Does the provider serve this model's repeated openings at a cheaper price?"""
+        return self.caching is not None and self.cached_input < self.input
+
+    @property
+    def batch_caches(self) -> bool:
+        """Do the provider's batch lines of this model get the cached-input price?"""
+        if not self.caches:
+            return False
+        assert self.caching is not None
+        return self.caching.batch if self.batch_caching is None else self.batch_caching
 
     @classmethod
     def per_million(
@@ -108,25 +188,17 @@ class ModelPrice:
         cached_input_usd: float | None = None,
         **kw: object,
     ) -> ModelPrice:
-        def conv(x: float) -> int:
-            return int(Decimal(str(x)) * PUSD_PER_USD / 1_000_000)
-
         cached = input_usd if cached_input_usd is None else cached_input_usd
         return cls(
             model=model,
-            input=conv(input_usd),
-            output=conv(output_usd),
-            cached_input=conv(cached),
+            input=_per_token(input_usd),
+            output=_per_token(output_usd),
+            cached_input=_per_token(cached),
             **kw,  # type: ignore[arg-type]
         )
 
     def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> int:
-        cached = min(cached_tokens, prompt_tokens)
-        return (
-            (prompt_tokens - cached) * self.input
-            + cached * self.cached_input
-            + completion_tokens * self.output
-        )
+        return _cost(self, prompt_tokens, completion_tokens, cached_tokens)
 
     def as_record(self) -> dict[str, object]:
         per_m = 1_000_000 / PUSD_PER_USD
@@ -140,6 +212,9 @@ class ModelPrice:
             "batch_discount": self.batch_discount,
             "card": self.card,
             "date": self.date,
+            # what the card says of prompt caching (the ledger prices cached tokens from usage)
+            "cache_min_tokens": self.caching.min_tokens if self.caches and self.caching else None,
+            "batch_caching": self.batch_caches,
         }
 
 
@@ -150,6 +225,7 @@ class PriceCard:
     models: dict[str, ModelPrice]
     aliases: dict[str, str] = field(default_factory=dict)
     source: str = ""
+    caching: CacheRules | None = None  # the provider's prompt caching, when the card says
 
     def lookup(self, model: str) -> ModelPrice | None:
         name = self.aliases.get(model, model)
@@ -167,17 +243,71 @@ class PriceCard:
 
 
 def _renamed(price: ModelPrice, model: str) -> ModelPrice:
-    return ModelPrice(
-        model=model,
-        input=price.input,
-        output=price.output,
-        cached_input=price.cached_input,
-        tokenizer=price.tokenizer,
-        context_window=price.context_window,
-        batch_discount=price.batch_discount,
-        card=price.card,
-        date=price.date,
-    )
+    return replace(price, model=model)
+
+
+def _cache_rules(path: Path, data: object) -> CacheRules | None:
+    """The card's ``[caching]`` table (None when it has none)."""
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise ConfigError(f"price card {path}: [caching] must be a table")
+    try:
+        rules = CacheRules(
+            min_tokens=int(data.get("min_prefix_tokens", 1024)),
+            step_tokens=int(data.get("increment_tokens", 128)),
+            idle_s=float(data.get("idle_retention_s", 300.0)),
+            max_s=float(data.get("max_retention_s", 3600.0)),
+            extended_s=(
+                float(data["extended_retention_s"]) if "extended_retention_s" in data else None
+            ),
+            batch=_flag(data.get("batch", False)),
+            source=str(data.get("source", "")),
+            date=str(data.get("date", "")),
+        )
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"price card {path}: [caching] needs whole numbers of tokens, seconds and a true/"
+            f"false batch: {exc}"
+        ) from None
+    if rules.min_tokens < 1 or rules.step_tokens < 1:
+        raise ConfigError(
+            f"price card {path}: [caching] min_prefix_tokens and increment_tokens must be "
+            "at least 1"
+        )
+    return rules
+
+
+def _flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{value!r} is not true or false")
+    return value
+
+
+def _tiers(path: Path, model: str, data: object) -> tuple[TierPrice, ...]:
+    """A model's ``tiers`` table: name -> input / cached_input / output USD per million."""
+    if data is None:
+        return ()
+    if not isinstance(data, dict):
+        raise ConfigError(f"price card {path}: model {model!r}: tiers must be a table")
+    tiers = []
+    for name, spec in data.items():
+        try:
+            cached = spec.get("cached_input", spec["input"])
+            tiers.append(
+                TierPrice(
+                    name=str(name),
+                    input=_per_token(float(spec["input"])),
+                    output=_per_token(float(spec["output"])),
+                    cached_input=_per_token(float(cached)),
+                )
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(
+                f"price card {path}: model {model!r}, tier {name!r} needs numeric input and "
+                f"output prices (USD per million tokens): {exc}"
+            ) from None
+    return tuple(tiers)
 
 
 def _load_card(path: Path) -> PriceCard:
@@ -190,9 +320,18 @@ def _load_card(path: Path) -> PriceCard:
     if not date:
         raise ConfigError(f"price card {path} has no 'date' of its prices")
     discount = float(data.get("batch_discount", 0.0))
+    caching = _cache_rules(path, data.get("caching"))
     models: dict[str, ModelPrice] = {}
     aliases: dict[str, str] = {}
     for model, spec in (data.get("models") or {}).items():
+        if not isinstance(spec, dict):
+            raise ConfigError(f"price card {path}: [models.{model!r}] must be a table")
+        batch_caching = spec.get("batch_caching")
+        if batch_caching is not None and not isinstance(batch_caching, bool):
+            raise ConfigError(
+                f"price card {path}: model {model!r}: batch_caching must be true or false"
+            )
+        tiers = _tiers(path, model, spec.get("tiers"))
         try:
             models[model] = ModelPrice.per_million(
                 model,
@@ -204,6 +343,9 @@ def _load_card(path: Path) -> PriceCard:
                 batch_discount=float(spec.get("batch_discount", discount)),
                 card=name,
                 date=date,
+                caching=caching,
+                batch_caching=batch_caching,
+                tiers=tiers,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(
@@ -213,7 +355,12 @@ def _load_card(path: Path) -> PriceCard:
         for alias in spec.get("aliases", []):
             aliases[str(alias)] = model
     return PriceCard(
-        name=name, date=date, models=models, aliases=aliases, source=str(data.get("source", ""))
+        name=name,
+        date=date,
+        models=models,
+        aliases=aliases,
+        source=str(data.get("source", "")),
+        caching=caching,
     )
 
 

@@ -1,20 +1,52 @@
-"""Projected cost of a generation run, from the seeds and prompts alone (no calls)."""
+"""Projected cost of a generation run, from the seeds and prompts alone (no calls).
+
+What a run is expected to cost, in each way the provider can bill it (``TaskEstimate.modes``):
+interactive, interactive with prompt caching, the Batch API (with caching where the card
+says batches get it), and the card's cheaper service tiers (e.g. flex, with caching), for
+the whole run and per 1,000 accepted samples; beside the most it can cost, which is what
+the budget reserves (every call at ``max_tokens``, nothing cached).
+
+How the expected cache share is computed (``expected_cached``): the provider caches the
+opening of a request that an earlier request of the same model sent. Every request of a
+template starts with the same text: the template's messages up to its first ``{{field}}``
+(``fixed_opening``), counted with the model's tokenizer, framing tokens included (one token
+less where a field follows in the same message: the join may tokenise differently). From
+the card's rules (``CacheRules``: 1,024 tokens at least, then whole steps of 128 at OpenAI)
+that opening is served from cache on every request of the template but the first; nothing
+from the seed's own text is counted, even where two requests happen to share it. This
+assumes the run keeps each opening warm (a request of the template at least every few
+minutes, the card's ``idle_retention_s``): any run of more than a handful of requests a
+minute does. A fast run may also spill one opening over several of the provider's machines
+(OpenAI: past ~15 requests a minute per opening and ``prompt_cache_key``); each of those
+misses once, a few requests in thousands, which this leaves out.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .budget import ModelPrice
 from .config import RunConfig
+from .prompts import PER_MESSAGE_TOKENS, Template
 from .records import Seed
 from .seeds import read_seeds
 from .stages.context import LoadedTask
-from .tokens import get_counter
+from .tokens import TokenCounter, get_counter
 
-__all__ = ["TaskEstimate", "estimate_task"]
+__all__ = ["CostMode", "TaskEstimate", "estimate_task", "expected_cached", "fixed_opening"]
 
 _PATTERN_LINE_TOKENS = 8  # "Pattern: factualness\nAnswer: " around the answer itself
 _JUDGE_REPLY_TOKENS = 4  # "Choice: 2"
+
+
+@dataclass(frozen=True)
+class CostMode:
+    """One way to pay for the run: its expected cost for the whole run."""
+
+    name: str  # interactive | interactive, cached | batch | batch, cached | flex, cached | ...
+    cost_pusd: int
+    cached_tokens: int  # prompt tokens expected from the provider's cache in this mode
+    note: str = ""
 
 
 @dataclass
@@ -29,6 +61,35 @@ class TaskEstimate:
     cost_typical_pusd: int = 0
     cost_max_pusd: int = 0
     tokens_exact: bool = True
+    # prompt caching: per template, its requests and the tokens of its fixed opening
+    openings: dict[str, tuple[int, int]] = field(default_factory=dict)
+    cached_tokens: int = 0  # expected from the provider's cache over the run (0: no caching)
+    modes: list[CostMode] = field(default_factory=list)
+
+    @property
+    def cache_share(self) -> float:
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+
+def fixed_opening(template: Template, counter: TokenCounter) -> int:
+    """Tokens every request of ``template`` starts with: its messages up to the first field."""
+    total = 0
+    for _, segs in template.parts:
+        total += PER_MESSAGE_TOKENS
+        for seg in segs:
+            if isinstance(seg, tuple):
+                return max(0, total - 1)  # the static text's last token may join the field's
+            total += counter.count_static(seg)
+    return total
+
+
+def expected_cached(price: ModelPrice, openings: dict[str, tuple[int, int]]) -> int:
+    """Prompt tokens expected from the provider's cache: per template, its opening's
+    cacheable part on every request but the first (0 when the card knows no caching)."""
+    if not price.caches or price.caching is None:
+        return 0
+    rules = price.caching
+    return sum(max(0, n - 1) * rules.cacheable(tokens) for n, tokens in openings.values())
 
 
 def estimate_task(
@@ -62,6 +123,33 @@ def estimate_task(
         est.output_tokens_typical += min(_JUDGE_REPLY_TOKENS, cfg.judge.max_tokens)
         est.output_tokens_max += cfg.judge.max_tokens
         est.calls += 1
+    for template in (*task.sample_templates, task.filter_template):
+        # a template used twice in a task (it is not, today) shares one opening
+        n, _ = est.openings.get(template.name, (0, 0))
+        est.openings[template.name] = (n + est.seeds, fixed_opening(template, counter))
+    est.cached_tokens = expected_cached(price, est.openings)
     est.cost_typical_pusd = price.cost(est.prompt_tokens, est.output_tokens_typical)
     est.cost_max_pusd = price.cost(est.prompt_tokens, est.output_tokens_max)
+    est.modes = cost_modes(price, est.prompt_tokens, est.output_tokens_typical, est.cached_tokens)
     return est
+
+
+def cost_modes(price: ModelPrice, prompt: int, output: int, cached: int) -> list[CostMode]:
+    """The run's expected cost in each way the card says the provider bills it."""
+    from .batch.jobs import batch_cost  # the batch price as batch mode settles it
+
+    modes = [CostMode("interactive", price.cost(prompt, output), 0, "nothing cached")]
+    if price.caches:
+        modes.append(CostMode("interactive, cached", price.cost(prompt, output, cached), cached))
+    if price.batch_discount:
+        if price.batch_caches:
+            cost = batch_cost(price, price.cost(prompt, output, cached))
+            modes.append(CostMode("batch, cached", cost, cached))
+        else:
+            note = "the provider does not cache batch lines of this model" if price.caches else ""
+            modes.append(CostMode("batch", batch_cost(price, price.cost(prompt, output)), 0, note))
+    for tier in price.tiers:
+        tier_cached = cached if price.caches else 0
+        name = f"{tier.name}, cached" if tier_cached else tier.name
+        modes.append(CostMode(name, tier.cost(prompt, output, tier_cached), tier_cached))
+    return modes

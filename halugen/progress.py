@@ -21,7 +21,12 @@ Definitions used for the figures (all per session unless said otherwise):
 - ETA = seeds left / (finished / time since ``stats.started_at``);
 - projected total = money spent by the run so far (the ledger, cumulative across resumes)
   + seeds left x (this session's cost / seeds finished this session). On a fresh run this is
-  the session's cost per seed times the total.
+  the session's cost per seed times the total;
+- cache = the share of this session's billed prompt tokens the provider served from its
+  prompt cache (``usage.prompt_tokens_details.cached_tokens``), and saved = what those tokens
+  would have cost more at the full input price (the batch price for batch lines);
+- per sample (a stage's row) = what the stage spent this session / samples the task accepted
+  this session, so a task's stages add up to its "per accepted sample".
 """
 
 from __future__ import annotations
@@ -181,6 +186,11 @@ class _Figures:
         sampled = self.sampled
         return format_usd(self.totals.cost_pusd // sampled) if sampled > 0 else _NONE
 
+    def stage_per_sample(self, task: str | None, s: StageStats) -> str:
+        """A row's "spent" over the samples its task (or, for the total, the run) accepted."""
+        sampled = self.sampled if task is None else self.stats.sampled.get(task, 0)
+        return format_usd(s.spent_pusd // sampled) if sampled > 0 else _NONE
+
     def money_style(self) -> str:
         if self.exhausted:
             return "bold red"
@@ -287,6 +297,7 @@ class ProgressView:
         if not f.tasks and self._batches is None:
             lines.append(Text("no seeds yet", style="dim"))
         lines.append(self._money_line(f))
+        lines.append(self._cache_line(f))
         lines.append(self._rate_line(f))
         lines.append(self._outlook_line(f))
         title = f"halugen run {f.stats.run_id}" if f.stats.run_id else "halugen run"
@@ -332,6 +343,18 @@ class ProgressView:
         line.append(f"  budget {format_usd(f.budget)}")
         if f.exhausted:
             line.append("  budget exhausted", style="bold red")
+        return line
+
+    def _cache_line(self, f: _Figures) -> Text:
+        t = f.totals
+        line = Text("cache")
+        _pairs(
+            line,
+            (
+                ("input served from cache", _pct(t.cached_input_tokens, t.prompt_tokens)),
+                ("saved", format_usd(t.cache_saved_pusd)),
+            ),
+        )
         return line
 
     def _rate_line(self, f: _Figures) -> Text:
@@ -382,13 +405,18 @@ class ProgressView:
             "tokens in",
             "tokens out",
             "spent",
+            "cache",
+            "saved",
+            "per sample",
         ):
             table.add_column(name, justify="right")
         for (task, stage), s in f.rows:
-            table.add_row(task, stage, *_cells(s))
+            table.add_row(task, stage, *_cells(s), f.stage_per_sample(task, s))
         if len(f.rows) > 1:
             table.add_section()
-            table.add_row("total", "", *_cells(f.totals), style="bold")
+            table.add_row(
+                "total", "", *_cells(f.totals), f.stage_per_sample(None, f.totals), style="bold"
+            )
         return table
 
     def plain_line(self) -> str:
@@ -417,6 +445,12 @@ class ProgressView:
         money = f"{format_usd(f.spent)} spent ({format_usd(f.reserved)} of it in flight), "
         money += "unlimited budget" if f.budget is None else f"{format_usd(f.remaining)} left"
         parts.append(money)
+        t = f.totals
+        if t.cached_input_tokens:
+            parts.append(
+                f"cache {_pct(t.cached_input_tokens, t.prompt_tokens)} of input, "
+                f"saved {format_usd(t.cache_saved_pusd)}"
+            )
         rates = f"{_int(f.rpm)} rpm {_int(f.tpm)} tpm"
         if f.snap.bound_by:
             rates += f", bound by {f.snap.bound_by}"
@@ -513,4 +547,6 @@ def _cells(s: StageStats) -> list[str]:
         _int(s.prompt_tokens),
         _int(s.completion_tokens),
         format_usd(s.spent_pusd),
+        _pct(s.cached_input_tokens, s.prompt_tokens),
+        format_usd(s.cache_saved_pusd),
     ]

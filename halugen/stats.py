@@ -24,6 +24,10 @@ class StageStats:
     completion_tokens: int = 0
     cost_pusd: int = 0  # settled and consumed (what the ledger has closed)
     reserved_pusd: int = 0  # reservations of calls in flight (counted as spent until settled)
+    # the provider's prompt cache: prompt tokens it served from cache (of prompt_tokens), and
+    # what they would have cost more at the full input price
+    cached_input_tokens: int = 0
+    cache_saved_pusd: int = 0
 
     @property
     def spent_pusd(self) -> int:
@@ -105,6 +109,8 @@ class RunStats:
             out.completion_tokens += s.completion_tokens
             out.cost_pusd += s.cost_pusd
             out.reserved_pusd += s.reserved_pusd
+            out.cached_input_tokens += s.cached_input_tokens
+            out.cache_saved_pusd += s.cache_saved_pusd
         return out
 
     def finished_seeds(self, task: str | None = None) -> int:

@@ -265,3 +265,78 @@ def test_the_first_call_alone_waits_the_others_until_it_is_answered():
 
     # a fails (no usage learned), so b calibrates alone; c goes once b is answered
     assert run_virtual(main()) == ["a:alone", "b:alone", "c:with others"]
+
+
+def test_cards_describe_prompt_caching_batch_caching_and_service_tiers(tmp_path):
+    card = tmp_path / "prov.toml"
+    card.write_text(
+        'date = "2026-12-02"\nbatch_discount = 0.5\n'
+        "[caching]\nmin_prefix_tokens = 512\nincrement_tokens = 64\nidle_retention_s = 600\n"
+        'batch = false\nsource = "https://example.org/caching"\ndate = "2026-12-01"\n'
+        '[models."a"]\ninput = 1.0\ncached_input = 0.1\noutput = 4.0\nbatch_caching = true\n'
+        '[models."a".tiers.flex]\ninput = 0.5\ncached_input = 0.05\noutput = 2.0\n'
+        '[models."b"]\ninput = 1.0\ncached_input = 0.5\noutput = 4.0\n'
+        '[models."c"]\ninput = 1.0\noutput = 4.0\n'
+    )
+    a = find_price("a", card=str(card))
+    b = find_price("b", card=str(card))
+    c = find_price("c", card=str(card))
+    assert a is not None and b is not None and c is not None
+    rules = a.caching
+    assert rules is not None and (rules.min_tokens, rules.step_tokens, rules.idle_s) == (
+        512,
+        64,
+        600.0,
+    )
+    assert rules.source == "https://example.org/caching" and rules.date == "2026-12-01"
+    # hits start at the minimum and grow in whole steps
+    assert [rules.cacheable(n) for n in (511, 512, 575, 576, 700)] == [0, 512, 512, 576, 640]
+    assert a.caches and a.batch_caches  # the model says its batch lines are cached
+    assert b.caches and not b.batch_caches  # the card's default: not in batches
+    assert not c.caches and not c.batch_caches  # no cached price: no discount to expect
+    (flex,) = a.tiers
+    assert flex.name == "flex"
+    assert flex.cost(10**6, 10**6, 10**6) == (5 + 200) * PUSD_PER_USD // 100  # $0.05 + $2
+    assert a.as_record()["batch_caching"] is True and a.as_record()["cache_min_tokens"] == 512
+
+
+def test_cards_without_caching_still_load_and_expect_no_cache(tmp_path):
+    card = tmp_path / "old.toml"
+    card.write_text(
+        'date = "2025-01-01"\n[models."m"]\ninput = 1.0\ncached_input = 0.5\noutput = 2\n'
+    )
+    price = find_price("m", card=str(card))
+    assert price is not None and price.caching is None and not price.caches and not price.tiers
+    openai = {c.name: c for c in load_price_cards()}["openai"]
+    assert openai.caching is not None and openai.caching.min_tokens == 1024
+    assert openai.caching.step_tokens == 128 and openai.caching.date and openai.caching.source
+    for model in ("gpt-5", "gpt-5-mini", "gpt-5-nano"):  # the Batch API caches GPT-5 models
+        price = openai.lookup(model)
+        assert price is not None and price.batch_caches, model
+        (flex,) = price.tiers  # flex: Batch API rates, cached input included
+        assert flex.input * 2 == price.input and flex.cached_input * 2 == price.cached_input
+    for model in ("gpt-4o-mini", "gpt-4.1-mini"):
+        price = openai.lookup(model)
+        assert price is not None and price.caches and not price.batch_caches, model
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("[caching]\nmin_prefix_tokens = 0\n", "at least 1"),
+        ('[caching]\nincrement_tokens = "many"\n', "[caching]"),
+        ('[caching]\nbatch = "yes"\n', "[caching]"),
+        ("caching = 3\n", "must be a table"),
+        ('[models."m"]\ninput = 1\noutput = 2\nbatch_caching = 1\n', "batch_caching"),
+        ('[models."m"]\ninput = 1\noutput = 2\n[models."m".tiers.flex]\ninput = 1\n', "tier"),
+    ],
+)
+def test_bad_caching_entries_are_one_line_errors_naming_the_card(tmp_path, text, says):
+    from halugen.errors import ConfigError
+
+    card = tmp_path / "bad.toml"
+    card.write_text('date = "2026-01-01"\n' + text)
+    with pytest.raises(ConfigError) as info:
+        find_price("m", card=str(card))
+    message = str(info.value)
+    assert str(card) in message and says in message and "\n" not in message

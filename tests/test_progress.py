@@ -75,6 +75,8 @@ def busy_stats() -> FakeStats:
     samp = stats.stage("qa", "sample")
     samp.done, samp.in_flight, samp.failed, samp.cached, samp.retries = 260, 6, 3, 17, 9
     samp.prompt_tokens, samp.completion_tokens, samp.cost_pusd = 123_456, 54_321, usd(0.0080)
+    # half the sampling prompts' tokens came from the provider's prompt cache
+    samp.cached_input_tokens, samp.cache_saved_pusd = 61_728, usd(0.0046)
     return stats
 
 
@@ -141,6 +143,9 @@ def test_render_shows_every_figure() -> None:
     # ledger spent (incl. in flight) + 260 seeds x ($0.012 / 120)
     assert "projected total $0.0423" in out
     assert "elapsed 1m00s" in out
+    # the provider's prompt cache: 61,728 of 163,456 prompt tokens, and what it saved
+    assert "input served from cache 37.8%" in out
+    assert "saved $0.004600" in out
 
 
 def test_table_rows_sorted_by_task_then_stage_with_totals() -> None:
@@ -153,10 +158,19 @@ def test_table_rows_sorted_by_task_then_stage_with_totals() -> None:
     keyed = [r[:2] for r in rows if r[0] in {"qa", "dialogue"}]
     assert keyed == [["dialogue", "sample"], ["qa", "sample"], ["qa", "filter"], ["qa", "annotate"]]
     sample = next(r for r in rows if r[:2] == ["qa", "sample"])
-    # done, in flight, failed, cached, retries, tokens in, tokens out, spent
-    assert sample[2:] == ["260", "6", "3", "17", "9", "123,456", "54,321", "$0.008000"]
+    # done, in flight, failed, cached, retries, tokens in, tokens out, spent, cache (share
+    # of input), saved, per sample (spent / 98 accepted samples)
+    assert sample[2:] == [
+        "260", "6", "3", "17", "9", "123,456", "54,321", "$0.008000", "50.0%", "$0.004600",
+        "$0.000082",
+    ]  # fmt: skip
+    filt = next(r for r in rows if r[:2] == ["qa", "filter"])
+    assert filt[-3:] == ["0.0%", "$0", "$0.000041"]  # $0.004 / 98
     total = next(r for r in rows if r[0] == "total")
-    assert total[1:] == ["363", "10", "4", "17", "11", "163,456", "55,221", "$0.0120"]
+    assert total[1:] == [
+        "363", "10", "4", "17", "11", "163,456", "55,221", "$0.0120", "37.8%", "$0.004600",
+        "$0.000122",
+    ]  # fmt: skip
 
 
 def test_plain_line_summarises_the_run() -> None:
@@ -166,6 +180,7 @@ def test_plain_line_summarises_the_run() -> None:
     assert "5 bad records" in line and "120 already done" in line
     assert "| calls 360 ok 4 failed |" in line
     assert "$0.0163 spent ($0.004000 of it in flight), $4.9837 left" in line
+    assert "| cache 37.8% of input, saved $0.004600 |" in line
     assert "1,250 rpm 310,000 tpm, bound by limit" in line
     assert "ETA 2m10s, projected $0.0423" in line
     assert "\n" not in line

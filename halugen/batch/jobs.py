@@ -429,6 +429,10 @@ class BatchJobs:
             st.prompt_tokens += result.prompt_tokens
             st.completion_tokens += result.completion_tokens
             st.cost_pusd += cost
+            # the provider's prompt cache in batches (OpenAI: GPT-5 family and later)
+            st.cached_input_tokens += min(result.cached_tokens, result.prompt_tokens)
+            full = self.price.cost(result.prompt_tokens, result.completion_tokens)
+            st.cache_saved_pusd += batch_cost(self.price, full) - cost
             self.stats.record_call(result.prompt_tokens + result.completion_tokens)
             return [
                 book.ledger_row(line, "settle", cost),

@@ -100,7 +100,13 @@ def add_parsers(sub: Any) -> None:
 
 
 def status_tables(store: Any) -> list[TableData]:
-    from ..store.queries import rejection_reasons, run_overview, stage_costs
+    from ..store.queries import (
+        cost_per_sample,
+        rejection_reasons,
+        run_overview,
+        seed_waste,
+        stage_costs,
+    )
 
     runs = run_overview(store)
     if not runs:
@@ -120,6 +126,24 @@ def status_tables(store: Any) -> list[TableData]:
     if rejected:
         rows = [list(r.values()) for r in rejected]
         tables.append(TableData("Rejections", list(rejected[0]), rows, name="rejections"))
+    for title, name, found, caption in (
+        (
+            "Cost per accepted sample",
+            "cost_per_sample",
+            [r for r in cost_per_sample(store) if r["cost_usd"] or r["tokens_in"]],
+            "cache_pct: share of the billed prompt tokens the provider served from its prompt "
+            "cache; saved_usd: what that saved at the run's prices",
+        ),
+        (
+            "Spent on seeds without a sample",
+            "seed_waste",
+            seed_waste(store),
+            "call failures and unfinished seeds are tried again by a resume",
+        ),
+    ):
+        if found:
+            values = [list(r.values()) for r in found]
+            tables.append(TableData(title, list(found[0]), values, name=name, caption=caption))
     return tables
 
 

@@ -24,6 +24,14 @@ def add_parsers(sub: Any) -> None:
         "and prompts alone: no call is made.",
     )
     add_settings(est, "seeds", "sampling", "endpoint", "run")
+    est.add_argument(
+        "--acceptance",
+        type=float,
+        metavar="SHARE",
+        help="share of seeds expected to give a sample, for the cost per 1,000 accepted "
+        "samples (default: what earlier runs of the task with the model accepted in the "
+        "store, else 1)",
+    )
     add_format_flag(est)
 
     demo = sub.add_parser("demo", help="run end to end against the built-in simulator")
@@ -74,6 +82,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     cfg = run_config(args, calls=False)
     if not cfg.seeds:
         raise UsageError("no seed files given: pass --seeds FILE")
+    if args.acceptance is not None and not 0 < args.acceptance <= 1:
+        raise UsageError(f"--acceptance {args.acceptance}: give a share between 0 and 1")
     cfg, files_of = resolve_tasks(cfg)
     import anyio
 
@@ -82,49 +92,104 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     cfg = anyio.run(resolve_model, cfg)  # asks the server which model, as every command does
     price, notes = resolve_price(cfg)
     tasks = load_tasks(cfg.tasks, cfg.prompts_dir)
-    rows = []
+    title = (
+        f"Projected cost with {cfg.model} ({price.card} prices"
+        f"{', ' + price.date if price.date else ''})"
+    )
+    overview: list[list[Any]] = []
+    ways: list[list[Any]] = []
+    captions: list[str] = []
     exact = True
     for name, task in tasks.items():
         e = estimate_task(cfg, task, price, files_of[name])
         exact = exact and e.tokens_exact
-        rows.append(
+        overview.append(
             [
                 name,
                 e.seeds,
                 e.bad_records,
                 e.calls,
                 e.prompt_tokens,
+                f"{100 * e.cache_share:.0f}%",
                 format_usd(e.cost_typical_pusd),
                 format_usd(e.cost_max_pusd),
             ]
         )
-    caption = (
-        "typical: answers as long as the right answers; most: every call uses max_tokens "
-        "(this is what the budget reserves)."
-    )
+        share, source = _acceptance(args.acceptance, cfg, name)
+        captions.append(f"{name}: {share:.0%} of seeds accepted ({source})")
+        accepted = e.seeds * share
+        rows = [(m.name, m.cost_pusd, m.cached_tokens, m.note) for m in e.modes]
+        rows.append(("most it can cost", e.cost_max_pusd, 0, "what the budget reserves"))
+        for mode, cost, cached, note in rows:
+            per_1000 = format_usd(round(cost * 1000 / accepted)) if accepted else "—"
+            share_text = f"{100 * cached / e.prompt_tokens:.0f}%" if e.prompt_tokens else "—"
+            ways.append([name, mode, format_usd(cost), per_1000, share_text, note])
+    tables = [
+        TableData(
+            title,
+            [
+                "task",
+                "seeds",
+                "bad records",
+                "calls",
+                "prompt tokens",
+                "from cache",
+                "typical cost",
+                "most it can cost",
+            ],
+            overview,
+            name="estimate",
+            align=["l", "r", "r", "r", "r", "r", "r", "r"],
+            caption="typical: answers as long as the right answers; most: every call uses "
+            "max_tokens, nothing cached (this is what the budget reserves). from cache: the "
+            "share of prompt tokens the provider is expected to serve from its prompt cache "
+            "(the templates' fixed openings, by the price card's caching rules).",
+        ),
+        TableData(
+            "Expected cost by way of paying",
+            ["task", "way", "whole run", "per 1,000 accepted", "from cache", "note"],
+            ways,
+            name="ways",
+            align=["l", "l", "r", "r", "r", "l"],
+            caption="; ".join(captions),
+        ),
+    ]
+    render_tables(tables, args.format)
     if not exact:
-        caption += " Token counts are approximate (the model's tokenizer is not available here)."
-    table = TableData(
-        f"Projected cost with {cfg.model} ({price.card} prices"
-        f"{', ' + price.date if price.date else ''})",
-        [
-            "task",
-            "seeds",
-            "bad records",
-            "calls",
-            "prompt tokens",
-            "typical cost",
-            "most it can cost",
-        ],
-        rows,
-        name="estimate",
-        caption=caption,
-        align=["l", "r", "r", "r", "r", "r", "r"],
-    )
-    render_tables([table], args.format)
+        err.print(
+            "note: token counts are approximate (the model's tokenizer is not available here)."
+        )
     for note in notes:
         err.print(f"note: {note}")
     return 0
+
+
+def _acceptance(flag: float | None, cfg: Any, task: str) -> tuple[float, str]:
+    """The share of seeds expected to give a sample, and where that figure comes from."""
+    if flag is not None:
+        return flag, "--acceptance"
+    import duckdb
+
+    from ..errors import HalugenError
+    from ..store.db import open_store
+
+    if cfg.db is None or not Path(cfg.db).exists():
+        return 1.0, "assumed: every seed; --acceptance to set it"
+    try:
+        with open_store(cfg.db, read_only=True) as store:
+            row = store.conn.execute(
+                "SELECT count(*) FILTER (WHERE p.outcome = 'sampled'), count(*) "
+                "FROM seed_progress p JOIN runs r USING (run_id) "
+                "WHERE r.kind = 'generate' AND p.task = ? AND r.model = ? "
+                "AND p.outcome IN ('sampled', 'rejected')",
+                [task, cfg.model],
+            ).fetchone()
+    except (HalugenError, duckdb.Error):  # an estimate does not need the store: go without
+        return 1.0, "assumed: every seed; --acceptance to set it"
+    sampled, finished = row if row else (0, 0)
+    if not finished:
+        return 1.0, "assumed: every seed; --acceptance to set it"
+    return sampled / finished, f"as {finished:,} finished seeds of earlier runs in {cfg.db}"
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

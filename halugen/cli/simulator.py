@@ -83,6 +83,70 @@ def add_parsers(sub: Any) -> None:
         "--api-key", help="require this key, 401 otherwise (default: any key, or none)"
     )
     sim.add_argument(
+        "--price-cached",
+        type=float,
+        help="USD per million prompt tokens served from the prompt cache (default: half of "
+        "--price-in, gpt-4o-mini's ratio)",
+    )
+    cache = sim.add_argument_group(
+        "prompt caching",
+        "automatic prefix caching as OpenAI does it: a prompt's opening that an earlier "
+        "request sent is served from cache (usage.prompt_tokens_details.cached_tokens) and "
+        "billed at --price-cached",
+    )
+    cache.add_argument("--no-cache", action="store_true", help="never cache prompts")
+    cache.add_argument(
+        "--cache-min-tokens",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="prompts shorter than this are never cached (default: 1024, as OpenAI)",
+    )
+    cache.add_argument(
+        "--cache-step-tokens",
+        type=int,
+        default=128,
+        metavar="N",
+        help="a hit is the minimum plus whole steps of this many tokens (default: 128, as OpenAI)",
+    )
+    cache.add_argument(
+        "--cache-idle-s",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="an unused prefix is dropped after this long (default: 300; OpenAI: 5-10 minutes)",
+    )
+    cache.add_argument(
+        "--cache-max-s",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="and at most this long after it was cached (default: 3600; OpenAI: one hour)",
+    )
+    cache.add_argument(
+        "--cache-extended-s",
+        type=float,
+        default=86400.0,
+        metavar="SECONDS",
+        help='prompt_cache_retention "24h": kept this long (default: 86400; OpenAI: 24 '
+        "hours, for gpt-5, gpt-5.x and gpt-4.1)",
+    )
+    cache.add_argument(
+        "--cache-batch",
+        choices=("openai", "yes", "no"),
+        default="openai",
+        help="Batch API lines get cached input: openai (default: as OpenAI, for the GPT-5 "
+        "family and later), yes (always) or no (never)",
+    )
+    cache.add_argument(
+        "--cache-route-rpm",
+        type=float,
+        metavar="N",
+        help="requests a minute one machine takes for one prefix and prompt_cache_key; the "
+        "rest overflow to further machines that miss once each (OpenAI: about 15; default: "
+        "no overflow)",
+    )
+    sim.add_argument(
         "--auth",
         choices=("bearer", "api-key"),
         default="bearer",
@@ -138,7 +202,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from ..simulate import SimConfig, run_server
+    from ..simulate import CacheConfig, SimConfig, run_server
 
     kw: dict[str, Any] = {}
     if args.faults:
@@ -165,6 +229,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         kw["oracle"] = oracle
     if args.judge_accuracy is not None:
         kw["judge_accuracy"] = args.judge_accuracy
+    cache = CacheConfig(
+        enabled=not args.no_cache,
+        min_tokens=args.cache_min_tokens,
+        step_tokens=args.cache_step_tokens,
+        idle_s=args.cache_idle_s,
+        max_s=args.cache_max_s,
+        extended_s=args.cache_extended_s,
+        batch={"openai": None, "yes": True, "no": False}[args.cache_batch],
+        route_rpm=args.cache_route_rpm,
+    )
     config = SimConfig(
         quantum_s=args.quantise,
         capacity=args.capacity,
@@ -176,6 +250,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         hang_s=args.hang_s,
         price_in=args.price_in,
         price_out=args.price_out,
+        price_cached=args.price_cached,
+        cache=cache,
         api_key=args.api_key,
         auth=args.auth,
         honour_n=not args.no_n,

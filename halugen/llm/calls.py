@@ -348,6 +348,10 @@ class CallRunner:
         st.done += 1
         st.prompt_tokens += result.prompt_tokens
         st.completion_tokens += result.completion_tokens
+        # the provider's prompt cache: what it served, and what that saved at the card's prices
+        st.cached_input_tokens += min(result.cached_tokens, result.prompt_tokens)
+        full = self.price.cost(result.prompt_tokens, result.completion_tokens)
+        st.cache_saved_pusd += full - cost
         self.stats.record_call(result.prompt_tokens + result.completion_tokens)
         return _with_attempts(result, call.attempts)
 

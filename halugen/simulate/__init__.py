@@ -10,6 +10,7 @@ object behind an aiohttp server on loopback. Modules:
     words.py       names, content words, normalise (precompiled, hot path)
     keys.py        deterministic "randomness": every choice is a hash
     tokens.py      the byte-length token rule used for usage and limits
+    caching.py     automatic prompt caching: prefixes, retention, routing, which models
     limits.py      the account's per-minute token buckets and x-ratelimit-* headers
     request.py     reading and checking a request body; OpenAI-style error bodies
     simulator.py   SimConfig, Simulator: routing, auth, limits, faults, billing, the response
@@ -18,12 +19,14 @@ object behind an aiohttp server on loopback. Modules:
 
 from __future__ import annotations
 
+from .caching import CacheConfig
 from .server import SIMULATOR, build_app, run_server, serve
 from .simulator import FAULT_KINDS, SimConfig, SimulatedDrop, SimulatedRefusal, Simulator
 
 __all__ = [
     "FAULT_KINDS",
     "SIMULATOR",
+    "CacheConfig",
     "SimConfig",
     "SimulatedDrop",
     "SimulatedRefusal",

@@ -9,9 +9,13 @@ done so far are in the output file and the rest are in the error file (``batch_e
 
 Each line is answered with exactly what ``POST /v1/chat/completions`` would answer for the
 same body (the simulator's own deterministic answers), and billed when its batch ends, at
-the batch price: ``(1 - discount)`` of the tokens' price. A share ``fail_rate`` of lines is
-answered with a 500 in the line (drawn per body and attempt, so a resubmitted line can
-succeed); a line longer than the context is answered 400, as the chat endpoint would.
+the batch price: ``(1 - discount)`` of the tokens' price. Where the provider caches prompts
+in batches (``CacheConfig.caches_in_batch``: as OpenAI, the GPT-5 family and later), the
+lines go through a prefix cache of the Batch API's own, in file order, each at the time the
+batch clock says it was done; their cached tokens are billed at ``(1 - discount)`` of the
+cached price. A share ``fail_rate`` of lines is answered with a 500 in the line (drawn per
+body and attempt, so a resubmitted line can succeed); a line longer than the context is
+answered 400, as the chat endpoint would.
 ``stats`` adds what batches billed to the simulator's own counters, separately and in the
 total, so tests check a run's budget from the provider's side.
 
@@ -35,6 +39,7 @@ import orjson
 from ..errors import UsageError
 from ..llm.transport import HttpResponse
 from ..records import canonical_json
+from .caching import PrefixCache
 from .keys import key64, unit
 from .request import BadRequest, error_response
 from .structured import FormatRefused
@@ -144,6 +149,7 @@ class BatchService:
         self._ids = itertools.count(1)
         self._attempts: dict[bytes, int] = {}
         self._now = config.clock()
+        self.cache = PrefixCache(sim.config.cache)  # the batch engines' own, not the chat one's
         self.reset()
 
     # -- bookkeeping -----------------------------------------------------------------------
@@ -152,15 +158,16 @@ class BatchService:
         """Zero the batch bill (files and batches stay, as at a provider)."""
         self._prompt_tokens = 0
         self._completion_tokens = 0
+        self._cached_tokens = 0
         self._billed: dict[bytes, int] = {}
         self._billed_requests = 0
         self._created = 0
+        self.cache.reset()
         self._cancels = 0
         self._uploads = 0
 
-    def _usd(self, prompt: int, completion: int) -> float:
-        cfg = self.sim.config
-        full = (prompt * cfg.price_in + completion * cfg.price_out) / 1e6
+    def _usd(self, prompt: int, completion: int, cached: int = 0) -> float:
+        full = self.sim.config.bill_usd(prompt, completion, cached)
         return full * (1.0 - self.config.discount)
 
     def stats(self) -> dict[str, Any]:
@@ -179,8 +186,12 @@ class BatchService:
             "files_uploaded": self._uploads,
             "prompt_tokens": self._prompt_tokens,
             "completion_tokens": self._completion_tokens,
+            "cached_tokens": self._cached_tokens,
             "billed_requests": self._billed_requests,
-            "billed_usd": self._usd(self._prompt_tokens, self._completion_tokens),
+            "billed_usd": self._usd(
+                self._prompt_tokens, self._completion_tokens, self._cached_tokens
+            ),
+            "cache": self.cache.stats(),
             "billed_keys": self._billed,
         }
 
@@ -464,7 +475,7 @@ class BatchService:
                 errs.append(_output(rid, line.custom_id, None, {"code": code, "message": message}))
                 continue
             if line.outcome == "ok":
-                payload = self._answer(line)
+                payload = self._answer(line, self._line_time(batch, i))
                 response = {"status_code": 200, "request_id": f"req_{rid[10:]}", "body": payload}
                 out.append(_output(rid, line.custom_id, response, None))
                 batch.done_ok += 1
@@ -480,15 +491,24 @@ class BatchService:
         if errs:
             batch.error_file_id = self._new_file(b"".join(errs), "errors.jsonl", "batch_output").id
 
-    def _answer(self, line: _Line) -> dict[str, Any]:
+    def _line_time(self, batch: _Batch, i: int) -> float:
+        """When line ``i`` was done, on the batch clock (lines go at an even pace)."""
+        total = len(batch.lines)
+        return batch.created + self.config.validating_s + self._duration(batch) * (i + 1) / total
+
+    def _answer(self, line: _Line, when: float) -> dict[str, Any]:
         """What the chat endpoint answers for this body (no faults, no latency), billed."""
         sim = self.sim
         req = sim.apply_format_policy(sim.parse(orjson.dumps(line.body)))
         n_out = req.n if sim.config.honour_n else 1
+        cached = 0
+        if sim.config.cache.caches_in_batch(req.model):
+            cached = self.cache.serve(req.model, req.body, req.contents, req.prompt_tokens, when)
         # the simulator's own answer path: same texts, same usage as an interactive call
-        payload, completion_tokens = sim._completion(req, n_out, line.digest, None)
+        payload, completion_tokens = sim._completion(req, n_out, line.digest, None, cached)
         self._prompt_tokens += req.prompt_tokens
         self._completion_tokens += completion_tokens
+        self._cached_tokens += cached
         self._billed_requests += 1
         self._billed[line.digest] = self._billed.get(line.digest, 0) + 1
         return payload

@@ -2,7 +2,8 @@
 
 Checks follow OpenAI's: a JSON object with ``model`` and a non-empty ``messages`` array;
 ``n``, ``max_tokens``/``max_completion_tokens``, ``temperature``, ``stop``, ``logprobs`` and
-``top_logprobs`` within their ranges; ``response_format`` of a known type. Message content
+``top_logprobs`` within their ranges; ``response_format`` of a known type;
+``prompt_cache_key`` a string and ``prompt_cache_retention`` "in_memory" or "24h". Message content
 may be a string or an array of content parts (their text parts are joined). A failed check
 raises ``BadRequest``, which the simulator answers with a 400.
 """
@@ -134,6 +135,18 @@ def parse_body(data: bytes) -> ChatBody:
     if not isinstance(logprobs, bool):
         raise BadRequest("'logprobs' must be a boolean.", "logprobs")
     top = _int_param(body, "top_logprobs", 0, 20) or 0
+    # prompt caching's two parameters (caching.py reads them from the body)
+    cache_key = body.get("prompt_cache_key")
+    if cache_key is not None and not isinstance(cache_key, str):
+        raise BadRequest("'prompt_cache_key' must be a string.", "prompt_cache_key")
+    retention = body.get("prompt_cache_retention")
+    if retention is not None and retention not in ("in_memory", "24h"):
+        raise BadRequest(
+            f"Invalid value for 'prompt_cache_retention': {retention!r}; "
+            "supported values are 'in_memory' and '24h'.",
+            "prompt_cache_retention",
+            "invalid_value",
+        )
     try:
         response_format = check_response_format(body.get("response_format"))
     except ValueError as exc:

@@ -11,6 +11,10 @@ to answer it (normal answers, and the "hang", "malformed" and "content_filter" f
 the work was done), before any latency or hang delay, so a client that gives up while
 waiting was billed all the same. 4xx, 429, 500, 503 and "drop" are not billed.
 
+Prompt caching (``caching.py``, ``SimConfig.cache``): a billed request's opening is looked up
+in the provider's prefix cache and cached for later; the tokens it finds are reported in
+``usage.prompt_tokens_details.cached_tokens`` and billed at ``price_cached``.
+
 Capacity mode (``capacity=N``) stands for a self-hosted server (llama.cpp's server has one
 slot by default, and also ignores ``n``: ``honour_n=False``): N requests are served at once,
 each for its latency, and the rest wait in a FIFO queue, so the wait counts against the
@@ -52,6 +56,7 @@ from ..llm.transport import HttpResponse
 from ..records import canonical_json
 from . import answers
 from .batch import BatchSimConfig
+from .caching import CacheConfig, PrefixCache
 from .keys import key64, mix, unit
 from .limits import Admission, RateLimits
 from .request import BadRequest, ChatBody, error_response, parse_body
@@ -93,6 +98,9 @@ class SimConfig:
     hang_s: float = 30.0  # how long a "hang" holds the request before answering
     price_in: float = 0.15  # USD per million prompt tokens
     price_out: float = 0.60  # USD per million completion tokens
+    # USD per million prompt tokens served from the prompt cache; None: half of price_in
+    # (gpt-4o-mini's ratio: 0.075 against 0.15)
+    price_cached: float | None = None
     api_key: str | None = field(default=None, repr=False)
     auth: str = "bearer"  # how the key must come: "bearer" (Authorization) or "api-key" (Azure)
     honour_n: bool = True  # False: ignore n > 1 and return one choice
@@ -124,6 +132,7 @@ class SimConfig:
     clock: Callable[[], float] = time.monotonic  # rate-limit time; inject a fake in tests
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep  # latency and hangs
     batch: BatchSimConfig = field(default_factory=BatchSimConfig)  # /v1/files, /v1/batches
+    cache: CacheConfig = field(default_factory=CacheConfig)  # prompt caching (caching.py)
 
     def __post_init__(self) -> None:
         for name in ("fail_rate", "garbage_rate", "unreadable_verdicts"):
@@ -135,6 +144,8 @@ class SimConfig:
         for name in ("latency_ms", "jitter_ms", "hang_s", "price_in", "price_out"):
             if getattr(self, name) < 0:
                 raise UsageError(f"simulator {name} must not be negative")
+        if self.price_cached is not None and self.price_cached < 0:
+            raise UsageError("simulator price_cached must not be negative")
         for name in ("rpm", "tpm", "quantum_s", "capacity"):
             value = getattr(self, name)
             if value is not None and value <= 0:
@@ -160,6 +171,19 @@ class SimConfig:
                 f"unknown simulator fault kinds {sorted(unknown)}; known: {', '.join(FAULT_KINDS)}"
             )
 
+    @property
+    def cached_price(self) -> float:
+        """USD per million cached prompt tokens."""
+        return self.price_in / 2 if self.price_cached is None else self.price_cached
+
+    def bill_usd(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int) -> float:
+        """What the provider charges for these tokens at the interactive prices."""
+        return (
+            (prompt_tokens - cached_tokens) * self.price_in
+            + cached_tokens * self.cached_price
+            + completion_tokens * self.price_out
+        ) / 1e6
+
 
 class Simulator:
     """An OpenAI-compatible chat-completions provider, in process."""
@@ -181,6 +205,7 @@ class Simulator:
         self._in_flight = 0  # not reset: requests under way finish after a reset
         self._chat_seen = 0  # chat requests ever, for down_after (not reset either)
         self.down = False  # gone for good (down_after)
+        self.cache = PrefixCache(config.cache)  # survives reset(), as a provider's does
         self.reset()
 
     # -- bookkeeping -----------------------------------------------------------------------
@@ -194,9 +219,11 @@ class Simulator:
         self._faults: Counter[str] = Counter()
         self._prompt_tokens = 0
         self._completion_tokens = 0
+        self._cached_tokens = 0
         self._billed: dict[bytes, int] = {}
         self._billed_requests = 0
         self._attempts: dict[bytes, int] = {}
+        self.cache.reset()
         self._admitted = 0  # past the rate limits
         self._admitted_tokens = 0  # as the rate limits counted them
         self._first_admitted: float | None = None
@@ -228,11 +255,12 @@ class Simulator:
             "rate_limited": self._rate_limited,
             "prompt_tokens": self._prompt_tokens,
             "completion_tokens": self._completion_tokens,
+            "cached_tokens": self._cached_tokens,
             "billed_requests": self._billed_requests,
-            "billed_usd": (
-                self._prompt_tokens * cfg.price_in + self._completion_tokens * cfg.price_out
-            )
-            / 1e6,
+            "billed_usd": cfg.bill_usd(
+                self._prompt_tokens, self._completion_tokens, self._cached_tokens
+            ),
+            "cache": self.cache.stats(),
             "duplicate_bills": self._billed_requests - len(self._billed),
             "in_flight": self._in_flight,
             "refused": self._refused,
@@ -414,8 +442,10 @@ class Simulator:
             await self._work(delay / 1000.0)
             return response
 
-        payload, completion_tokens = self._completion(req, n_out, digest, fault)
-        self._bill(digest, req.prompt_tokens, completion_tokens)
+        # the work is done from here on: the prompt's opening is read from and put in cache
+        cached = self.cache.serve(req.model, req.body, req.contents, req.prompt_tokens, stamp)
+        payload, completion_tokens = self._completion(req, n_out, digest, fault, cached)
+        self._bill(digest, req.prompt_tokens, completion_tokens, cached)
         data = orjson.dumps(payload)
         if fault is None:
             self._ok += 1
@@ -519,16 +549,24 @@ class Simulator:
         faults = self.config.faults
         return faults[mix(key, 1) % len(faults)]
 
-    def _bill(self, digest: bytes, prompt_tokens: int, completion_tokens: int) -> None:
+    def _bill(
+        self, digest: bytes, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0
+    ) -> None:
         self._prompt_tokens += prompt_tokens
         self._completion_tokens += completion_tokens
+        self._cached_tokens += cached_tokens
         self._billed_requests += 1
         self._billed[digest] = self._billed.get(digest, 0) + 1
 
     # -- the answer ------------------------------------------------------------------------
 
     def _completion(
-        self, req: ChatBody, n_out: int, digest: bytes, fault: str | None
+        self,
+        req: ChatBody,
+        n_out: int,
+        digest: bytes,
+        fault: str | None,
+        cached_tokens: int = 0,
     ) -> tuple[dict[str, Any], int]:
         cfg = self.config
         info = answers.with_record(answers.parse_prompt(req.last_user), req.contents[:-1])
@@ -598,7 +636,7 @@ class Simulator:
                 "prompt_tokens": req.prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": req.prompt_tokens + completion_tokens,
-                "prompt_tokens_details": {"cached_tokens": 0},
+                "prompt_tokens_details": {"cached_tokens": cached_tokens},
             }
         return payload, completion_tokens
 

@@ -523,6 +523,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0018_capability_source", _CAPABILITY_SOURCE),
     ("0019_usage_overshoot", ""),  # a view only: overshoots (VIEWS)
     ("0020_run_bound_by", _RUN_BOUND_BY),
+    ("0021_cost_views", ""),  # views only: cost_per_sample, seed_waste (VIEWS)
 )
 
 
@@ -722,6 +723,103 @@ JOIN ledger r ON r.call_id = s.call_id AND r.res_no = s.res_no
                AND r.event IN ('reserve', 'batch_reserve')
 LEFT JOIN call_log l ON l.call_id = s.call_id
 WHERE s.event = 'settle' AND s.pusd > r.pusd
+""",
+    ),
+    # What a sample costs, and where money went without one (``halugen status``, ``halugen sql``).
+    # cost_per_sample, per run, task and stage: the provider's prompt cache over the calls it
+    # billed (prompt_tokens, cached_tokens, their share), what the cache saved at the run's
+    # prices (cached tokens x (input - cached input), at the batch price for batch lines), the
+    # stage's money (as cost_by_stage counts it) and that money per sample the task accepted.
+    # seed_waste: the money of seeds that gave no sample, by cause: 'guards' (every candidate
+    # turned away, at least one by a guard), 'unreadable replies' (candidates or the judge's
+    # reply could not be read), 'content filter', 'call failures' (calls that failed after
+    # their retries: a resume tries those seeds again), 'too long for the model', 'unfinished'
+    # (seeds with money spent and no outcome yet: a resume finishes them), 'other'.
+    (
+        "cost_per_sample",
+        """
+WITH prices AS (
+    SELECT run_id,
+           COALESCE(TRY_CAST(json_extract(price_json, '$.usd_per_million_input') AS DOUBLE), 0)
+               AS usd_in,
+           COALESCE(TRY_CAST(json_extract(price_json, '$.usd_per_million_cached_input')
+                             AS DOUBLE), 0) AS usd_cached,
+           COALESCE(TRY_CAST(json_extract(price_json, '$.batch_discount') AS DOUBLE), 0)
+               AS discount
+    FROM runs
+),
+billed AS (
+    SELECT c.run_id, c.task, c.stage, c.cost_usd,
+           CASE WHEN c.status IN ('ok', 'content_filter') THEN c.prompt_tokens END AS prompt,
+           CASE WHEN c.status IN ('ok', 'content_filter')
+                THEN least(COALESCE(c.cached_tokens, 0), c.prompt_tokens) END AS cached,
+           b.call_id IS NOT NULL AS in_batch
+    FROM calls c
+    LEFT JOIN (SELECT DISTINCT call_id FROM batch_lines) b USING (call_id)
+),
+accepted AS (
+    SELECT run_id, task, count(DISTINCT seed_key) AS accepted FROM sample_rows GROUP BY ALL
+)
+SELECT c.run_id, c.task, c.stage,
+       count(*) AS calls,
+       COALESCE(sum(c.prompt), 0) AS prompt_tokens,
+       COALESCE(sum(c.cached), 0) AS cached_tokens,
+       sum(c.cached) / NULLIF(sum(c.prompt), 0) AS cache_share,
+       COALESCE(sum(c.cached * (p.usd_in - p.usd_cached) / 1e6
+                    * CASE WHEN c.in_batch THEN 1 - p.discount ELSE 1 END), 0) AS saved_usd,
+       COALESCE(sum(c.cost_usd), 0) AS cost_usd,
+       COALESCE(any_value(a.accepted), 0) AS accepted,
+       sum(c.cost_usd) / NULLIF(any_value(a.accepted), 0) AS cost_per_sample_usd
+FROM billed c
+LEFT JOIN prices p USING (run_id)
+LEFT JOIN accepted a USING (run_id, task)
+GROUP BY c.run_id, c.task, c.stage
+""",
+    ),
+    (
+        "seed_waste",
+        """
+WITH seed_cost AS (
+    SELECT run_id, task, seed_key, count(*) AS calls, COALESCE(sum(cost_usd), 0) AS cost_usd
+    FROM calls
+    WHERE seed_key IS NOT NULL AND seed_key <> ''
+    GROUP BY ALL
+),
+turned_away AS (
+    SELECT run_id, task, seed_key,
+           bool_or(status NOT IN ('ok', 'unparseable', 'refusal', 'truncated',
+                                  'content_filter', 'call_failed', 'context_length'))
+               AS by_guard,
+           bool_or(status IN ('unparseable', 'refusal', 'truncated')) AS unreadable,
+           bool_or(status = 'content_filter') AS filtered
+    FROM (
+        SELECT * FROM candidates
+        QUALIFY row_number() OVER (
+            PARTITION BY run_id, task, seed_key, idx ORDER BY created_at DESC) = 1
+    )
+    GROUP BY ALL
+)
+SELECT p.run_id, p.task,
+       CASE
+           WHEN p.outcome = 'pending' THEN 'unfinished'
+           WHEN p.reason = 'call_failed' THEN 'call failures'
+           WHEN p.reason = 'context_length' THEN 'too long for the model'
+           WHEN p.reason = 'judge_unparseable' THEN 'unreadable replies'
+           WHEN p.reason = 'judge_content_filter' THEN 'content filter'
+           WHEN p.reason = 'no_valid_candidate' AND t.by_guard THEN 'guards'
+           WHEN p.reason = 'no_valid_candidate' AND t.unreadable THEN 'unreadable replies'
+           WHEN p.reason = 'no_valid_candidate' AND t.filtered THEN 'content filter'
+           ELSE 'other'
+       END AS cause,
+       p.stage, COALESCE(p.reason, 'no outcome yet') AS reason,
+       count(*) AS seeds,
+       COALESCE(sum(s.calls), 0) AS calls,
+       COALESCE(sum(s.cost_usd), 0) AS cost_usd
+FROM seed_progress p
+LEFT JOIN seed_cost s USING (run_id, task, seed_key)
+LEFT JOIN turned_away t USING (run_id, task, seed_key)
+WHERE p.outcome IN ('rejected', 'failed') OR (p.outcome = 'pending' AND s.cost_usd > 0)
+GROUP BY ALL
 """,
     ),
 )

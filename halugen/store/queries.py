@@ -6,7 +6,7 @@ from typing import Any
 
 from .db import Store
 
-__all__ = ["rejection_reasons", "run_overview", "stage_costs"]
+__all__ = ["cost_per_sample", "rejection_reasons", "run_overview", "seed_waste", "stage_costs"]
 
 
 def _dicts(store: Store, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
@@ -76,4 +76,38 @@ def rejection_reasons(store: Store, run_id: str | None = None) -> list[dict[str,
         ORDER BY run_id, task, level, n DESC, reason
     """,
         [run_id, run_id] if run_id else [],
+    )
+
+
+def cost_per_sample(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
+    """Per run, task and stage: the provider's prompt cache (share of the billed prompt
+    tokens it served, what it saved) and the money per accepted sample (the
+    ``cost_per_sample`` view); stages that spent nothing are left out."""
+    where = "WHERE run_id = ?" if run_id else ""
+    return _dicts(
+        store,
+        f"""
+        SELECT run_id, task, stage, prompt_tokens AS tokens_in, cached_tokens AS from_cache,
+               round(100 * cache_share, 1) AS cache_pct, round(saved_usd, 8) AS saved_usd,
+               round(cost_usd, 8) AS cost_usd, accepted,
+               round(cost_per_sample_usd, 8) AS per_sample_usd
+        FROM cost_per_sample {where}
+        ORDER BY run_id, task, stage DESC
+    """,
+        [run_id] if run_id else [],
+    )
+
+
+def seed_waste(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
+    """Money spent on seeds that gave no sample, by cause and reason (the ``seed_waste``
+    view), the costliest first."""
+    where = "WHERE run_id = ?" if run_id else ""
+    return _dicts(
+        store,
+        f"""
+        SELECT run_id, task, cause, stage, reason, seeds, calls, round(cost_usd, 8) AS cost_usd
+        FROM seed_waste {where}
+        ORDER BY run_id, task, cost_usd DESC, cause, reason
+    """,
+        [run_id] if run_id else [],
     )
