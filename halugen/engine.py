@@ -17,7 +17,8 @@ import anyio
 import orjson
 from rich.console import Console
 
-from .budget import Ledger, format_usd
+from .budget import Ledger, ModelPrice, format_usd
+from .cacheplan import planned
 from .config import RunConfig
 from .context_window import effective_window, requeue_context_rejections, window_learner
 from .errors import InputError, UsageError
@@ -37,6 +38,7 @@ from .store.db import Store
 from .tasks import TASK_NAMES, get_task
 from .tasks.base import TaskSpec
 from .tasks.stored import remember
+from .tokens import TokenCounter
 
 __all__ = [
     "RunOutcome",
@@ -135,6 +137,22 @@ def generated_tasks(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(by_name)
 
 
+def plan_tasks(
+    tasks: dict[str, LoadedTask], price: ModelPrice, counter: TokenCounter, *, batch: bool
+) -> dict[str, LoadedTask]:
+    """The tasks with the template variants the cache plan sends (``cacheplan``)."""
+    return {
+        name: dataclasses.replace(
+            task,
+            sample_templates=tuple(
+                planned(t, price, counter, batch=batch) for t in task.sample_templates
+            ),
+            filter_template=planned(task.filter_template, price, counter, batch=batch),
+        )
+        for name, task in tasks.items()
+    }
+
+
 def template_hashes(tasks: dict[str, LoadedTask]) -> dict[str, str]:
     out = {}
     for task in tasks.values():
@@ -216,6 +234,10 @@ async def _generate(
         seed_files=await anyio.to_thread.run_sync(stamp_files, files),
     ) as session:
         store, run_id = session.store, session.run_id
+        # the identity above names the template files; what is sent follows the card's prices
+        tasks = plan_tasks(
+            tasks, session.price, session.runner.counter, batch=cfg.batch is not None
+        )
         for loaded in tasks.values():  # a user's task folder: read back without the folder
             remember(store, loaded.spec)
         session.notes[:0] = endpoint_notes
