@@ -177,19 +177,19 @@ def test_the_plan_compares_costs_from_the_card() -> None:
 
 
 def test_padding_that_does_not_pay_is_left_out() -> None:
-    """An opening just under half the minimum costs less uncached at 50% off than the
-    minimum does cached: its blocks stay out."""
-    price = _price("gpt-4o-mini")
-    counter = get_counter(price.tokenizer)
-    short = "word " * 120
-    extra = "more " * 1100
-    text = f"=== system\n{short}\n\n=== if cached\n{extra}\n=== end if\n=== user\n{{{{x}}}}\n"
-    template = parse_template("t/short", text)
+    """An opening of ~400 tokens padded to ~1,100: at gpt-4o-mini (cached input at half
+    price) 1,024 cached tokens cost more than 400 uncached ones, so the blocks stay out; at
+    gpt-4.1-mini (a quarter of the price) the same padding pays."""
+    text = (
+        f"=== system\n{'word ' * 400}\n\n=== if cached\n{'more ' * 700}\n=== end if\n"
+        "=== user\n{{x}}\n"
+    )
+    template = parse_template("t/padding", text)
     assert template.padded is not None
-    assert not pads(template, price, counter, batch=False)
-    gpt41 = _price("gpt-4.1-mini")  # at 75% off, the same padding pays when the opening is
-    long_text = text.replace(short, "word " * 400)  # past a quarter of the minimum
-    assert pads(parse_template("t/long", long_text), gpt41, counter, batch=False)
+    mini = _price("gpt-4o-mini")
+    assert not pads(template, mini, get_counter(mini.tokenizer), batch=False)
+    gpt41 = _price("gpt-4.1-mini")
+    assert pads(template, gpt41, get_counter(gpt41.tokenizer), batch=False)
 
 
 # -- the template syntax -------------------------------------------------------------------
