@@ -69,20 +69,29 @@ from halugen.tokens import get_counter
 MODELS = ("gpt-4o-mini", "gpt-4.1-mini")
 TASKS = ("qa", "dialogue", "summarization")
 # seed files per task: (path under /work/shared/data, halugen seed format or None: detect)
+DIALOGUE = "opendialkg-dialogue"  # one seed per dialogue, HaluEval's unit
 SOURCES: dict[str, list[tuple[str, str | None]]] = {
-    "qa": [("halueval/qa_one-turn_data.json", None), ("hotpotqa/hotpot_dev_distractor_v1.head165.json", None)],
-    "dialogue": [("opendialkg/opendialkg_test_split.csv", "opendialkg-dialogue"),
-                 ("opendialkg/opendialkg_valid_split.csv", "opendialkg-dialogue")],
+    "qa": [
+        ("halueval/qa_one-turn_data.json", None),
+        ("hotpotqa/hotpot_dev_distractor_v1.head165.json", None),
+    ],
+    "dialogue": [
+        ("opendialkg/opendialkg_test_split.csv", DIALOGUE),
+        ("opendialkg/opendialkg_valid_split.csv", DIALOGUE),
+    ],
     "summarization": [("cnndm/cnn_dailymail_train_sample100.csv", None)],
-}  # fmt: skip
+}
 # HaluEval's own answers for the QA seeds of its repository (one-turn, multi-turn)
 HALUEVAL_ANSWERS = ("halueval/qa_one-turn_data.json", "halueval/qa_multi-turn_data.json")
 # the fields each HaluEval function takes, in its order, and the generated text's field
 HALUEVAL_FIELDS = {
     "qa": (("knowledge", "question", "right_answer"), ("knowledge", "question")),
-    "dialogue": (("knowledge", "dialogue_history", "right_response"), ("knowledge", "dialogue_history")),
+    "dialogue": (
+        ("knowledge", "dialogue_history", "right_response"),
+        ("knowledge", "dialogue_history"),
+    ),
     "summarization": (("document", "right_summary"), ("document",)),
-}  # fmt: skip
+}
 
 
 class StepClock:
@@ -172,7 +181,8 @@ class HaluEvalScripts:
 
     def filter_reply(self, task: str, choice: int) -> str:
         """The one sentence the filter's system message asks for, with ``choice``."""
-        system = self.filter_messages(task, ["", "", "", ""][: _arity(self.filtering, task) - 1], "")[0]
+        blank = [""] * (_arity(self.filtering, task) - 1)
+        system = self.filter_messages(task, blank, "")[0]
         quoted = system["content"].split('"')[1]
         return quoted.replace("1", str(choice), 1)
 
@@ -276,9 +286,7 @@ def run_halugen(task: str, table: Path, db: Path, *, batch: bool) -> tuple[Tally
         sys.exit(f"{task}: the halugen run ended {outcome.status}: {outcome.message}")
     price = find_price("gpt-4o-mini")
     assert price is not None
-    loaded = plan_tasks(
-        load_tasks((task,)), price, get_counter(price.tokenizer), batch=batch
-    )[task]
+    loaded = plan_tasks(load_tasks((task,)), price, get_counter(price.tokenizer), batch=batch)[task]
     openings = {
         "sample": [_sim_opening(t) for t in loaded.sample_templates],
         "filter": [_sim_opening(loaded.filter_template)],
@@ -323,9 +331,13 @@ def _fixed_of(stage: str, request_json: str | None, openings: dict) -> int:
     messages = orjson.loads(request_json).get("messages") or []
     contents = [m.get("content") or "" for m in messages]
     for opening in openings.get(stage, []):
-        if len(contents) >= len(opening) and all(
-            c == o for c, o in zip(contents[: len(opening) - 1], opening[:-1], strict=False)
-        ) and contents[len(opening) - 1].startswith(opening[-1]):
+        if (
+            len(contents) >= len(opening)
+            and all(
+                c == o for c, o in zip(contents[: len(opening) - 1], opening[:-1], strict=False)
+            )
+            and contents[len(opening) - 1].startswith(opening[-1])
+        ):
             return sum(4 + count_text(text) for text in opening)
     return 0
 
@@ -404,7 +416,12 @@ def _halueval_fixed(
 
 def _send(sim: Simulator, messages: list, *, temperature: float) -> tuple[int, int]:
     body = orjson.dumps(
-        {"model": "gpt-4o-mini", "messages": messages, "temperature": temperature, "max_tokens": 256}
+        {
+            "model": "gpt-4o-mini",
+            "messages": messages,
+            "temperature": temperature,
+            "max_tokens": 256,
+        }
     )
     response = anyio.run(sim.handle, "/v1/chat/completions", {}, body)
     usage = orjson.loads(response.body)["usage"]
@@ -494,10 +511,14 @@ def report(task: str, n: int, inter: Tally, batch: Tally, halueval: Tally) -> li
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("halueval", type=Path, help="the fetched RUCAIBox/HaluEval snapshot (git dir or checkout)")
+    ap.add_argument(
+        "halueval", type=Path, help="the fetched RUCAIBox/HaluEval snapshot (git dir or checkout)"
+    )
     ap.add_argument("--seeds", type=int, default=1000, help="seeds per task at most")
     ap.add_argument("--tasks", default=",".join(TASKS))
-    ap.add_argument("--data", type=Path, default=SHARED, help="the seed samples (/work/shared/data)")
+    ap.add_argument(
+        "--data", type=Path, default=SHARED, help="the seed samples (/work/shared/data)"
+    )
     args = ap.parse_args()
     scripts = HaluEvalScripts(args.halueval)
     out: list[str] = []
@@ -513,8 +534,8 @@ def main() -> None:
             print("\n".join(lines), flush=True)
             out += lines
     note = (
-        f"\nQA seeds: {len(read_task_seeds('qa', args.seeds, args.data))} exist in /work/shared/data "
-        "(HaluEval's 500 and HotpotQA's 165)"
+        f"\nQA seeds: {len(read_task_seeds('qa', args.seeds, args.data))} exist in "
+        f"{args.data} (HaluEval's 500 and HotpotQA's 165)"
         if "qa" in args.tasks
         else ""
     )

@@ -48,6 +48,8 @@ def pads(template: Template, price: ModelPrice, counter: TokenCounter, *, batch:
     return long < short
 
 
-def planned(template: Template, price: ModelPrice, counter: TokenCounter, *, batch: bool) -> Template:
+def planned(
+    template: Template, price: ModelPrice, counter: TokenCounter, *, batch: bool
+) -> Template:
     """The variant of ``template`` the run sends."""
     return template.variant(padded=pads(template, price, counter, batch=batch))

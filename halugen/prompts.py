@@ -128,8 +128,7 @@ def _cached_blocks(name: str, text: str) -> tuple[str, str | None]:
         elif _END_IF.match(bare):
             if not inside:
                 raise ConfigError(
-                    f"prompt template {name}, line {number}: '=== end if' without "
-                    "'=== if cached'"
+                    f"prompt template {name}, line {number}: '=== end if' without '=== if cached'"
                 )
             inside = False
         else:
