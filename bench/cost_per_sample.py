@@ -53,6 +53,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import SHARED
+from batch_cost import StepClock  # the batch service's clock: batches finish at once
 
 from halugen.batch.jobs import batch_cost
 from halugen.budget import ModelPrice, find_price
@@ -92,17 +93,6 @@ HALUEVAL_FIELDS = {
     ),
     "summarization": (("document", "right_summary"), ("document",)),
 }
-
-
-class StepClock:
-    """The batch service's clock: one second a look, so batches finish without waiting."""
-
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        self.t += 1.0
-        return self.t
 
 
 # -- seeds ----------------------------------------------------------------------------------
