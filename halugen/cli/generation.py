@@ -105,8 +105,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from ..budget import format_usd
-    from ..engine import load_tasks, resolve_price, resolve_tasks
+    from ..engine import load_tasks, plan_tasks, resolve_price, resolve_tasks
     from ..estimate import estimate_task
+    from ..tokens import get_counter
 
     cfg = run_config(args, calls=False)
     if not cfg.seeds:
@@ -116,7 +117,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
     cfg = dataclasses.replace(cfg, model=pick_model(cfg.model, cfg.base_url, None)[0])
     price, notes = resolve_price(cfg)
-    tasks = load_tasks(cfg.tasks, cfg.prompts_dir)
+    # the templates an interactive run sends (the cache plan at these prices)
+    counter = get_counter(price.tokenizer)
+    tasks = plan_tasks(load_tasks(cfg.tasks, cfg.prompts_dir), price, counter, batch=False)
     table = Table(
         title=f"Projected cost with {cfg.model} ({price.card} prices"
         f"{', ' + price.date if price.date else ''})"
