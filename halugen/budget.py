@@ -413,6 +413,8 @@ def find_price(
             price_out,
             tokenizer=base.tokenizer if base else "cl100k_base",
             context_window=base.context_window if base else 128_000,
+            # the provider's batch discount is not a token price: the card's still holds
+            batch_discount=base.batch_discount if base else 0.0,
             card="command line",
             date="",
         )

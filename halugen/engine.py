@@ -16,7 +16,8 @@ import anyio
 import orjson
 from rich.console import Console
 
-from .budget import Ledger, format_usd
+from .budget import Ledger, ModelPrice, format_usd
+from .cacheplan import plan_task
 from .config import RunConfig
 from .context_window import effective_window, requeue_context_rejections, window_learner
 from .endings import closing
@@ -37,6 +38,7 @@ from .store.db import Store
 from .tasks import TASK_NAMES, get_task
 from .tasks.base import TaskSpec
 from .tasks.stored import remember
+from .tokens import TokenCounter
 
 __all__ = [
     "RunOutcome",
@@ -133,6 +135,25 @@ def generated_tasks(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(by_name)
 
 
+def plan_tasks(
+    tasks: dict[str, LoadedTask], price: ModelPrice, counter: TokenCounter, *, batch: bool
+) -> dict[str, LoadedTask]:
+    """The tasks with the template variants the cache plan sends (``cacheplan``)."""
+    return {name: plan_task(task, price, counter, batch=batch) for name, task in tasks.items()}
+
+
+def _cache_plan(store: Store, run_id: str, *, batch: bool) -> str:
+    """'interactive' or 'batch': the way of paying the run's templates are planned for. Its
+    first session decides; a resume in the other mode (``batch export`` then ``run``, or
+    ``--batch`` then an interactive rerun) sends the same requests, so nothing is paid twice."""
+    row = store.get_run(run_id)
+    plan = row.get("cache_plan") if row else None
+    if plan not in ("interactive", "batch"):
+        plan = "batch" if batch else "interactive"
+        store.update_run(run_id, cache_plan=plan)
+    return str(plan)
+
+
 def template_hashes(tasks: dict[str, LoadedTask]) -> dict[str, str]:
     out = {}
     for task in tasks.values():
@@ -215,6 +236,10 @@ async def _generate(
         seed_files=await anyio.to_thread.run_sync(stamp_files, files),
     ) as session:
         store, run_id = session.store, session.run_id
+        # the identity above names the template files; what is sent follows the card's prices
+        # in the way the run was first paid for, whatever mode this session uses
+        plan = _cache_plan(store, run_id, batch=cfg.batch is not None)
+        tasks = plan_tasks(tasks, session.price, session.runner.counter, batch=plan == "batch")
         for loaded in tasks.values():  # a user's task folder: read back without the folder
             remember(store, loaded.spec)
         session.notes[:0] = endpoint_notes

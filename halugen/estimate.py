@@ -33,7 +33,14 @@ from .seeds import read_seeds
 from .stages.context import LoadedTask
 from .tokens import TokenCounter, get_counter
 
-__all__ = ["CostMode", "TaskEstimate", "estimate_task", "expected_cached", "fixed_opening"]
+__all__ = [
+    "CostMode",
+    "TaskEstimate",
+    "estimate_task",
+    "estimate_ways",
+    "expected_cached",
+    "fixed_opening",
+]
 
 _PATTERN_LINE_TOKENS = 8  # "Pattern: factualness\nAnswer: " around the answer itself
 _JUDGE_REPLY_TOKENS = 4  # "Choice: 2"
@@ -131,6 +138,25 @@ def estimate_task(
     est.cost_typical_pusd = price.cost(est.prompt_tokens, est.output_tokens_typical)
     est.cost_max_pusd = price.cost(est.prompt_tokens, est.output_tokens_max)
     est.modes = cost_modes(price, est.prompt_tokens, est.output_tokens_typical, est.cached_tokens)
+    return est
+
+
+def estimate_ways(
+    cfg: RunConfig, task: LoadedTask, price: ModelPrice, files: list[str] | None = None
+) -> TaskEstimate:
+    """``estimate_task`` with each way of paying priced on the templates that way sends: the
+    cache plan's variants for interactive calls and for batch lines (halugen/cacheplan.py),
+    the short ones where nothing is cached. The totals are those of an interactive run."""
+    from .cacheplan import plan_task  # cacheplan counts openings with this module
+
+    counter = get_counter(price.tokenizer)
+    est = estimate_task(cfg, plan_task(task, price, counter, batch=False), price, files)
+    plain = estimate_task(cfg, task, price, files)  # every template unpadded
+    batch = estimate_task(cfg, plan_task(task, price, counter, batch=True), price, files)
+    in_batch = {m.name: m for m in batch.modes if m.name.startswith("batch")}
+    est.modes = [
+        plain.modes[0] if m.name == "interactive" else in_batch.get(m.name, m) for m in est.modes
+    ]
     return est
 
 

@@ -5,6 +5,13 @@ A template is a chat script. Lines of the form ``=== system`` / ``=== user`` /
 reader of the file and is not sent. ``{{field}}`` is replaced by the seed's field of that
 name. Every sample records the template's name and the hash of its whole file, so runs
 with different prompts are told apart and an edited template changes its request keys.
+
+Lines between ``=== if cached`` and ``=== end if`` (whole messages, or paragraphs of one) are
+fixed text sent only when the run lengthens the template's opening to the provider's prompt
+caching minimum because that costs less than it saves at the model's prices
+(``cacheplan``): more demonstrations, as a rule. Such a template has two variants,
+``Template`` (without them) and ``Template.padded`` (with them); the padded one's hash is
+its own, so a sample tells which was sent.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from .tokens import TokenCounter
 __all__ = ["Template", "load_template", "load_template_file", "parse_template"]
 
 _HEADER = re.compile(r"^=== (system|user|assistant)\s*$")
+_IF_CACHED = re.compile(r"^=== if cached\s*$")
+_END_IF = re.compile(r"^=== end if\s*$")
 _FIELD = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}")
 _ROLES = ("system", "user", "assistant")
 
@@ -36,6 +45,12 @@ class Template:
     hash: str  # first 12 hex digits of sha256 of the file's text
     # per message: role and the content split into static text (str) and field names (tuples)
     parts: tuple[tuple[str, tuple[str | tuple[str], ...]], ...]
+    # the variant with the ``=== if cached`` blocks (None: the template has none, or is it)
+    padded: Template | None = None
+
+    def variant(self, *, padded: bool) -> Template:
+        """The variant to send: with the cached-only blocks when ``padded`` and it has any."""
+        return self.padded if padded and self.padded is not None else self
 
     @property
     def fields(self) -> frozenset[str]:
@@ -77,6 +92,55 @@ class Template:
 
 def parse_template(name: str, text: str) -> Template:
     """Parse a template's text; ``name`` is used in error messages and records."""
+    base, padded = _cached_blocks(name, text)
+    template = _parse(name, base, text)
+    if padded is None:
+        return template
+    with_blocks = _parse(name, padded, "cached\0" + text)
+    if with_blocks.fields != template.fields:
+        raise ConfigError(
+            f"prompt template {name}: an '=== if cached' block is fixed text, it cannot hold "
+            "a {{field}}"
+        )
+    return Template(template.name, template.hash, template.parts, with_blocks)
+
+
+def _cached_blocks(name: str, text: str) -> tuple[str, str | None]:
+    """(the text without its ``=== if cached`` blocks, the text with them; None when it has
+    none). The marker lines themselves are in neither."""
+    lines = text.splitlines(keepends=True)
+    if not any(_IF_CACHED.match(line.rstrip("\r\n")) for line in lines):
+        if any(_END_IF.match(line.rstrip("\r\n")) for line in lines):
+            raise ConfigError(f"prompt template {name} has '=== end if' without '=== if cached'")
+        return text, None
+    base: list[str] = []
+    padded: list[str] = []
+    inside = False
+    for number, line in enumerate(lines, 1):
+        bare = line.rstrip("\r\n")
+        if _IF_CACHED.match(bare):
+            if inside:
+                raise ConfigError(
+                    f"prompt template {name}, line {number}: '=== if cached' inside another "
+                    "(close the first with '=== end if')"
+                )
+            inside = True
+        elif _END_IF.match(bare):
+            if not inside:
+                raise ConfigError(
+                    f"prompt template {name}, line {number}: '=== end if' without '=== if cached'"
+                )
+            inside = False
+        else:
+            padded.append(line)
+            if not inside:
+                base.append(line)
+    if inside:
+        raise ConfigError(f"prompt template {name}: an '=== if cached' has no '=== end if'")
+    return "".join(base), "".join(padded)
+
+
+def _parse(name: str, text: str, hashed: str) -> Template:
     messages: list[tuple[str, list[str]]] = []
     for line in text.splitlines(keepends=True):
         m = _HEADER.match(line.rstrip("\r\n"))
@@ -103,7 +167,7 @@ def parse_template(name: str, text: str) -> Template:
         parts.append((role, tuple(segs)))
     if parts[-1][0] != "user":
         raise ConfigError(f"prompt template {name} must end with a '=== user' section")
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    digest = hashlib.sha256(hashed.encode("utf-8")).hexdigest()[:12]
     return Template(name=name, hash=digest, parts=tuple(parts))
 
 

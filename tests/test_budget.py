@@ -340,3 +340,12 @@ def test_bad_caching_entries_are_one_line_errors_naming_the_card(tmp_path, text,
         find_price("m", card=str(card))
     message = str(info.value)
     assert str(card) in message and says in message and "\n" not in message
+
+
+def test_prices_from_the_command_line_keep_the_cards_batch_discount():
+    card = find_price("gpt-4o-mini")
+    given = find_price("gpt-4o-mini", price_in=1.0, price_out=2.0)
+    assert card is not None and given is not None and card.batch_discount > 0
+    assert given.batch_discount == card.batch_discount and given.card == "command line"
+    unknown = find_price("my-local-model", price_in=1.0, price_out=2.0)
+    assert unknown is not None and unknown.batch_discount == 0

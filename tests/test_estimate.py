@@ -19,7 +19,7 @@ from halugen.budget import find_price, format_usd
 from halugen.cli import main
 from halugen.config import RateLimit, RetryPolicy, RunConfig
 from halugen.engine import generate, load_tasks
-from halugen.estimate import estimate_task, expected_cached, fixed_opening
+from halugen.estimate import estimate_task, estimate_ways, expected_cached, fixed_opening
 from halugen.prompts import PER_MESSAGE_TOKENS, parse_template
 from halugen.simulate import CacheConfig
 from halugen.tasks import get_task
@@ -37,7 +37,7 @@ def long_prompts(tmp_path: Path, task: str = "qa") -> Path:
     assert folder is not None
     for path in (folder / "prompts").glob("*.txt"):
         text = path.read_text(encoding="utf-8")
-        at = text.index("=== ")
+        at = text.index("\n=== ") + 1  # the first message (the header's prose may quote one)
         (out / task / path.name).write_text(
             text[:at] + f"=== system\n{LONG}\n\n" + text[at:], encoding="utf-8"
         )
@@ -171,7 +171,7 @@ def test_estimate_command_gives_each_way_to_pay_per_1000_accepted(
     price = find_price("gpt-5-mini")
     assert price is not None
     cfg = dataclasses.replace(cfg_for(seeds, prompts_dir=prompts), model="gpt-5-mini")
-    e = estimate_task(cfg, load_tasks(("qa",), prompts)["qa"], price)
+    e = estimate_ways(cfg, load_tasks(("qa",), prompts)["qa"], price)
     accepted = e.seeds * 0.8
     for mode in e.modes:
         row = ways[mode.name]
@@ -212,3 +212,24 @@ def test_acceptance_is_learned_from_earlier_runs_in_the_store(
     assert whole["interactive"] == format_usd(e.modes[0].cost_pusd)
     expected = round(e.modes[0].cost_pusd * 1000 / (e.seeds * sampled / finished))
     assert per_1000["interactive"] == format_usd(expected)
+
+
+def test_each_way_of_paying_is_priced_on_the_templates_it_sends(hotpot_file) -> None:
+    # gpt-4o-mini: interactive calls send the cached-only blocks (cached at half price),
+    # batch lines do not (no cached input in batches), and the uncached row sends none either
+    from halugen.cacheplan import plan_task
+    from halugen.tokens import get_counter
+
+    price = find_price("gpt-4o-mini")
+    assert price is not None and price.caches and not price.batch_caches
+    cfg = cfg_for(hotpot_file(4))
+    task = load_tasks(("qa",), None)["qa"]
+    counter = get_counter(price.tokenizer)
+    interactive = estimate_task(cfg, plan_task(task, price, counter, batch=False), price)
+    plain = estimate_task(cfg, task, price)
+    assert interactive.prompt_tokens > plain.prompt_tokens  # the plan pads some templates
+    ways = {m.name: m for m in estimate_ways(cfg, task, price).modes}
+    assert ways["interactive"].cost_pusd == plain.modes[0].cost_pusd
+    assert ways["batch"].cost_pusd == batch_cost(price, plain.modes[0].cost_pusd)
+    cached = interactive.modes[1]
+    assert cached.name == "interactive, cached" and ways[cached.name] == cached

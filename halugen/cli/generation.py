@@ -77,7 +77,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_estimate(args: argparse.Namespace) -> int:
     from ..budget import format_usd
     from ..engine import load_tasks, resolve_price, resolve_tasks
-    from ..estimate import estimate_task
+    from ..estimate import estimate_ways
 
     cfg = run_config(args, calls=False)
     if not cfg.seeds:
@@ -101,7 +101,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     captions: list[str] = []
     exact = True
     for name, task in tasks.items():
-        e = estimate_task(cfg, task, price, files_of[name])
+        # each way of paying on the templates it sends (the cache plan at these prices)
+        e = estimate_ways(cfg, task, price, files_of[name])
         exact = exact and e.tokens_exact
         overview.append(
             [

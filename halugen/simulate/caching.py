@@ -189,6 +189,9 @@ class PrefixCache:
         namespace = _namespace(model, body)
         lengths = list(range(cfg.min_tokens, prompt_tokens + 1, cfg.step_tokens))
         digests = prefix_digests(namespace, _roles(body, len(contents)), contents, lengths)
+        # a provider whose tokenizer counts more (usage_scale) reports more prompt tokens
+        # than the text spans here: lengths past the text have no digest and are never hits
+        lengths = lengths[: len(digests)]
         if cfg.route_rpm is not None:
             machine = self._machine(namespace, body, contents, now)
             if machine:

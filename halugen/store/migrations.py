@@ -502,6 +502,13 @@ _RUN_BOUND_BY = """
 ALTER TABLE runs ADD COLUMN bound_by VARCHAR;
 """
 
+# The way of paying a generation run's templates were first planned for (cacheplan.py):
+# 'interactive' or 'batch'. Later sessions send the same variants in either mode, so the
+# run's stored answers stay its answers.
+_RUN_CACHE_PLAN = """
+ALTER TABLE runs ADD COLUMN cache_plan VARCHAR;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", _INITIAL),
     ("0002_views", ""),  # views only: see VIEWS
@@ -524,6 +531,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0019_usage_overshoot", ""),  # a view only: overshoots (VIEWS)
     ("0020_run_bound_by", _RUN_BOUND_BY),
     ("0021_cost_views", ""),  # views only: cost_per_sample, seed_waste (VIEWS)
+    ("0022_run_cache_plan", _RUN_CACHE_PLAN),
 )
 
 

@@ -16,6 +16,7 @@ from halugen.config import BatchOptions, RetryPolicy, RunConfig
 from halugen.engine import generate
 from halugen.errors import RetryableError, UsageError
 from halugen.llm.transport import HttpResponse
+from halugen.simulate import CacheConfig
 from tests.batch.support import BatchClock, InProcess, in_process, seeds_file
 
 
@@ -68,10 +69,14 @@ def test_batch_mode_makes_the_same_samples_at_half_the_price(tmp_path, response_
     """Also against a server that ignores response_format: the probe settles how the filter
     asks before anything is planned, so no filter request is planned twice."""
     seeds = seeds_file(tmp_path, 30)
-    sim = {"response_format": response_format}
+    # no prompt cache, and prices without a cached rate: both ways send the same (short)
+    # templates at the same rates (at the card's gpt-4o-mini prices an interactive run sends
+    # the cache plan's longer openings, and the cache bills its hits cheaper)
+    sim = {"response_format": response_format, "cache": CacheConfig(enabled=False)}
     interactive, batch = in_process(sim=sim), in_process(sim=sim)
-    out_i = run(config(tmp_path / "i.duckdb", seeds, batch=None), interactive)
-    out_b = run(config(tmp_path / "b.duckdb", seeds), batch)
+    prices = {"price_in": 0.15, "price_out": 0.60}
+    out_i = run(config(tmp_path / "i.duckdb", seeds, batch=None, **prices), interactive)
+    out_b = run(config(tmp_path / "b.duckdb", seeds, **prices), batch)
     assert out_i.status == out_b.status == "done", out_b.message
     assert out_b.exit_code == 0
     sql = "SELECT seed_key, pattern, hallucinated_answer FROM samples ORDER BY seed_key"
@@ -99,8 +104,31 @@ def test_batch_mode_makes_the_same_samples_at_half_the_price(tmp_path, response_
     assert [s for _, s in stages] == [["sample"], ["filter"]]
     assert sb["batch"]["batches_created"] == 2
     # the answers are ordinary stored calls: an interactive rerun pays nothing
-    again = run(config(tmp_path / "b.duckdb", seeds, batch=None), batch)
+    again = run(config(tmp_path / "b.duckdb", seeds, batch=None, **prices), batch)
     assert again.status == "done" and batch.stats()["requests"] == 1
+
+
+def test_a_run_keeps_the_templates_of_its_first_way_of_paying(tmp_path):
+    # gpt-4o-mini at the card's prices: interactive calls would send the longer cached
+    # openings, batch lines the short ones. A run begun in batches and finished interactively
+    # goes on with the batch plan: what it paid for stays its answers
+    seeds = seeds_file(tmp_path, 12)
+    env = in_process()
+    db = tmp_path / "b.duckdb"
+    first = run(config(db, seeds, limit=6), env)
+    assert first.status == "done", first.message
+    sent = env.stats()["requests"]
+    again = run(config(db, seeds, batch=None), env)
+    assert again.status == "done", again.message
+    assert query(db, "SELECT DISTINCT cache_plan FROM runs") == [("batch",)]
+    short = {h for (h,) in query(db, "SELECT DISTINCT template_hash FROM samples")}
+    assert len(query(db, "SELECT * FROM samples")) == 12
+    # the interactive session sent only the 6 new seeds' calls, with the same templates
+    assert env.stats()["requests"] > sent
+    fresh = tmp_path / "i.duckdb"
+    assert run(config(fresh, seeds, batch=None), in_process()).status == "done"
+    longer = {h for (h,) in query(fresh, "SELECT DISTINCT template_hash FROM samples")}
+    assert short.isdisjoint(longer)  # a fresh interactive run sends the other variants
 
 
 def test_a_fresh_run_in_batch_mode_is_one_run_and_pays_nothing_twice(tmp_path):

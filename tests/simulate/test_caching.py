@@ -279,3 +279,15 @@ def test_simulate_command_flags_set_the_cache(monkeypatch) -> None:
     assert on.cached_price == 0.02
     assert not off.cache.enabled and off.cached_price == off.price_in / 2
     assert main(["simulate", "--cache-idle-s", "0"]) == 2  # a usage error, one line
+
+
+def test_a_provider_counting_more_tokens_caches_only_what_the_text_spans() -> None:
+    # usage_scale: the reported prompt_tokens exceed the text's own span; the lengths past
+    # the text have no prefix to hash and are never hits (this used to raise)
+    cache = PrefixCache(CacheConfig())
+    body = orjson.loads(request("record one"))
+    contents = [m["content"] for m in body["messages"]]
+    scaled = int(prompt_tokens("record one") * 1.6)
+    assert cache.serve("gpt-4o-mini", body, contents, scaled, 0.0) == 0
+    again = cache.serve("gpt-4o-mini", body, contents, scaled, 1.0)
+    assert 1024 <= again <= prompt_tokens("record one")
