@@ -566,8 +566,14 @@ async def _organiser_export(request: web.Request) -> web.StreamResponse:
         elif fmt == "labelstudio":
             formats.export_labelstudio(state.store, path)
         else:  # HaluEval's layout holds resolved labels: resolve first, as the CLI does
-            resolve.resolve_all(state.store)
-            formats.export_halueval_general(state.store, path)
+            # items with fewer labels than the server hands out are left out, unless the
+            # organiser asks for them (?allow_partial=1; each record then has n_labels)
+            rule = resolve.LabelRule(
+                per_item=state.assigner.per_item,
+                allow_partial=request.query.get("allow_partial") in ("1", "true", "yes"),
+            )
+            resolve.resolve_all(state.store, rule)
+            formats.export_halueval_general(state.store, path, rule)
         data = path.read_bytes()
     return web.Response(
         body=data,

@@ -155,18 +155,29 @@ def test_general_items_from_annotations(tmp_path):
             "annotation_items",
             {"item_id": item, "source": "jsonl", "query": "Q?", "response": f"R{n} {TRICKY}"},
         )
-        insert(
-            store,
-            "annotation_resolutions",
-            {
-                "item_id": item,
-                "label": label,
-                "spans_json": "[]",
-                "n_labels": 3,
-                "agreement": 1.0,
-                "method": "majority",
-            },
-        )
+        for annotator in "abc":
+            insert(
+                store,
+                "annotations",
+                {
+                    "item_id": item,
+                    "annotator": annotator,
+                    "label": label,
+                    "spans_json": "[]",
+                    "source": "web",
+                },
+            )
+    # g2 has one label of three: left out unless --allow-partial
+    insert(
+        store,
+        "annotation_items",
+        {"item_id": "g2", "source": "jsonl", "query": "Q?", "response": "R2"},
+    )
+    insert(
+        store,
+        "annotations",
+        {"item_id": "g2", "annotator": "a", "label": "yes", "spans_json": "[]", "source": "web"},
+    )
     store.close()
     out = tmp_path / "lm"
     assert main(["export", "--format", "lm-eval", "--db", str(path), "--out", str(out)]) == 0
@@ -174,6 +185,16 @@ def test_general_items_from_annotations(tmp_path):
     assert [(r["label"], r["response"]) for r in rows] == [
         ("Yes", f"R0 {TRICKY}"),
         ("No", f"R1 {TRICKY}"),
+    ]
+    assert "n_labels" not in rows[0]
+    partial = tmp_path / "lm-partial"
+    args = ["export", "--format", "lm-eval", "--db", str(path), "--out", str(partial)]
+    assert main([*args, "--allow-partial"]) == 0
+    rows = _rows(partial / "general.jsonl")
+    assert [(r["seed_id"], r["label"], r["n_labels"]) for r in rows] == [
+        ("g0", "Yes", 3),
+        ("g1", "No", 3),
+        ("g2", "Yes", 1),
     ]
     assert (out / "halugen_general.yaml").exists()
     assert not (out / "halugen_general_knowledge.yaml").exists()
