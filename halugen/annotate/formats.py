@@ -280,10 +280,10 @@ def export_halueval_general(
     n = 0
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         for item_id, query, response, meta_json, h_label, h_sj in rows:
-            entry = admitted.get(item_id)
-            if entry is None:
+            found = admitted.get(item_id)
+            if found is None:
                 continue
-            res = entry.resolution
+            res = found.resolution
             label, spans = res.label, res.spans
             meta = orjson.loads(meta_json) if meta_json else {}
             meta = meta if isinstance(meta, dict) else {}
