@@ -40,12 +40,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from ..errors import UsageError
 from ..store.db import Store
 from ..store.rows import AnnotationAgreementRow, AnnotationResolutionRow, Record
 from .agreement import (
@@ -60,12 +61,16 @@ from .items import KINDS, append_rows
 from .spans import load_spans, spans_json
 
 __all__ = [
+    "RESOLVE_ACTION",
     "ItemResolution",
     "LabelRule",
     "Resolution",
     "ResolveReport",
     "current_resolutions",
     "format_report",
+    "report_from_json",
+    "report_to_json",
+    "resolve_action",
     "resolve_all",
     "resolve_item",
     "resolve_spans",
@@ -346,3 +351,38 @@ def format_report(report: ResolveReport) -> str:
             f"resolutions written: {report.written}",
         ]
     )
+
+
+# -- resolving while ``annotate serve`` holds the store -----------------------------------------
+RESOLVE_ACTION = "annotate.resolve"
+
+
+def report_to_json(report: ResolveReport) -> dict[str, Any]:
+    """The report as JSON (numbers of labels as text keys)."""
+    data = dataclasses.asdict(report)
+    data["raters_per_item"] = {str(k): v for k, v in report.raters_per_item.items()}
+    return data
+
+
+def report_from_json(data: dict[str, Any]) -> ResolveReport:
+    """The report ``report_to_json`` made."""
+    values = dict(data)
+    values["raters_per_item"] = {int(k): v for k, v in values["raters_per_item"].items()}
+    return ResolveReport(**values)
+
+
+def resolve_action(store: Store) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """What the holder does when another process asks it to resolve (``RESOLVE_ACTION``):
+    ``resolve_all`` on ``store`` (the holder's own connection, a cursor of its own) with the
+    asker's ``per_item`` and ``allow_partial``."""
+
+    def act(args: dict[str, Any]) -> dict[str, Any]:
+        per_item, allow_partial = args.get("per_item", 3), args.get("allow_partial", False)
+        if isinstance(per_item, bool) or not isinstance(per_item, int) or per_item < 1:
+            raise UsageError(f"--per-item must be at least 1 (got {per_item!r})")
+        if not isinstance(allow_partial, bool):
+            raise UsageError(f"allow_partial must be true or false (got {allow_partial!r})")
+        rule = LabelRule(per_item=per_item, allow_partial=allow_partial)
+        return report_to_json(resolve_all(store, rule))
+
+    return act

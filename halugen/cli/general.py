@@ -249,7 +249,7 @@ def cmd_preselect(args: argparse.Namespace) -> int:
 def cmd_annotate(args: argparse.Namespace) -> int:
     import orjson
 
-    from ..annotate import formats, items, resolve
+    from ..annotate import formats, items
     from ..store.db import open_store
 
     action = args.annotate_command
@@ -294,8 +294,16 @@ def cmd_annotate(args: argparse.Namespace) -> int:
             ),
         )
         return 0
+    if action == "resolve":
+        report = _resolve(args)
+        render_tables([_resolve_table(report)], args.format)
+        note = label_rule(args).left_out(report.partial)
+        if note:
+            err.print(f"note: {note}")
+        return 0
     skipped: list[Any] = []
-    with open_store(db_path(args)) as store:
+    # an export only reads: it also works while 'annotate serve' holds the store
+    with open_store(db_path(args), read_only=action == "export") as store:
         if action == "add":
             if bool(args.from_run) == bool(args.jsonl):
                 raise UsageError("give one of --from-run RUN or --jsonl FILE")
@@ -332,17 +340,33 @@ def cmd_annotate(args: argparse.Namespace) -> int:
             out.print(f"wrote {written} record(s) to {args.out}")
             if note:
                 err.print(f"note: {note}")
-        elif action == "resolve":
-            rule = label_rule(args)
-            report = resolve.resolve_all(store, rule)
-            render_tables([_resolve_table(report)], args.format)
-            note = rule.left_out(report.partial)
-            if note:
-                err.print(f"note: {note}")
     for skip in skipped:
         # a record kept with a warning (e.g. under a derived id) is not a skipped one
         err.print(f"{'warning' if getattr(skip, 'kept', False) else 'skipped'} {skip}")
     return 0
+
+
+def _resolve(args: argparse.Namespace) -> Any:
+    """Resolve in this process, or, while another one holds the store (``annotate serve``),
+    ask that one to: it offers the resolution, and its writes stay its own."""
+    from ..annotate.resolve import RESOLVE_ACTION, report_from_json, resolve_all
+    from ..errors import StoreInUse
+    from ..store.db import open_store
+    from ..store.live import ask_holder
+
+    rule = label_rule(args)
+    path = db_path(args)
+    try:
+        store = open_store(path)
+    except StoreInUse:
+        asked = {"per_item": rule.per_item, "allow_partial": rule.allow_partial}
+        result = ask_holder(path, RESOLVE_ACTION, asked)
+        if result is not None:
+            err.print("note: resolved by the process that holds the store (annotate serve)")
+            return report_from_json(result)
+        store = open_store(path)  # it let go of the file meanwhile
+    with store:
+        return resolve_all(store, rule)
 
 
 def _resolve_table(report: Any) -> TableData:
