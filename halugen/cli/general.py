@@ -332,6 +332,11 @@ def cmd_annotate(args: argparse.Namespace) -> int:
                 general = formats.export_halueval_general(store, args.out, rule)
                 written, note = general.rows, rule.left_out(general.partial)
             else:
+                if args.allow_partial or args.per_item != 3:
+                    raise UsageError(
+                        f"--per-item and --allow-partial choose resolved items: "
+                        f"--format {args.format} writes every label as it is, resolved or not"
+                    )
                 export = {
                     "labelstudio": formats.export_labelstudio,
                     "jsonl": formats.export_jsonl,

@@ -296,3 +296,14 @@ def test_cli_resolve_and_export_refuse_partial_items(tmp_path, capsys):
     assert [(r["ID"], r["n_labels"]) for r in back] == [("full", 3), ("half", 1)]
     assert main([*args, "--per-item", "0"]) == 2  # a usage error, one line
     assert "--per-item must be at least 1" in capsys.readouterr().err
+
+
+def test_cli_label_rule_flags_belong_to_resolved_exports(tmp_path, capsys):
+    from halugen.cli import main
+
+    db = tmp_path / "e.duckdb"
+    argv = ["annotate", "export", "--format", "jsonl", "--db", str(db), "-o", str(tmp_path / "x")]
+    with open_store(db):
+        pass
+    assert main([*argv, "--allow-partial"]) == 2
+    assert "writes every label as it is" in capsys.readouterr().err
