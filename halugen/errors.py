@@ -5,6 +5,7 @@
     ├── InputError                  a seed file or data file that cannot be read (exit 2)
     ├── ConfigError                 halugen.toml, price cards, prompt templates (exit 2)
     ├── StoreError                  the store is in use, a write to it failed (exit 1)
+    │   ├── StoreInUse              another process holds it (for what needs more than reads)
     │   └── UnusableStore           --db names no store, a damaged one, one on a read-only
     │                               disk or from a newer halugen (exit 2)
     ├── RunStopping                 a call not made because the run is stopping; its item
@@ -47,6 +48,7 @@ __all__ = [
     "RetryableError",
     "RunStopping",
     "StoreError",
+    "StoreInUse",
     "UnusableStore",
     "UsageError",
 ]
@@ -72,6 +74,11 @@ class ConfigError(HalugenError):
 
 class StoreError(HalugenError):
     exit_code = EXIT_CODES["failed"]
+
+
+class StoreInUse(StoreError):
+    """Another process holds the store, and what was asked needs more than its read-only
+    route (``annotate resolve`` asks a holder that offers it instead, see store/live.py)."""
 
 
 class UnusableStore(StoreError):

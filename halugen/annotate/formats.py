@@ -40,9 +40,11 @@ start); one not found whole is split at line breaks and each line looked up (Hal
 separate passages with newlines). Texts that are not found (HaluEval also writes remarks such
 as "Incomplete answer") keep no offsets: the item's ``meta_json`` keeps them under
 ``unlocated_spans``, next to the released list under ``hallucination_spans``. The export
-writes every resolved item; while the resolution still equals HaluEval's own annotation it
-writes the released span list verbatim, otherwise the texts of the resolved spans ("no" items
-get none). ``ID`` is HaluEval's for its items and the item id for the others.
+writes every item with a resolved label (``resolve.LabelRule``: by default one with
+``per_item`` labels or a released one, resolved from the labels as they are now); while the
+resolution still equals HaluEval's own annotation it writes the released span list
+verbatim, otherwise the texts of the resolved spans ("no" items get none). ``ID`` is
+HaluEval's for its items and the item id for the others.
 
 Annotations keep the web page's rules: a "no" with spans is skipped, overlapping spans of
 one kind are merged and of different kinds make the annotation skipped.
@@ -57,6 +59,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -80,10 +83,12 @@ from .items import (
 )
 from .labels import Annotation, _items, _keep_matching, _latest, _responses, insert_annotations
 from .labelstudio import LABELSTUDIO_CONFIG, export_labelstudio, import_labelstudio
+from .resolve import ItemResolution, LabelRule, current_resolutions
 from .spans import canonical_spans, check_spans, load_spans, locate_spans
 
 __all__ = [
     "LABELSTUDIO_CONFIG",
+    "GeneralExport",
     "export_halueval_general",
     "export_jsonl",
     "export_labelstudio",
@@ -239,26 +244,49 @@ def import_halueval_general(
     return added
 
 
-def export_halueval_general(store: Store, path: str | os.PathLike[str]) -> int:
-    """Resolved items in HaluEval's ``general_data.json`` layout; returns rows written."""
+@dataclass(frozen=True)
+class GeneralExport:
+    rows: int  # records written
+    partial: int  # items left out: fewer labels than the rule asks for
+
+
+def export_halueval_general(
+    store: Store, path: str | os.PathLike[str], rule: LabelRule | None = None
+) -> GeneralExport:
+    """Resolved items in HaluEval's ``general_data.json`` layout.
+
+    Resolved from the labels as they are now (``current_resolutions``): no ``resolve`` step
+    is needed first, and an imported HaluEval file exports as it came. Items the rule does not
+    admit (fewer than ``per_item`` labels) are left out and counted; with ``allow_partial``
+    they are written, and every record carries ``n_labels``, its number of labels.
+    """
+    rule = rule or LabelRule()
+    admitted: dict[str, ItemResolution] = {}
+    partial = 0
+    for entry in current_resolutions(store):
+        if rule.admits(entry.resolution.n_labels, entry.released):
+            admitted[entry.item_id] = entry
+        else:
+            partial += 1
     rows = store.query(
         """
-        SELECT i.item_id, i.query, i.response, i.meta_json, r.label, r.spans_json,
-               h.label, h.spans_json
-        FROM annotation_resolved r
-        JOIN (SELECT * FROM annotation_items
+        SELECT i.item_id, i.query, i.response, i.meta_json, h.label, h.spans_json
+        FROM (SELECT * FROM annotation_items
               QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at) = 1) i
-          USING (item_id)
-        LEFT JOIN annotations_latest h ON h.item_id = r.item_id AND h.annotator = 'halueval'
+        LEFT JOIN annotations_latest h ON h.item_id = i.item_id AND h.annotator = 'halueval'
         ORDER BY i.created_at, i.item_id
         """
     )
     n = 0
     with open(path, "w", encoding="utf-8", newline="\n") as f:
-        for item_id, query, response, meta_json, label, sj, h_label, h_sj in rows:
+        for item_id, query, response, meta_json, h_label, h_sj in rows:
+            found = admitted.get(item_id)
+            if found is None:
+                continue
+            res = found.resolution
+            label, spans = res.label, res.spans
             meta = orjson.loads(meta_json) if meta_json else {}
             meta = meta if isinstance(meta, dict) else {}
-            spans = load_spans(sj)
             released = meta.get("hallucination_spans")
             if label != "yes":
                 texts: list[str] = []
@@ -270,14 +298,16 @@ def export_halueval_general(store: Store, path: str | os.PathLike[str]) -> int:
                 texts = released
             else:
                 texts = [s["text"] for s in spans]
-            record = {
+            record: dict[str, Any] = {
                 "ID": str(meta.get("halueval_id", item_id)),
                 "user_query": query,
                 "chatgpt_response": response,
                 "hallucination": label,
                 "hallucination_spans": texts,
             }
+            if rule.allow_partial:
+                record["n_labels"] = res.n_labels
             # json.dumps' layout with the text as written, as HaluEval's file has it
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
             n += 1
-    return n
+    return GeneralExport(n, partial)

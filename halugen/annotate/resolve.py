@@ -23,6 +23,14 @@ Agreement over the whole store:
 - span agreement: mean over items with ≥ 2 "yes" voters of their mean pairwise
   character-level F1 (``agreement.span_agreement``).
 
+Which items are resolved (``LabelRule``): an item is complete when it has ``per_item``
+labels or more, or carries a released label (HaluEval's ``general_data.json``, imported with
+annotator ``halueval``: one label that already stands for HaluEval's own annotators). A
+partial item is left out of the resolutions and of every export of general data unless the
+rule allows partial items (``--allow-partial``); the exports then write each record's label
+count. ``current_resolutions`` computes the resolutions from the labels as they are now, so an
+export needs no ``resolve`` step before it and is never behind the labels.
+
 Resolutions are appended to ``annotation_resolutions`` only for items whose resolution
 changed (the view ``annotation_resolved`` picks the latest), so resolving twice writes
 nothing the second time.
@@ -32,12 +40,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from ..errors import UsageError
 from ..store.db import Store
 from ..store.rows import AnnotationAgreementRow, AnnotationResolutionRow, Record
 from .agreement import (
@@ -52,9 +61,16 @@ from .items import KINDS, append_rows
 from .spans import load_spans, spans_json
 
 __all__ = [
+    "RESOLVE_ACTION",
+    "ItemResolution",
+    "LabelRule",
     "Resolution",
     "ResolveReport",
+    "current_resolutions",
     "format_report",
+    "report_from_json",
+    "report_to_json",
+    "resolve_action",
     "resolve_all",
     "resolve_item",
     "resolve_spans",
@@ -76,6 +92,8 @@ class ResolveReport:
     kappa_raters: int | None = None  # their number of labels (the mode)
     span_agreement: float | None = None
     written: int = 0  # resolution rows appended (changed items only)
+    partial: int = 0  # items left out: fewer labels than the rule asks for
+    per_item: int = 3  # the labels an item needs to be resolved
 
 
 @dataclass(frozen=True)
@@ -85,6 +103,40 @@ class Resolution:
     n_labels: int
     agreement: float
     method: str  # majority | single | tie
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelRule:
+    """Which items count as resolved: ``per_item`` labels or more, or a released label;
+    with ``allow_partial`` every labelled item (the exports then write its label count)."""
+
+    per_item: int = 3
+    allow_partial: bool = False
+
+    def __post_init__(self) -> None:
+        if self.per_item < 1:
+            raise ValueError("per_item must be at least 1")
+
+    def admits(self, n_labels: int, released: bool) -> bool:
+        return self.allow_partial or released or n_labels >= self.per_item
+
+    def left_out(self, partial: int) -> str | None:
+        """The note for ``partial`` items left out, naming the way to keep them."""
+        if not partial:
+            return None
+        return (
+            f"left out {partial} item(s) with fewer than {self.per_item} labels "
+            f"(--per-item); --allow-partial takes them, each with its label count"
+        )
+
+
+@dataclass(frozen=True)
+class ItemResolution:
+    item_id: str
+    response: str
+    votes: list[tuple[str, list[dict[str, Any]]]]  # (label, spans), one per annotator
+    resolution: Resolution
+    released: bool  # one of the labels is a released one (annotator halueval)
 
 
 def _kind_order(kind: str) -> tuple[int, str]:
@@ -147,12 +199,13 @@ def _mode(counts: Counter[int]) -> int | None:
     return max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
 
 
-def resolve_all(store: Store) -> ResolveReport:
-    """Resolve every labelled item, append changed resolutions, return the agreement report."""
-    by_item: dict[str, tuple[str, list[tuple[str, list[dict[str, Any]]]]]] = {}
-    for item_id, label, sj, response in store.query(
+def current_resolutions(store: Store) -> list[ItemResolution]:
+    """Every labelled item resolved from its annotators' latest labels, as they are now."""
+    by_item: dict[str, tuple[str, list[tuple[str, list[dict[str, Any]]]], bool]] = {}
+    for item_id, label, sj, response, released in store.query(
         """
-        SELECT a.item_id, a.label, a.spans_json, i.response
+        SELECT a.item_id, a.label, a.spans_json, i.response,
+               a.annotator = 'halueval' AND a.source = 'halueval'
         FROM annotations_latest a
         JOIN (SELECT item_id, response FROM annotation_items
               QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at) = 1) i
@@ -160,7 +213,23 @@ def resolve_all(store: Store) -> ResolveReport:
         ORDER BY a.item_id, a.annotator
         """
     ):
-        by_item.setdefault(item_id, (response, []))[1].append((label, load_spans(sj)))
+        _, votes, was = by_item.setdefault(item_id, (response, [], False))
+        votes.append((label, load_spans(sj)))
+        if released and not was:
+            by_item[item_id] = (response, votes, True)
+    return [
+        ItemResolution(item_id, response, votes, resolve_item(votes, response), released)
+        for item_id, (response, votes, released) in by_item.items()
+    ]
+
+
+def resolve_all(store: Store, rule: LabelRule | None = None) -> ResolveReport:
+    """Resolve every item the rule admits, append changed resolutions, return the report.
+
+    Agreement figures are over every labelled item (they measure the annotators); only the
+    resolutions leave partial items out.
+    """
+    rule = rule or LabelRule()
 
     current = {
         r[0]: r[1:]
@@ -175,10 +244,10 @@ def resolve_all(store: Store) -> ResolveReport:
     raters: Counter[int] = Counter()
     multi: list[list[str]] = []
     span_scores: list[float] = []
-    for item_id, (response, votes) in by_item.items():
-        res = resolve_item(votes, response)
-        methods[res.method] += 1
-        label_counts[res.label] += 1
+    partial = 0
+    items = current_resolutions(store)
+    for entry in items:
+        item_id, response, votes, res = entry.item_id, entry.response, entry.votes, entry.resolution
         raters[res.n_labels] += 1
         if res.n_labels >= 2:
             multi.append([label for label, _ in votes])
@@ -187,6 +256,11 @@ def resolve_all(store: Store) -> ResolveReport:
             score = span_agreement(yes, len(response))
             if score is not None:
                 span_scores.append(score)
+        if not rule.admits(res.n_labels, entry.released):
+            partial += 1
+            continue
+        methods[res.method] += 1
+        label_counts[res.label] += 1
         row = AnnotationResolutionRow(
             item_id, res.label, spans_json(res.spans), res.n_labels, res.agreement, res.method
         )
@@ -200,7 +274,7 @@ def resolve_all(store: Store) -> ResolveReport:
     categories = sorted({label for labels in kappa_rows for label in labels})
     kappa = fleiss_kappa([[labels.count(c) for c in categories] for labels in kappa_rows])
     report = ResolveReport(
-        items=len(by_item),
+        items=len(items),
         resolved=methods["majority"],
         ties=methods["tie"],
         single=methods["single"],
@@ -213,6 +287,8 @@ def resolve_all(store: Store) -> ResolveReport:
         kappa_raters=modal,
         span_agreement=sum(span_scores) / len(span_scores) if span_scores else None,
         written=len(rows),
+        partial=partial,
+        per_item=rule.per_item,
     )
     if report.items:
         append_rows(
@@ -271,6 +347,42 @@ def format_report(report: ResolveReport) -> str:
             f"percent agreement: {_fmt(report.percent_agreement)}",
             f"Krippendorff's alpha: {_fmt(report.krippendorff_alpha)}",
             f"span agreement (character F1): {_fmt(report.span_agreement)}",
+            f"items left out (fewer than {report.per_item} labels): {report.partial}",
             f"resolutions written: {report.written}",
         ]
     )
+
+
+# -- resolving while ``annotate serve`` holds the store -----------------------------------------
+RESOLVE_ACTION = "annotate.resolve"
+
+
+def report_to_json(report: ResolveReport) -> dict[str, Any]:
+    """The report as JSON (numbers of labels as text keys)."""
+    data = dataclasses.asdict(report)
+    data["raters_per_item"] = {str(k): v for k, v in report.raters_per_item.items()}
+    return data
+
+
+def report_from_json(data: dict[str, Any]) -> ResolveReport:
+    """The report ``report_to_json`` made."""
+    values = dict(data)
+    values["raters_per_item"] = {int(k): v for k, v in values["raters_per_item"].items()}
+    return ResolveReport(**values)
+
+
+def resolve_action(store: Store) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """What the holder does when another process asks it to resolve (``RESOLVE_ACTION``):
+    ``resolve_all`` on ``store`` (the holder's own connection, a cursor of its own) with the
+    asker's ``per_item`` and ``allow_partial``."""
+
+    def act(args: dict[str, Any]) -> dict[str, Any]:
+        per_item, allow_partial = args.get("per_item", 3), args.get("allow_partial", False)
+        if isinstance(per_item, bool) or not isinstance(per_item, int) or per_item < 1:
+            raise UsageError(f"--per-item must be at least 1 (got {per_item!r})")
+        if not isinstance(allow_partial, bool):
+            raise UsageError(f"allow_partial must be true or false (got {allow_partial!r})")
+        rule = LabelRule(per_item=per_item, allow_partial=allow_partial)
+        return report_to_json(resolve_all(store, rule))
+
+    return act

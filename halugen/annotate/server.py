@@ -50,6 +50,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import orjson
 from aiohttp import web
 
@@ -566,8 +567,14 @@ async def _organiser_export(request: web.Request) -> web.StreamResponse:
         elif fmt == "labelstudio":
             formats.export_labelstudio(state.store, path)
         else:  # HaluEval's layout holds resolved labels: resolve first, as the CLI does
-            resolve.resolve_all(state.store)
-            formats.export_halueval_general(state.store, path)
+            # items with fewer labels than the server hands out are left out, unless the
+            # organiser asks for them (?allow_partial=1; each record then has n_labels)
+            rule = resolve.LabelRule(
+                per_item=state.assigner.per_item,
+                allow_partial=request.query.get("allow_partial") in ("1", "true", "yes"),
+            )
+            resolve.resolve_all(state.store, rule)
+            formats.export_halueval_general(state.store, path, rule)
         data = path.read_bytes()
     return web.Response(
         body=data,
@@ -588,6 +595,7 @@ class AnnotateServer:
     port: int
     store: Store
     owns_store: bool
+    _resolver: Store | None = None  # what resolves for other processes (offer_resolve)
 
     @property
     def url(self) -> str:
@@ -598,7 +606,26 @@ class AnnotateServer:
     def organiser_url(self) -> str:
         return self.url + "organiser"
 
+    def offer_resolve(self) -> None:
+        """Let ``annotate resolve`` in another process resolve through this server (the
+        store's holder): on a cursor of its own, beside the page's writes."""
+        from .resolve import RESOLVE_ACTION, resolve_action
+
+        if self.store.is_live:
+            return
+        self._resolver = Store(self.store.path, self.store.conn.cursor())
+        if not self.store.offer(RESOLVE_ACTION, resolve_action(self._resolver)):
+            self._resolver.conn.close()
+            self._resolver = None
+
     async def close(self) -> None:
+        from .resolve import RESOLVE_ACTION
+
+        if self._resolver is not None:
+            self.store.offer(RESOLVE_ACTION, None)  # waits for one that is running
+            with contextlib.suppress(duckdb.Error):
+                self._resolver.conn.close()  # before the store closes: the file is let go
+            self._resolver = None
         try:
             await self.runner.cleanup()
             await self.store.writer.flush()  # leases journalled so far reach the store
@@ -655,7 +682,9 @@ async def serve(
             store.close()
         raise
     bound = runner.addresses[0][1]
-    return AnnotateServer(runner, host, bound, store, owns)
+    server = AnnotateServer(runner, host, bound, store, owns)
+    server.offer_resolve()
+    return server
 
 
 def run_server(

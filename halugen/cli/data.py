@@ -95,6 +95,9 @@ def add_parsers(sub: Any) -> None:
     exp.add_argument(
         "--no-card", action="store_true", help="no dataset card (README.md) beside the files"
     )
+    from .general import add_label_rule_flags
+
+    add_label_rule_flags(exp)  # general-track items: how many labels make one resolved
     add_setting(exp, "db")
     add_config_flag(exp)
 
@@ -205,6 +208,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from ..export import ExportRequest, export
     from ..store.db import open_store
     from ..tasks import get_task, is_task_path
+    from .general import label_rule
 
     if args.task and is_task_path(args.task):  # a task folder: read and checked first
         args.task = get_task(args.task).name
@@ -217,6 +221,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         task=args.task,
         where=args.where,
         card=not args.no_card,
+        labels=label_rule(args),
     )
     with open_store(db_path(args), read_only=True) as store:
         result = export(store, request)

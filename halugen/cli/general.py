@@ -172,9 +172,38 @@ def add_parsers(sub: Any) -> None:
     a_exp.add_argument("-o", "--out", required=True, metavar="FILE", help="the file to write")
     a_res = asub.add_parser("resolve", help="majority labels, spans and agreement (Fleiss' kappa)")
     add_format_flag(a_res)
+    for a in (a_exp, a_res):
+        add_label_rule_flags(a)
     for a in (a_serve, a_add, a_imp, a_exp, a_res):
         add_setting(a, "db")
         add_config_flag(a)
+
+
+def add_label_rule_flags(p: argparse.ArgumentParser) -> None:
+    """``--per-item`` / ``--allow-partial`` of the commands that resolve or export labels."""
+    p.add_argument(
+        "--per-item",
+        type=int,
+        default=3,
+        metavar="N",
+        help="labels an item needs to count as resolved (resolutions and HaluEval's general "
+        "layout); a released HaluEval label counts alone (default: 3, as 'annotate serve')",
+    )
+    p.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="also take items with fewer labels; exports then give each record its label "
+        "count, n_labels (default: leave them out and say how many)",
+    )
+
+
+def label_rule(args: argparse.Namespace) -> Any:
+    """The ``LabelRule`` of ``--per-item`` / ``--allow-partial``."""
+    from ..annotate.resolve import LabelRule
+
+    if args.per_item < 1:
+        raise UsageError(f"--per-item must be at least 1 (got {args.per_item})")
+    return LabelRule(per_item=args.per_item, allow_partial=args.allow_partial)
 
 
 def cmd_preselect(args: argparse.Namespace) -> int:
@@ -220,7 +249,7 @@ def cmd_preselect(args: argparse.Namespace) -> int:
 def cmd_annotate(args: argparse.Namespace) -> int:
     import orjson
 
-    from ..annotate import formats, items, resolve
+    from ..annotate import formats, items
     from ..store.db import open_store
 
     action = args.annotate_command
@@ -265,8 +294,16 @@ def cmd_annotate(args: argparse.Namespace) -> int:
             ),
         )
         return 0
+    if action == "resolve":
+        report = _resolve(args)
+        render_tables([_resolve_table(report)], args.format)
+        note = label_rule(args).left_out(report.partial)
+        if note:
+            err.print(f"note: {note}")
+        return 0
     skipped: list[Any] = []
-    with open_store(db_path(args)) as store:
+    # an export only reads: it also works while 'annotate serve' holds the store
+    with open_store(db_path(args), read_only=action == "export") as store:
         if action == "add":
             if bool(args.from_run) == bool(args.jsonl):
                 raise UsageError("give one of --from-run RUN or --jsonl FILE")
@@ -290,18 +327,51 @@ def cmd_annotate(args: argparse.Namespace) -> int:
                     f" annotated item(s) from HaluEval's general file"
                 )
         elif action == "export":
-            export = {
-                "labelstudio": formats.export_labelstudio,
-                "jsonl": formats.export_jsonl,
-                "halueval": formats.export_halueval_general,
-            }[args.format]
-            out.print(f"wrote {export(store, args.out)} record(s) to {args.out}")
-        elif action == "resolve":
-            render_tables([_resolve_table(resolve.resolve_all(store))], args.format)
+            rule = label_rule(args)
+            if args.format == "halueval":
+                general = formats.export_halueval_general(store, args.out, rule)
+                written, note = general.rows, rule.left_out(general.partial)
+            else:
+                if args.allow_partial or args.per_item != 3:
+                    raise UsageError(
+                        f"--per-item and --allow-partial choose resolved items: "
+                        f"--format {args.format} writes every label as it is, resolved or not"
+                    )
+                export = {
+                    "labelstudio": formats.export_labelstudio,
+                    "jsonl": formats.export_jsonl,
+                }[args.format]
+                written, note = export(store, args.out), None
+            out.print(f"wrote {written} record(s) to {args.out}")
+            if note:
+                err.print(f"note: {note}")
     for skip in skipped:
         # a record kept with a warning (e.g. under a derived id) is not a skipped one
         err.print(f"{'warning' if getattr(skip, 'kept', False) else 'skipped'} {skip}")
     return 0
+
+
+def _resolve(args: argparse.Namespace) -> Any:
+    """Resolve in this process, or, while another one holds the store (``annotate serve``),
+    ask that one to: it offers the resolution, and its writes stay its own."""
+    from ..annotate.resolve import RESOLVE_ACTION, report_from_json, resolve_all
+    from ..errors import StoreInUse
+    from ..store.db import open_store
+    from ..store.live import ask_holder
+
+    rule = label_rule(args)
+    path = db_path(args)
+    try:
+        store = open_store(path)
+    except StoreInUse:
+        asked = {"per_item": rule.per_item, "allow_partial": rule.allow_partial}
+        result = ask_holder(path, RESOLVE_ACTION, asked)
+        if result is not None:
+            err.print("note: resolved by the process that holds the store (annotate serve)")
+            return report_from_json(result)
+        store = open_store(path)  # it let go of the file meanwhile
+    with store:
+        return resolve_all(store, rule)
 
 
 def _resolve_table(report: Any) -> TableData:
@@ -319,6 +389,7 @@ def _resolve_table(report: Any) -> TableData:
         ["percent agreement", report.percent_agreement],
         ["Krippendorff's alpha", report.krippendorff_alpha],
         ["span agreement (character F1)", report.span_agreement],
+        [f"left out (fewer than {report.per_item} labels)", report.partial],
         ["resolutions written", report.written],
     ]
     return TableData("Annotation agreement", ["measure", "value"], rows, name="agreement")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -26,6 +26,9 @@ from ..store.db import Store
 from ..tasks import get_task, known_tasks
 from ..tasks.columns import field_columns
 from .judge import EvalItem
+
+if TYPE_CHECKING:
+    from ..annotate.resolve import LabelRule
 
 __all__ = [
     "HaluEvalRecord",
@@ -153,16 +156,41 @@ def _item(task: str, fields: dict[str, str], item_id: str, label: bool | None = 
     return EvalItem(task=task, key=key, item_id=item_id, fields=fields, human_label=label)
 
 
-def items_from_store(store: Store, task: str, *, gen_run: str | None = None) -> Iterator[EvalItem]:
-    """Accepted samples of ``task`` (general: annotated items with a resolved label)."""
-    if task == "general":
-        sql = (
-            "SELECT i.item_id, i.query, i.response, r.label FROM annotation_items i "
-            "JOIN annotation_resolved r USING (item_id) ORDER BY i.item_id"
+def general_items(
+    store: Store, labels: LabelRule | None = None, partial: list[int] | None = None
+) -> Iterator[tuple[EvalItem, int]]:
+    """Annotated items with a resolved label and their label counts, resolved from the labels
+    as they are now; items ``labels`` leaves out (too few labels) are counted in ``partial``."""
+    from ..annotate.resolve import LabelRule, current_resolutions
+
+    rule = labels or LabelRule()
+    queries = dict(
+        store.query(
+            "SELECT item_id, any_value(query ORDER BY created_at) FROM annotation_items "
+            "GROUP BY item_id"
         )
-        for item_id, query, response, label in store.iter_rows(sql):
-            fields = {"user_query": query, "chatgpt_response": response, "hallucination": label}
-            yield _item(task, fields, item_id, label == "yes")
+    )
+    left_out = 0
+    for entry in sorted(current_resolutions(store), key=lambda e: e.item_id):
+        res = entry.resolution
+        if not rule.admits(res.n_labels, entry.released):
+            left_out += 1
+            continue
+        fields = {
+            "user_query": queries[entry.item_id],
+            "chatgpt_response": entry.response,
+            "hallucination": res.label,
+        }
+        yield _item("general", fields, entry.item_id, res.label == "yes"), res.n_labels
+    if partial is not None:
+        partial.append(left_out)
+
+
+def items_from_store(store: Store, task: str, *, gen_run: str | None = None) -> Iterator[EvalItem]:
+    """Accepted samples of ``task`` (general: annotated items with a resolved label, see
+    ``general_items``)."""
+    if task == "general":
+        yield from (item for item, _ in general_items(store))
         return
     names = item_fields(task)
     where, params = "WHERE task = ?", [task]

@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import PureWindowsPath
 from typing import Any
 
 import orjson
@@ -183,12 +184,12 @@ def _row_key(row: ResultRow) -> tuple[Any, ...]:
     )
 
 
-def run_source(config_json: str | None, run_id: str) -> tuple[str, str]:
+def run_source(config_json: str | None, run_id: str, *, names: bool = False) -> tuple[str, str]:
     """(data source, scoring) of an eval run, from its stored settings.
 
-    Files are named as given; a generation run by its id; the store's samples without
-    ``--gen-run`` by the eval run itself, since what the store held may differ from one eval
-    to the next: two such runs are never pooled.
+    Files are named as given (``names``: by their file names only); a generation run by its
+    id; the store's samples without ``--gen-run`` by the eval run itself, since what the
+    store held may differ from one eval to the next: two such runs are never pooled.
     """
     try:
         config = orjson.loads(config_json) if config_json else {}
@@ -198,7 +199,8 @@ def run_source(config_json: str | None, run_id: str) -> tuple[str, str]:
         config = {}
     scoring = str(config.get("scoring") or "parse")
     if config.get("data"):
-        return "file: " + ", ".join(str(p) for p in config["data"]), scoring
+        shown = (PureWindowsPath(str(p)).name if names else str(p) for p in config["data"])
+        return "file: " + ", ".join(shown), scoring
     if config.get("gen_run"):
         return f"run: {config['gen_run']}", scoring
     return f"store: eval run {run_id}", scoring
@@ -236,11 +238,21 @@ def results_from_store(conn: Any, run_ids: Sequence[str] | None = None) -> list[
         params,
     )
     sources: dict[str, tuple[str, str]] = {}
+    named: dict[str, str] = {}  # a source as given -> by file names
     for run_id, config_json, has_p in cur.fetchall():
         source, scoring = run_source(config_json, run_id)
+        named[source] = run_source(config_json, run_id, names=True)[0]
         if config_json is None:  # a run the store does not describe
             source, scoring = f"unknown: run {run_id}", "logprobs" if has_p else "parse"
+            named[source] = source
         sources[run_id] = (source, scoring)
+    # files are shown by name (a directory of the user's machine is no result), unless two
+    # different paths share a name: those stay as given, so they are never pooled
+    share = Counter(named.values())
+    sources = {
+        run_id: (named[source] if share[named[source]] == 1 else source, scoring)
+        for run_id, (source, scoring) in sources.items()
+    }
     clusters = _dialogue_clusters(cur)
     sql = (
         "SELECT task, model, strategy, run_id, item_key, item_id, shown, truth, verdict, "

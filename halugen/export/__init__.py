@@ -19,9 +19,10 @@ existing directory) always writes a directory (``target``).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..annotate.resolve import LabelRule
 from ..errors import UsageError
 from ..store.db import Store
 from ..tasks import get_task
@@ -54,6 +55,9 @@ class ExportRequest:
     task: str | None = None
     where: str | None = None
     card: bool = True  # the dataset card beside jsonl / parquet / csv samples
+    labels: LabelRule = field(
+        default_factory=LabelRule
+    )  # which general-track items count as resolved
 
 
 @dataclass(frozen=True)
@@ -89,11 +93,11 @@ def export(store: Store, request: ExportRequest) -> ExportResult:
         if r.fmt == "lm-eval":
             from .lm_eval import export_lm_eval
 
-            files, selection = export_lm_eval(store, target, **common)
+            files, selection = export_lm_eval(store, target, labels=r.labels, **common)
         else:
             from .inspect_task import export_inspect
 
-            files, selection = export_inspect(store, target, **common)
+            files, selection = export_inspect(store, target, labels=r.labels, **common)
     else:
         from .samples import export_sample_files
 
@@ -109,8 +113,10 @@ def _general(store: Store, r: ExportRequest) -> ExportResult:
         raise UsageError("the general track's HaluEval file takes no --run or --where")
     target: Target | None = None if r.out is None else resolve_target(r.out, default="")
     path = Path("general_data.json") if target is None else target.file("general_data.json")
-    rows = export_halueval_general(store, path)
-    if rows == 0:
+    general = export_halueval_general(store, path, r.labels)
+    note = r.labels.left_out(general.partial)
+    notes = (note,) if note else ()
+    if general.rows == 0:
         path.unlink(missing_ok=True)
-        return ExportResult((), (), r.what)
-    return ExportResult(((path, rows),), (), r.what)
+        return ExportResult((), notes, r.what)
+    return ExportResult(((path, general.rows),), notes, r.what)

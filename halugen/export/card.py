@@ -11,10 +11,11 @@ JSON string, which YAML reads as the same string.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from typing import Any
 
 import orjson
@@ -64,7 +65,11 @@ SEED_LICENCES: dict[str, tuple[str, str, str]] = {
     "alpaca": ("Stanford Alpaca", "cc-by-nc-4.0", "https://github.com/tatsu-lab/stanford_alpaca"),
 }
 
+# seed reader -> its ``source_datasets`` entry: a Hub id, else the Hub's "extended|other-NAME"
+# for a dataset that is not on the Hub
 _HUB_SOURCES = {
+    "opendialkg": "extended|other-opendialkg",
+    "alpaca": "tatsu-lab/alpaca",
     "hotpotqa": "hotpotqa/hotpot_qa",
     "cnndm": "abisee/cnn_dailymail",
     "cnndm-story": "abisee/cnn_dailymail",
@@ -85,7 +90,7 @@ _FIELD_NOTES = {
     "selected_by": "how the candidate was chosen (judge, only_valid, ...)",
     "model": "model that sampled and filtered",
     "dataset": "seed reader (hotpotqa, opendialkg, cnndm, halueval-*)",
-    "source_file": "seed file, relative to where the run was started",
+    "source_file": "seed file's name (its sha256 is listed under How it was made)",
     "source_line": "line (or record number) in the seed file",
     "knowledge": "background knowledge (QA: supporting facts; dialogue: KG paths)",
     "question": "the question (QA)",
@@ -165,6 +170,57 @@ def _dtype(type_name: str) -> str:
     return "string"
 
 
+def _source_dataset(reader: str) -> str:
+    """A seed reader's ``source_datasets`` entry (one the card does not know: "other-NAME")."""
+    if reader in _HUB_SOURCES:
+        return _HUB_SOURCES[reader]
+    name = "".join(c if c.isalnum() or c in "-_." else "-" for c in reader.lower())
+    return f"extended|other-{name}"
+
+
+def _arrow_type(dtype: str) -> Any:
+    """A Hub ``dtype`` as the Arrow type ``datasets`` holds it in."""
+    import pyarrow as pa
+
+    if dtype.startswith("timestamp[") and ", tz=" in dtype:
+        unit, tz = dtype[len("timestamp[") : -1].split(", tz=")
+        return pa.timestamp(unit, tz=tz)
+    return pa.type_for_alias(dtype)
+
+
+def _num_bytes(store: Store, file: CardFile, features: Sequence[tuple[str, str]]) -> int:
+    """The rows' size in memory as ``datasets`` holds them (Arrow, in the card's types): the
+    split's ``num_bytes``. Read in batches, so an export of any size fits."""
+    import pyarrow as pa
+
+    schema = pa.schema([(name, _arrow_type(dtype)) for name, dtype in features])
+    total = 0
+    with _batches(store, file) as reader:
+        for batch in reader:
+            for column in pa.Table.from_batches([batch]).cast(schema).columns:
+                for chunk in column.chunks:
+                    total += chunk.nbytes
+                    validity = chunk.buffers()[0]
+                    if chunk.null_count == 0 and validity is not None:
+                        total -= validity.size  # as datasets holds it: no bitmap without nulls
+    return total
+
+
+@contextlib.contextmanager
+def _batches(store: Store, file: CardFile) -> Iterator[Any]:
+    """A pyarrow RecordBatchReader over the file's rows (also on a store another process
+    holds: its live route answers in Arrow)."""
+    if store.is_live:
+        with store.conn.open_reader(file.query, list(file.params)) as reader:
+            yield reader
+        return
+    cur = store.conn.cursor()
+    try:
+        yield cur.sql(file.query, params=list(file.params) or None).to_arrow_reader(10_000)
+    finally:
+        cur.close()
+
+
 def _size_category(n: int) -> str:
     for limit, label in (
         (1_000, "n<1K"),
@@ -204,6 +260,26 @@ def _field_note(name: str, files: Sequence[CardFile]) -> str:
         if spec is not None and name in dict(spec.field_notes):
             return dict(spec.field_notes)[name]
     return ""
+
+
+def _fields_table(
+    files: Sequence[CardFile], features: Sequence[Sequence[tuple[str, str]]]
+) -> list[str]:
+    """Every config's fields, in order of first appearance; with several configs, which
+    configs have each field."""
+    seen: dict[str, tuple[str, list[str]]] = {}
+    for f, feats in zip(files, features, strict=True):
+        for name, dtype in feats:
+            seen.setdefault(name, (dtype, []))[1].append(_config_name(f))
+    if len(files) <= 1:
+        rows = [[n, dtype, _field_note(n, files)] for n, (dtype, _) in seen.items()]
+        return _md_table(["field", "type", "meaning"], rows)
+    everywhere = len(files)
+    rows = [
+        [n, dtype, "all" if len(c) == everywhere else ", ".join(c), _field_note(n, files)]
+        for n, (dtype, c) in seen.items()
+    ]
+    return _md_table(["field", "type", "configs", "meaning"], rows)
 
 
 def _pct(value: float | None) -> str:
@@ -320,6 +396,14 @@ def _runs(store: Store, runs: Sequence[str]) -> list[dict[str, Any]]:
     return out
 
 
+def _seed_stamps(store: Store, run_id: str) -> list[tuple[str, int, str]]:
+    """The run's seed files as it recorded them: name, size and sha256 (never the path)."""
+    rows = store.conn.execute(
+        "SELECT path, size, sha256 FROM seed_files WHERE run_id = ? ORDER BY rowid", [run_id]
+    ).fetchall()
+    return [(PureWindowsPath(path).name, size, sha) for path, size, sha in rows]
+
+
 def _datasets(store: Store, files: Sequence[CardFile]) -> list[str]:
     found: set[str] = set()
     for f in files:
@@ -350,7 +434,7 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
     head += ["tags:", "- hallucination", "- halueval", "- halugen"]
     head += ["annotations_creators:", "- machine-generated"]
     head += ["size_categories:", f"- {_q(_size_category(total))}"]
-    sources = sorted({_HUB_SOURCES[d] for d in datasets if d in _HUB_SOURCES})
+    sources = sorted({_source_dataset(d) for d in datasets})
     if sources:
         head += ["source_datasets:", *(f"- {_q(s)}" for s in sources)]
     head.append("configs:")
@@ -362,12 +446,16 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
             "  - split: test",
             f"    path: {_q(Path(rel).as_posix())}",
         ]
+    features = [_features(store, f) for f in files]
     head.append("dataset_info:")
-    for f in files:
+    for f, feats in zip(files, features, strict=True):
         head += [f"- config_name: {_q(_config_name(f))}", "  features:"]
-        for name, dtype in _features(store, f):
+        for name, dtype in feats:
             head += [f"  - name: {_q(name)}", f"    dtype: {_q(dtype)}"]
-        head += ["  splits:", "  - name: test", f"    num_examples: {f.rows}"]
+        num_bytes = _num_bytes(store, f, feats)
+        head += ["  splits:", "  - name: test", f"    num_bytes: {num_bytes}"]
+        head += [f"    num_examples: {f.rows}"]
+        head += [f"  download_size: {f.path.stat().st_size}", f"  dataset_size: {num_bytes}"]
     head.append("---")
 
     body = [
@@ -399,20 +487,14 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
         "",
         "## Fields",
         "",
-        *_md_table(
-            ["field", "type", "meaning"],
-            [
-                [name, dtype, _field_note(name, files)]
-                for name, dtype in (_features(store, files[0]) if files else [])
-            ],
-        ),
+        *_fields_table(files, features),
         "",
         "## How it was made",
         "",
     ]
     for run in _runs(store, sorted({r for f in files for r in f.runs})):
         config = run["config"]
-        seeds = ", ".join(os.path.basename(str(s)) for s in config.get("seeds", [])) or "—"
+        seeds = ", ".join(PureWindowsPath(str(s)).name for s in config.get("seeds", [])) or "—"
         sampling = config.get("sampling") or []
         judge = config.get("judge") or []
         templates = config.get("templates") or {}
@@ -429,6 +511,10 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
             body.append(
                 "  - templates: " + ", ".join(f"`{k}` {v}" for k, v in sorted(templates.items()))
             )
+        stamps = _seed_stamps(store, run["run_id"])
+        if stamps:
+            read = [f"`{n}` ({size:,} bytes, sha256 `{sha}`)" for n, size, sha in stamps]
+            body.append("  - seed files: " + "; ".join(read))
     body += [
         "",
         "Candidates equal to (or containing) the right answer, unparseable ones and ones "

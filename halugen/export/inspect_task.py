@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from .. import __version__
+from ..annotate.resolve import LabelRule
 from ..store.db import Store
 from .lm_eval import VERDICT_PATTERN
 from .recognition import harness_strategies, prompt_messages, write_task_data
@@ -133,9 +134,10 @@ def export_inspect(
     where: str | None,
     run: str | None,
     all_runs: bool,
+    labels: LabelRule | None = None,
 ) -> tuple[list[tuple[Path, int]], Selection]:
     written, selection = write_task_data(
-        store, target.path, task=task, where=where, run=run, all_runs=all_runs
+        store, target.path, task=task, where=where, run=run, all_runs=all_runs, labels=labels
     )
     if not written:
         return [], selection

@@ -32,6 +32,7 @@ from pathlib import Path
 import orjson
 
 from .. import __version__
+from ..annotate.resolve import LabelRule
 from ..store.db import Store
 from .recognition import TaskData, harness_strategies, prompt_messages, write_task_data
 from .selection import Selection
@@ -199,10 +200,11 @@ def export_lm_eval(
     where: str | None,
     run: str | None,
     all_runs: bool,
+    labels: LabelRule | None = None,
 ) -> tuple[list[tuple[Path, int]], Selection]:
     directory = target.path
     written, selection = write_task_data(
-        store, directory, task=task, where=where, run=run, all_runs=all_runs
+        store, directory, task=task, where=where, run=run, all_runs=all_runs, labels=labels
     )
     files: list[tuple[Path, int]] = []
     names: list[str] = []

@@ -15,12 +15,13 @@ messages with ``{{field}}`` placeholders, from which the harness files are built
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from ..annotate.resolve import LabelRule
 from ..errors import UsageError
 from ..evaluate.items import item_fields
 from ..evaluate.judge import EvalItem, judge_template, judge_values, shown_texts
@@ -104,11 +105,12 @@ def _sample_items(
             }
 
 
-def _general_items(store: Store) -> Iterator[dict[str, Any]]:
-    from ..evaluate.items import items_from_store
+def _general_items(store: Store, labels: LabelRule, partial: list[int]) -> Iterator[dict[str, Any]]:
+    from ..evaluate.items import general_items
 
-    for item in items_from_store(store, "general"):
+    for item, n_labels in general_items(store, labels, partial):
         right, _ = shown_texts(item)
+        count = {"n_labels": n_labels} if labels.allow_partial else {}
         yield {
             "id": f"general:{item.item_id}",
             "task": "general",
@@ -118,6 +120,7 @@ def _general_items(store: Store) -> Iterator[dict[str, Any]]:
             "shown": "response",
             "label": "Yes" if item.human_label else "No",
             **judge_values("general", "plain", item, right),
+            **count,
         }
 
 
@@ -137,6 +140,7 @@ def write_task_data(
     where: str | None,
     run: str | None,
     all_runs: bool,
+    labels: LabelRule | None = None,
 ) -> tuple[list[TaskData], Selection]:
     """``<task>.jsonl`` in ``directory`` for every task with samples (and for ``general``
     when annotated items have resolved labels); returns what was written."""
@@ -155,13 +159,14 @@ def write_task_data(
             filters=filters,
             params=params,
         )
+    partial: list[int] = []  # general items left out, counted as they are read
     sources: list[tuple[str, Iterator[dict[str, Any]], tuple[str, ...]]] = [
         (p.unit[0], _sample_items(store, p.unit[0], p, filters, params), p.runs)
         for p in sorted(selection.picked, key=lambda p: p.unit[0])
         if _known(p.unit[0])
     ]
     if task in (None, "general") and not where and run is None:
-        sources.append(("general", _general_items(store), ()))
+        sources.append(("general", _general_items(store, labels or LabelRule(), partial), ()))
     written: list[TaskData] = []
     directory.mkdir(parents=True, exist_ok=True)
     for name, items, runs in sources:
@@ -176,4 +181,7 @@ def write_task_data(
             path.unlink()
             continue
         written.append(TaskData(name, path, n, yes, runs))
+    note = (labels or LabelRule()).left_out(sum(partial))
+    if note:
+        selection = replace(selection, notes=(*selection.notes, note))
     return written, selection

@@ -1,8 +1,9 @@
 """Samples with every column: JSON lines, Parquet or CSV, written by DuckDB's ``COPY``.
 
 Each row is a ``samples`` row plus the run's model and the calls and cost spent on its
-seed. A directory target gets one file per task (``qa.parquet`` ...), a file target one
-file with every selected task. Parquet files carry ``halugen_version``, ``halugen_run_id``
+seed; ``source_file`` is the seed file's name, without its directory. A directory target
+gets one file per task (``qa.parquet`` ...), a file target one file with every selected task.
+Parquet files carry ``halugen_version``, ``halugen_run_id``
 (comma-separated when several runs) and ``halugen_task`` in their key-value metadata.
 A dataset card (``README.md`` with Hugging Face's YAML header) is written beside them.
 """
@@ -27,6 +28,9 @@ from .target import Target
 __all__ = ["SAMPLE_FILE_FORMATS", "copy_query", "export_sample_files", "sample_filters"]
 
 SAMPLE_FILE_FORMATS = {"jsonl": "jsonl", "parquet": "parquet", "csv": "csv"}
+
+# the name of a stored seed file path, with / or \\ as separators
+SOURCE_FILE_NAME = "parse_filename(s.source_file, false, 'both_slash')"
 
 _COPY_OPTIONS = {"jsonl": "FORMAT JSON", "parquet": "FORMAT PARQUET", "csv": "FORMAT CSV, HEADER"}
 
@@ -59,6 +63,9 @@ def _columns(tasks: Sequence[str], *, one_task: bool) -> str:
         exclude += sorted(set(SAMPLE_COLUMNS) - set(own))
     extra = [f for f in own if f not in SAMPLE_COLUMNS]
     columns = f"s.* EXCLUDE ({', '.join(exclude)})" if exclude else "s.*"
+    # the seed file's name only: a path (../../data/x.json) says nothing once the file travels;
+    # the run keeps the path as given and the file's sha256 (seed_files) for provenance
+    columns += f" REPLACE ({SOURCE_FILE_NAME} AS source_file)"
     return columns + (", " + field_columns(extra, table="s") if extra else "")
 
 

@@ -22,10 +22,10 @@ from typing import Any
 import duckdb
 import orjson
 
-from ..errors import StoreError, UnusableStore
+from ..errors import StoreError, StoreInUse, UnusableStore
 from .failures import damaged_store, is_locked, open_failure
 from .live import LiveConnection, connect_live
-from .live_server import LiveReadServer
+from .live_server import Action, LiveReadServer
 from .migrations import MIGRATIONS, VIEWS
 from .writer import StoreWriter
 
@@ -111,6 +111,14 @@ class Store:
                     server.problem,
                 )
         return self._live_server is not None
+
+    def offer(self, name: str, action: Action | None) -> bool:
+        """Do ``action`` for other processes that ask for ``name`` while this one holds the
+        file (``live.ask_holder``; None withdraws it); False when nobody can ask."""
+        if self._live_server is None:
+            return False
+        self._live_server.offer(name, action)
+        return True
 
     def close(self) -> None:
         # Queries that arrive while we close wait, and are released once the file is free:
@@ -357,7 +365,7 @@ def open_store(
             msg = str(exc).splitlines()[0]
             holder = f" ({m.group(0)})" if (m := re.search(r"PID \d+", msg)) else ""
             if not read_only:
-                raise StoreError(
+                raise StoreInUse(
                     f"store {p} is in use by another process{holder}; wait for it to finish "
                     f"or use another --db"
                 ) from None

@@ -54,9 +54,16 @@ from typing import Any
 import duckdb
 import orjson
 
-from ..errors import StoreError, UsageError
+from ..errors import StoreError, StoreInUse, UsageError
 
-__all__ = ["HolderGone", "LiveConnection", "LiveResult", "connect_live", "socket_path"]
+__all__ = [
+    "HolderGone",
+    "LiveConnection",
+    "LiveResult",
+    "ask_holder",
+    "connect_live",
+    "socket_path",
+]
 
 _BATCH_ROWS = 10_000  # rows per Arrow batch, on both sides
 _RELEASE_TIMEOUT = 600.0  # how long a client waits for a closing holder to let go of the file
@@ -150,22 +157,43 @@ def _ask(path: Path, db: Path, sql: str, params: list[Any]) -> tuple[socket.sock
 
     Raises HolderGone when no holder answers (the caller opens the file instead).
     """
+    sock, stream, _ = _request(path, db, {"sql": sql, "params": params})
+    return sock, stream
+
+
+def ask_holder(db: str | os.PathLike[str], action: str, args: dict[str, Any]) -> Any:
+    """Ask the process that holds ``db`` to do ``action`` (one it offers, see
+    ``LiveReadServer.offer``) and return its JSON result; None when no process holds the
+    store any more (the caller opens the file itself). ``StoreInUse`` when the holder does
+    not offer that action, ``UsageError`` when it refuses the arguments."""
+    path = Path(db)
+    try:
+        sock, stream, head = _request(socket_path(path), path, {"action": action, "args": args})
+    except HolderGone:
+        return None
+    _close(sock, stream)
+    return head.get("result")
+
+
+def _request(path: Path, db: Path, payload: dict[str, Any]) -> tuple[socket.socket, Any, Any]:
+    """Send one request; (socket, stream, head) once the holder said ok. HolderGone when no
+    holder answers; the holder's refusal raised as the error it names."""
     sock = _connect(path, db)
     if sock is None:
         raise HolderGone
     stream = sock.makefile("rwb")
     try:
-        stream.write(orjson.dumps({"sql": sql, "params": params}, default=str) + b"\n")
+        stream.write(orjson.dumps(payload, default=str) + b"\n")
         stream.flush()
-        line = stream.readline(1 << 20)
+        line = stream.readline(1 << 24)
         head = orjson.loads(line) if line else None
     except (OSError, orjson.JSONDecodeError):
         head = None
-    if head is None:  # the holder went away before answering
+    if not isinstance(head, dict):  # the holder went away before answering
         _close(sock, stream)
         raise HolderGone
     if head.get("ok"):
-        return sock, stream
+        return sock, stream, head
     kind = head.get("kind")
     if kind == "closing":
         # the holder closes the connection once the file is free (or dies): wait for that
@@ -180,6 +208,10 @@ def _ask(path: Path, db: Path, sql: str, params: list[Any]) -> tuple[socket.sock
     if kind == "sql":
         raise duckdb.Error(message)  # as a local query's error would be
     if kind == "peer":
+        raise StoreError(f"store {db}: {message}")
+    if kind == "unavailable":
+        raise StoreInUse(f"store {db} is in use by another process: {message}")
+    if kind == "failed":
         raise StoreError(f"store {db}: {message}")
     raise UsageError(message)
 

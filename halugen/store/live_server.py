@@ -6,15 +6,20 @@ import contextlib
 import os
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import orjson
 
+from ..errors import HalugenError, UsageError
 from . import live
 
-__all__ = ["LiveReadServer"]
+__all__ = ["Action", "LiveReadServer"]
+
+# A named operation the holder offers other processes: JSON arguments in, a JSON object out.
+Action = Callable[[dict[str, Any]], dict[str, Any]]
 
 _MAX_QUERIES_AT_ONCE = 2  # queries share the holder's cores with the run: keep them few
 _CLIENT_TIMEOUT = 60.0  # a peer that stops reading or writing is dropped after this
@@ -51,6 +56,8 @@ class LiveReadServer:
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self.queries = 0
+        self._actions: dict[str, Action] = {}
+        self._acting = threading.Lock()  # one action at a time
 
     def start(self) -> bool:
         """Listen; False (and no server) when the socket cannot be made safely here."""
@@ -79,6 +86,22 @@ class LiveReadServer:
         self._thread = threading.Thread(target=self._serve, name="halugen-live-sql", daemon=True)
         self._thread.start()
         return True
+
+    # -- actions: what the holder does for others ------------------------------------------
+    def offer(self, name: str, action: Action | None) -> None:
+        """Offer ``action`` under ``name`` to other processes (None withdraws it).
+
+        The SQL route stays read-only: an action is the holder's own code, run when asked
+        by name with JSON arguments it checks itself, never a statement a client wrote.
+        """
+        with self._state:
+            if action is None:
+                self._actions.pop(name, None)
+            else:
+                self._actions[name] = action
+        if action is None:
+            with self._acting:  # one that was running has ended: its resources may go
+                pass
 
     # -- shutdown, in two steps around the closing of the file (see Store.close) -----------
     def stop_answering(self) -> None:
@@ -140,9 +163,17 @@ class LiveReadServer:
     def _answer_on(self, stream: Any) -> None:
         try:
             request = orjson.loads(stream.readline(1 << 24))
-            sql, params = request["sql"], request.get("params") or []
-            if not isinstance(sql, str) or not isinstance(params, list):
-                raise ValueError("sql must be text and params a list")
+            if not isinstance(request, dict):
+                raise TypeError("a request is a JSON object")
+            action = request.get("action")
+            if action is not None:
+                args = request.get("args") or {}
+                if not isinstance(action, str) or not isinstance(args, dict):
+                    raise ValueError("action must be text and args an object")
+            else:
+                sql, params = request["sql"], request.get("params") or []
+                if not isinstance(sql, str) or not isinstance(params, list):
+                    raise ValueError("sql must be text and params a list")
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             _reply_error(stream, f"bad request: {exc}", "refused")
             return
@@ -162,12 +193,43 @@ class LiveReadServer:
                     self._parked -= 1
             return
         try:
-            with self._slots:
-                self._run(stream, sql, params)
+            if action is not None:
+                self._act(stream, action, args)
+            else:
+                with self._slots:
+                    self._run(stream, sql, params)
         finally:
             with self._state:
                 self._running -= 1
                 self._state.notify_all()
+
+    def _act(self, stream: Any, name: str, args: dict[str, Any]) -> None:
+        with self._acting:  # looked up inside: a withdrawn action never starts
+            with self._state:
+                action = self._actions.get(name)
+                offered = sorted(self._actions)
+            if action is None:
+                what = f"it offers {', '.join(offered)}" if offered else "it offers none"
+                _reply_error(
+                    stream,
+                    f"the process that holds this store (pid {os.getpid()}) does not offer "
+                    f"{name!r} ({what}); wait for it to finish",
+                    "unavailable",
+                )
+                return
+            try:
+                result = action(args)
+            except UsageError as exc:
+                _reply_error(stream, str(exc), "refused")
+                return
+            except HalugenError as exc:
+                _reply_error(stream, str(exc), "failed")
+                return
+            except Exception as exc:  # the holder keeps serving; the asker hears what failed
+                _reply_error(stream, f"{name} failed in the holder: {exc!r}", "failed")
+                return
+        stream.write(orjson.dumps({"ok": True, "result": result}) + b"\n")
+        stream.flush()
 
     def _run(self, stream: Any, sql: str, params: list[Any]) -> None:
         with self._parent_lock:

@@ -659,8 +659,9 @@ WHERE NOT EXISTS (SELECT 1 FROM call_log l WHERE l.call_id = m.call_id)
 SELECT run_id, task, stage,
        count(*) AS calls,
        count(*) FILTER (WHERE status = 'cached') AS cached_calls,
-       count(*) FILTER (WHERE status IN ('failed', 'lost', 'consumed', 'cancelled',
-                                         'budget_exhausted')) AS failed_calls,
+       count(*) FILTER (WHERE status IN ('failed', 'lost', 'consumed')) AS failed_calls,
+       -- stopped by us, not failed: Ctrl-C, or released when the budget ran out
+       count(*) FILTER (WHERE status IN ('cancelled', 'budget_exhausted')) AS cancelled_calls,
        count(*) FILTER (WHERE status = 'unsettled') AS unsettled_calls,
        COALESCE(sum(prompt_tokens), 0) AS prompt_tokens,
        COALESCE(sum(completion_tokens), 0) AS completion_tokens,

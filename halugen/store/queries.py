@@ -43,6 +43,7 @@ def stage_costs(store: Store, run_id: str | None = None) -> list[dict[str, Any]]
         store,
         f"""
         SELECT run_id, task, stage, calls, cached_calls AS cached, failed_calls AS failed,
+               cancelled_calls AS cancelled,
                prompt_tokens AS tokens_in, completion_tokens AS tokens_out,
                round(cost_usd, 8) AS cost_usd
         FROM cost_by_stage {where}

@@ -9,6 +9,7 @@ import pytest
 
 from halugen.annotate.formats import (
     LABELSTUDIO_CONFIG,
+    GeneralExport,
     export_halueval_general,
     export_jsonl,
     export_labelstudio,
@@ -18,7 +19,7 @@ from halugen.annotate.formats import (
     locate_spans,
 )
 from halugen.annotate.items import Item, append_rows, insert_items
-from halugen.annotate.resolve import resolve_all
+from halugen.annotate.resolve import LabelRule, resolve_all
 from halugen.errors import InputError
 from halugen.store.db import open_store
 
@@ -400,7 +401,7 @@ def test_halueval_general_import_resolve_export(stores, tmp_path):
     assert methods == {"single"}
 
     out = tmp_path / "out.json"
-    assert export_halueval_general(store, out) == 5
+    assert export_halueval_general(store, out).rows == 5
     back = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert back == GENERAL
     assert list(back[0]) == [
@@ -411,6 +412,52 @@ def test_halueval_general_import_resolve_export(stores, tmp_path):
         "hallucination_spans",
     ]
     assert "“politely”" in out.read_text(encoding="utf-8")  # text as written, like HaluEval
+
+
+def test_imported_halueval_file_exports_without_resolve(stores, tmp_path):
+    # the README: an imported HaluEval file counts as resolved; no resolve step before export
+    store = stores("s")
+    import_halueval_general(store, _general_file(tmp_path))
+    out = tmp_path / "out.json"
+    assert export_halueval_general(store, out) == GeneralExport(5, 0)
+    assert [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()] == GENERAL
+
+
+def _partly_labelled(store) -> None:
+    """Items p1 (3 labels), p2 (1 label), p3 (2 labels), p4 (none), labelled on the page."""
+    insert_items(store, [Item(f"p{k}", "jsonl", f"q{k}", f"response {k}") for k in range(1, 5)])
+    votes = {"p1": ("yes", "yes", "no"), "p2": ("no",), "p3": ("no", "yes")}
+    append_rows(
+        store,
+        "annotations",
+        [
+            (item, annotator, label, "[]", None, "web")
+            for item, labels in votes.items()
+            for annotator, label in zip("abc", labels, strict=False)
+        ],
+    )
+
+
+def test_general_export_refuses_partly_labelled_items(stores, tmp_path):
+    store = stores("s")
+    _partly_labelled(store)
+    out = tmp_path / "out.json"
+    # by default only p1 (3 of 3 labels) is resolved; p2 and p3 are counted as left out
+    assert export_halueval_general(store, out) == GeneralExport(1, 2)
+    (only,) = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert (only["ID"], only["hallucination"]) == ("p1", "yes")
+    assert "n_labels" not in only
+    # asked for, they come with their label counts
+    rule = LabelRule(per_item=3, allow_partial=True)
+    assert export_halueval_general(store, out, rule) == GeneralExport(3, 0)
+    back = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [(r["ID"], r["hallucination"], r["n_labels"]) for r in back] == [
+        ("p1", "yes", 3),
+        ("p2", "no", 1),
+        ("p3", "yes", 2),  # a tie: yes, as resolve makes it
+    ]
+    # two labels are enough when two are asked for
+    assert export_halueval_general(store, out, LabelRule(per_item=2)) == GeneralExport(2, 1)
 
 
 def test_halueval_export_follows_a_changed_resolution(stores, tmp_path):

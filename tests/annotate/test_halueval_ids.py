@@ -84,7 +84,7 @@ def test_every_record_is_kept_with_a_warning(store, tmp_path: Path) -> None:
     # the export writes the IDs as they were released
     resolve_all(store)
     out = tmp_path / "out.json"
-    assert export_halueval_general(store, out) == 9
+    assert export_halueval_general(store, out).rows == 9
     back = {r["user_query"]: r["ID"] for r in map(json.loads, out.read_text().splitlines())}
     assert back["second, again with other texts"] == "2"
     assert back["empty id"] == "" and back["first"] == "1"

@@ -6,7 +6,13 @@ import orjson
 import pytest
 
 from halugen.annotate.items import Item, append_rows, insert_items
-from halugen.annotate.resolve import format_report, resolve_all, resolve_item, resolve_spans
+from halugen.annotate.resolve import (
+    LabelRule,
+    format_report,
+    resolve_all,
+    resolve_item,
+    resolve_spans,
+)
 from halugen.store.db import open_store
 
 RESPONSE = "The tower was built in 1889 by Gustave Eiffel for the fair."  # 59 characters
@@ -142,7 +148,7 @@ def test_ties_single_labels_and_modal_raters(store):
     _label(store, "i3", "b", "no")
     _label(store, "i4", "halueval", "no")
 
-    report = resolve_all(store)
+    report = resolve_all(store, LabelRule(allow_partial=True))
     got = _resolved(store)
     assert set(got) == {"i1", "i2", "i3", "i4"}
     # a tie resolves to yes, flagged; agreement = the share of yes votes
@@ -159,6 +165,42 @@ def test_ties_single_labels_and_modal_raters(store):
     assert report.fleiss_kappa == pytest.approx(0.25)
     # percent agreement over items with >= 2 labels: i1 1/3, i2 1, i3 0 -> 4/9
     assert report.percent_agreement == pytest.approx(4 / 9)
+
+
+def test_partial_items_are_not_resolved_unless_allowed(store):
+    _items(store, 3)
+    for annotator in "abc":
+        _label(store, "i1", annotator, "yes")
+    _label(store, "i2", "a", "no")  # 1 of 3 labels
+    _label(store, "i3", "a", "yes")
+    _label(store, "i3", "b", "yes")  # 2 of 3
+
+    report = resolve_all(store)
+    assert set(_resolved(store)) == {"i1"}
+    assert (report.items, report.partial, report.resolved, report.single) == (3, 2, 1, 0)
+    assert "items left out (fewer than 3 labels): 2" in format_report(report)
+    assert report.raters_per_item == {1: 1, 2: 1, 3: 1}  # agreement sees every label
+
+    report = resolve_all(store, LabelRule(per_item=2))
+    assert set(_resolved(store)) == {"i1", "i3"} and report.partial == 1
+
+    report = resolve_all(store, LabelRule(allow_partial=True))
+    got = _resolved(store)
+    assert {k: (v[0], v[2]) for k, v in got.items()} == {
+        "i1": ("yes", 3),
+        "i2": ("no", 1),
+        "i3": ("yes", 2),
+    }
+    assert report.partial == 0
+
+
+def test_a_released_label_counts_as_resolved(store):
+    # HaluEval's own label (annotator and source halueval) stands for HaluEval's annotators
+    _items(store, 2)
+    append_rows(store, "annotations", [("i1", "halueval", "no", "[]", None, "halueval")])
+    _label(store, "i2", "halueval", "no")  # a page annotator who calls themself halueval
+    report = resolve_all(store)
+    assert set(_resolved(store)) == {"i1"} and report.partial == 1
 
 
 def test_no_labels_at_all(store):
@@ -218,3 +260,50 @@ def test_resolve_records_the_agreement_it_measured(tmp_path):
     )
     assert rows == [(3, 3, report.fleiss_kappa, report.krippendorff_alpha)]
     store.close()
+
+
+def test_cli_resolve_and_export_refuse_partial_items(tmp_path, capsys):
+    import json
+
+    from halugen.cli import main
+
+    db = tmp_path / "c.duckdb"
+    lines = [
+        {"item_id": item, "annotator": who, "label": label, "spans": [], "query": "q"}
+        | {"response": RESPONSE}
+        for item, votes in (("full", "yyn"), ("half", "n"))
+        for who, label in zip("abc", ("yes" if v == "y" else "no" for v in votes), strict=False)
+    ]
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["annotate", "import", str(labels), "--format", "jsonl", "--db", str(db)]) == 0
+    capsys.readouterr()
+
+    assert main(["annotate", "resolve", "--db", str(db), "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    rows = {r["measure"]: r["value"] for r in json.loads(captured.out)}
+    assert rows["left out (fewer than 3 labels)"] == 1 and rows["resolved by majority"] == 1
+    assert "left out 1 item(s) with fewer than 3 labels" in captured.err
+    assert "--allow-partial" in captured.err
+
+    out = tmp_path / "general_data.json"
+    args = ["export", "--task", "general", "--db", str(db), "--out", str(out)]
+    assert main(args) == 0
+    assert "left out 1 item(s)" in capsys.readouterr().err
+    assert [json.loads(x)["ID"] for x in out.read_text().splitlines()] == ["full"]
+    assert main([*args, "--allow-partial"]) == 0
+    back = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [(r["ID"], r["n_labels"]) for r in back] == [("full", 3), ("half", 1)]
+    assert main([*args, "--per-item", "0"]) == 2  # a usage error, one line
+    assert "--per-item must be at least 1" in capsys.readouterr().err
+
+
+def test_cli_label_rule_flags_belong_to_resolved_exports(tmp_path, capsys):
+    from halugen.cli import main
+
+    db = tmp_path / "e.duckdb"
+    argv = ["annotate", "export", "--format", "jsonl", "--db", str(db), "-o", str(tmp_path / "x")]
+    with open_store(db):
+        pass
+    assert main([*argv, "--allow-partial"]) == 2
+    assert "writes every label as it is" in capsys.readouterr().err

@@ -32,27 +32,38 @@ def test_different_files_and_scorings_never_share_a_row(simulator, tmp_path, cap
     assert run_eval(sim.base_url, b, db).exit_code == 0
     assert run_eval(sim.base_url, a, db, scoring="logprobs").exit_code == 0
     rows = _report_csv(db, capsys)
+    # files are shown by name: no directory of the machine that ran the eval
+    assert not any(str(tmp_path) in r["data_source"] for r in rows)
     got = sorted((r["data_source"], r["scoring"], r["n"], r["items"]) for r in rows)
     assert got == [
-        (f"file: {a}", "logprobs", "12", "12"),
-        (f"file: {a}", "parse", "12", "12"),
-        (f"file: {b}", "parse", "30", "30"),
+        (f"file: {a.name}", "logprobs", "12", "12"),
+        (f"file: {a.name}", "parse", "12", "12"),
+        (f"file: {b.name}", "parse", "30", "30"),
     ]
     # the same file judged again (another seed: other sides shown) pools into its row, and
     # a prompt judged twice counts once
     assert run_eval(sim.base_url, a, db, seed=7).exit_code == 0
     assert run_eval(sim.base_url, a, db, seed=7).exit_code == 0
     rows = _report_csv(db, capsys)
-    (pooled,) = [r for r in rows if r["data_source"] == f"file: {a}" and r["scoring"] == "parse"]
+    key = (f"file: {a.name}", "parse")
+    (pooled,) = [r for r in rows if (r["data_source"], r["scoring"]) == key]
     assert int(pooled["items"]) == 12 and 12 < int(pooled["n"]) <= 24
     assert len(pooled["runs"].split()) == 2
     # the accuracy table splits the line by source rather than pooling it
     capsys.readouterr()
     assert main(["report", "--db", str(db), "--format", "markdown"]) == 0
     md = capsys.readouterr().out
-    assert f"| gpt-4o-mini [file: {a}] | plain |" in md
-    assert f"| gpt-4o-mini [file: {b}] | plain |" in md
+    assert f"| gpt-4o-mini [file: {a.name}] | plain |" in md
+    assert f"| gpt-4o-mini [file: {b.name}] | plain |" in md
     assert "| gpt-4o-mini (logprobs) | plain |" in md
+    assert str(tmp_path) not in md
+    # another file of the same name elsewhere: both keep their paths, never pooled
+    (tmp_path / "elsewhere").mkdir()
+    other, oracle_other = write_qa(tmp_path / "elsewhere" / "a.json", 5)
+    sim2 = simulator(oracle=oracle_other, judge_accuracy=1.0)
+    assert run_eval(sim2.base_url, other, db).exit_code == 0
+    sources = {r["data_source"] for r in _report_csv(db, capsys)}
+    assert sources == {f"file: {a}", f"file: {other}", f"file: {b.name}"}
 
 
 def test_a_strategy_the_task_lacks_is_refused(tmp_path, capsys) -> None:

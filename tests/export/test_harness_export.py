@@ -155,18 +155,29 @@ def test_general_items_from_annotations(tmp_path):
             "annotation_items",
             {"item_id": item, "source": "jsonl", "query": "Q?", "response": f"R{n} {TRICKY}"},
         )
-        insert(
-            store,
-            "annotation_resolutions",
-            {
-                "item_id": item,
-                "label": label,
-                "spans_json": "[]",
-                "n_labels": 3,
-                "agreement": 1.0,
-                "method": "majority",
-            },
-        )
+        for annotator in "abc":
+            insert(
+                store,
+                "annotations",
+                {
+                    "item_id": item,
+                    "annotator": annotator,
+                    "label": label,
+                    "spans_json": "[]",
+                    "source": "web",
+                },
+            )
+    # g2 has one label of three: left out unless --allow-partial
+    insert(
+        store,
+        "annotation_items",
+        {"item_id": "g2", "source": "jsonl", "query": "Q?", "response": "R2"},
+    )
+    insert(
+        store,
+        "annotations",
+        {"item_id": "g2", "annotator": "a", "label": "yes", "spans_json": "[]", "source": "web"},
+    )
     store.close()
     out = tmp_path / "lm"
     assert main(["export", "--format", "lm-eval", "--db", str(path), "--out", str(out)]) == 0
@@ -174,6 +185,16 @@ def test_general_items_from_annotations(tmp_path):
     assert [(r["label"], r["response"]) for r in rows] == [
         ("Yes", f"R0 {TRICKY}"),
         ("No", f"R1 {TRICKY}"),
+    ]
+    assert "n_labels" not in rows[0]
+    partial = tmp_path / "lm-partial"
+    args = ["export", "--format", "lm-eval", "--db", str(path), "--out", str(partial)]
+    assert main([*args, "--allow-partial"]) == 0
+    rows = _rows(partial / "general.jsonl")
+    assert [(r["seed_id"], r["label"], r["n_labels"]) for r in rows] == [
+        ("g0", "Yes", 3),
+        ("g1", "No", 3),
+        ("g2", "Yes", 1),
     ]
     assert (out / "halugen_general.yaml").exists()
     assert not (out / "halugen_general_knowledge.yaml").exists()
@@ -267,3 +288,51 @@ def test_inspect_runs_the_exported_task(db, tmp_path, monkeypatch):
         verdict = parse_verdict(reply)
         expected[sample.id] = "C" if verdict == sample.target.lower() else "I"
     assert scores == expected
+
+
+@pytest.mark.skipif(importlib.util.find_spec("datasets") is None, reason="datasets not installed")
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv"])
+def test_datasets_loads_the_exported_card_without_a_warning(db, tmp_path, monkeypatch, fmt):
+    import logging
+    import warnings
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import datasets
+
+    out = tmp_path / "hub"
+    assert main(["export", "--format", fmt, "--db", str(db), "--out", f"{out}/"]) == 0
+    heard: list[str] = []
+
+    class Ear(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.WARNING:
+                heard.append(record.getMessage())
+
+    ear = Ear()
+    logger = logging.getLogger("datasets")  # its own handler, not propagated: listen to it
+    logger.addHandler(ear)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # any warning fails the load
+            loaded = {
+                name: datasets.load_dataset(str(out), name, cache_dir=str(tmp_path / "cache"))
+                for name in ("qa", "dialogue")
+            }
+    finally:
+        logger.removeHandler(ear)
+    assert heard == []
+    meta = _yaml_load_text((out / "README.md").read_text(encoding="utf-8"))
+    info = {c["config_name"]: c for c in meta["dataset_info"]}
+    for name, dataset in loaded.items():
+        split = dataset["test"]
+        (declared,) = info[name]["splits"]
+        assert split.num_rows == declared["num_examples"]
+        # num_bytes is what datasets itself holds in memory for the split
+        assert split.data.nbytes == declared["num_bytes"]
+        assert split.info.splits["test"].num_bytes == declared["num_bytes"]
+
+
+def _yaml_load_text(text: str) -> dict:
+    yaml = pytest.importorskip("yaml")
+    return yaml.safe_load(text.split("---\n", 2)[1])

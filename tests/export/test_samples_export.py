@@ -168,8 +168,26 @@ def test_dataset_card_has_the_hub_header_and_the_figures(db, tmp_path):
     features = {f["name"]: f["dtype"] for f in info["qa"]["features"]}
     assert features["hallucinated_answer"] == "string"
     assert features["source_line"] == "int64" and features["length_ratio"] == "float64"
-    assert info["qa"]["splits"] == [{"name": "test", "num_examples": 4}]
+    (split,) = info["qa"]["splits"]
+    assert (split["name"], split["num_examples"]) == ("test", 4)
     assert info["dialogue"]["splits"][0]["num_examples"] == 3
+    # the sizes the Hub's loader reads (a split without num_bytes is ignored with a warning)
+    for name in ("qa", "dialogue"):
+        config = info[name]
+        (split,) = config["splits"]
+        assert isinstance(split["num_bytes"], int) and split["num_bytes"] > 0
+        assert config["dataset_size"] == split["num_bytes"]
+        assert config["download_size"] == (out / f"{name}.parquet").stat().st_size
+    # every seed dataset, OpenDialKG (not on the Hub) included
+    assert meta["source_datasets"] == ["extended|other-opendialkg", "hotpotqa/hotpot_qa"]
+    # the Fields table describes every config's columns, saying which config has which
+    fields = {
+        line.split(" | ")[0].strip("| "): line.split(" | ")[2]
+        for line in text.split("## Fields", 1)[1].split("##", 1)[0].splitlines()
+        if line.startswith("| ") and " | " in line
+    }
+    assert fields["right_response"] == "dialogue" and fields["hallucinated_answer"] == "qa"
+    assert fields["run_id"] == "all"
     assert meta["size_categories"] == ["n<1K"]
     # the body: runs, licences, baselines; no absolute path of the user's machine
     assert "run `new`" in text and "HotpotQA" in text
@@ -191,3 +209,38 @@ def test_card_beside_a_single_file_and_no_card(db, tmp_path):
         == 0
     )
     assert not (tmp_path / "other.README.md").exists()
+
+
+def test_exported_rows_hold_the_seed_file_name_only(db, tmp_path):
+    # stored as the run named them; an export carries no directory of anyone's machine
+    con = duckdb.connect(str(db))
+    con.execute(
+        "UPDATE sample_rows SET source_file = CASE WHEN task = 'qa' "
+        "THEN '../../../data/hotpotqa/hotpot_dev.json' ELSE 'C:\\data\\odkg\\dialogs.csv' END"
+    )
+    con.execute(
+        "INSERT INTO seed_files VALUES ('new', '../../../data/hotpotqa/hotpot_dev.json', 1234, "
+        "'ab' || repeat('0', 62), TIMESTAMP '2024-01-01 00:00:00')"
+    )
+    con.close()
+    out = tmp_path / "clean"
+    for fmt in ("parquet", "jsonl", "csv"):
+        assert main(["export", "--format", fmt, "--db", str(db), "--out", f"{out}-{fmt}/"]) == 0
+    names = {r["source_file"] for r in lines(tmp_path / "clean-jsonl" / "qa.jsonl")}
+    names |= {r["source_file"] for r in lines(tmp_path / "clean-jsonl" / "dialogue.jsonl")}
+    assert names == {"hotpot_dev.json", "dialogs.csv"}
+    table = pq.read_table(tmp_path / "clean-parquet" / "qa.parquet")
+    assert set(table.column("source_file").to_pylist()) == {"hotpot_dev.json"}
+    csv_text = (tmp_path / "clean-csv" / "qa.csv").read_text(encoding="utf-8")
+    assert "hotpot_dev.json" in csv_text and "../" not in csv_text
+    card = (tmp_path / "clean-parquet" / "README.md").read_text(encoding="utf-8")
+    assert "../" not in card and "C:\\" not in card
+    # the file's hash travels with its name, for provenance
+    assert f"`hotpot_dev.json` (1,234 bytes, sha256 `ab{'0' * 62}`)" in card
+    # the store keeps the path as the run named it
+    con = duckdb.connect(str(db), read_only=True)
+    stored = con.execute(
+        "SELECT DISTINCT source_file FROM sample_rows WHERE task = 'qa'"
+    ).fetchall()
+    assert stored == [("../../../data/hotpotqa/hotpot_dev.json",)]
+    con.close()
