@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from .errors import BudgetExhausted, ConfigError, UsageError
 from .resources import data_dir
@@ -40,6 +41,7 @@ __all__ = [
     "Ledger",
     "ModelPrice",
     "PriceCard",
+    "PriceDetails",
     "PromptMargin",
     "Reservation",
     "find_price",
@@ -85,6 +87,16 @@ def format_usd(pusd: int | None) -> str:
     return f"${usd:.6f}"
 
 
+class PriceDetails(TypedDict, total=False):
+    """The fields of a ``ModelPrice`` besides its model and prices (``per_million``)."""
+
+    tokenizer: str
+    context_window: int
+    batch_discount: float
+    card: str
+    date: str
+
+
 @dataclass(frozen=True, slots=True)
 class ModelPrice:
     """Prices of one model, in picodollars per token."""
@@ -106,7 +118,7 @@ class ModelPrice:
         input_usd: float,
         output_usd: float,
         cached_input_usd: float | None = None,
-        **kw: object,
+        **kw: Unpack[PriceDetails],
     ) -> ModelPrice:
         def conv(x: float) -> int:
             return int(Decimal(str(x)) * PUSD_PER_USD / 1_000_000)
@@ -117,7 +129,7 @@ class ModelPrice:
             input=conv(input_usd),
             output=conv(output_usd),
             cached_input=conv(cached),
-            **kw,  # type: ignore[arg-type]
+            **kw,
         )
 
     def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> int:
