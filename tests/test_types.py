@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.timeout(900)  # a cold check takes under a minute (more on a loaded machine), a warm one seconds
+@pytest.mark.timeout(900)  # cold: under a minute (more on a loaded machine); warm: seconds
 def test_mypy() -> None:
     pytest.importorskip("mypy", reason="mypy is not installed (pip install -e '.[dev]')")
     # kept between runs (a warm check takes seconds), one per checkout, out of the tree
