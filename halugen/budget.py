@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from .errors import BudgetExhausted, ConfigError, UsageError
 from .resources import data_dir
@@ -46,6 +47,7 @@ __all__ = [
     "Ledger",
     "ModelPrice",
     "PriceCard",
+    "PriceDetails",
     "PromptMargin",
     "Reservation",
     "TierPrice",
@@ -149,6 +151,19 @@ def _cost(
     )
 
 
+class PriceDetails(TypedDict, total=False):
+    """The fields of a ``ModelPrice`` besides its model and prices (``per_million``)."""
+
+    tokenizer: str
+    context_window: int
+    batch_discount: float
+    card: str
+    date: str
+    caching: CacheRules | None
+    batch_caching: bool | None
+    tiers: tuple[TierPrice, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class ModelPrice:
     """Prices of one model, in picodollars per token."""
@@ -186,7 +201,7 @@ class ModelPrice:
         input_usd: float,
         output_usd: float,
         cached_input_usd: float | None = None,
-        **kw: object,
+        **kw: Unpack[PriceDetails],
     ) -> ModelPrice:
         cached = input_usd if cached_input_usd is None else cached_input_usd
         return cls(
@@ -194,7 +209,7 @@ class ModelPrice:
             input=_per_token(input_usd),
             output=_per_token(output_usd),
             cached_input=_per_token(cached),
-            **kw,  # type: ignore[arg-type]
+            **kw,
         )
 
     def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> int:

@@ -142,7 +142,7 @@ def _ls_span(value: dict[str, Any], response: str) -> Span:
     labels = value.get("labels") or []
     if not isinstance(labels, list):
         raise RecordProblem("span labels is not a list")
-    kinds = {_kind(x) for x in labels} - {None}
+    kinds = {k for k in map(_kind, labels) if k is not None}
     if len(kinds) > 1:
         raise RecordProblem(f"span [{start}, {end}) has several kinds {sorted(kinds)}")
     return {"start": start, "end": end, "text": text, "kind": next(iter(kinds), None)}
@@ -172,7 +172,9 @@ def _ls_annotation(ann: Any, item_id: str, response: str) -> Annotation:
     results = ann.get("result") or []
     if not isinstance(results, list):
         raise RecordProblem("annotation result is not a list")
-    choices, spans, notes = [], [], []
+    choices: list[tuple[bool, Any]] = []
+    spans: list[Span] = []
+    notes: list[str] = []
     for r in results:
         if not isinstance(r, dict) or not isinstance(r.get("value"), dict):
             raise RecordProblem("a result has no value object")

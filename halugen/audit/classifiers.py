@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import UsageError
 from ..records import fingerprint
@@ -162,7 +163,9 @@ def ratio_interval(totals: Sequence[tuple[int, int]]) -> tuple[float, float, flo
 # -- a threshold on one number ---------------------------------------------------------------
 
 
-def fit_stump(values: Sequence[float], labels: Sequence[bool], *, balanced: bool) -> tuple:
+def fit_stump(
+    values: Sequence[float], labels: Sequence[bool], *, balanced: bool
+) -> tuple[float, bool, float]:
     """(threshold, above_is_hallucinated, score): the split of one number that classifies
     the training examples best (accuracy, or balanced accuracy)."""
     order = sorted(range(len(values)), key=lambda i: values[i])
@@ -250,19 +253,19 @@ def overlap(examples: Sequence[Example]) -> Score:
 
     def fit_predict(train: list[Example], test: list[Example]) -> list[bool]:
         balanced = not _is_paired(train)
-        best = None
+        fits = []
         for side in ("question", "knowledge"):
             values = [overlap_with(ex.text, getattr(ex, side)) for ex in train]
             t, above, s = fit_stump(values, [ex.label for ex in train], balanced=balanced)
-            if best is None or s > best[3]:
-                best = (side, t, above, s)
-        side, t, above, _ = best  # type: ignore[misc]
+            fits.append((side, t, above, s))
+        # the better side; the first on a tie
+        side, t, above, _ = max(fits, key=lambda fit: fit[3])
         return [(overlap_with(ex.text, getattr(ex, side)) > t) == above for ex in test]
 
     return _cross_validate(examples, fit_predict)
 
 
-def sklearn_parts():  # type: ignore[no-untyped-def]
+def sklearn_parts() -> tuple[Any, Any, Any]:
     """(TfidfVectorizer, LogisticRegression, make_union), or the extra's install line."""
     try:
         from sklearn.feature_extraction.text import TfidfVectorizer

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 import orjson
 
 from ..records import fingerprint
+from ..store.db import Store
 from ..store.rows import AuditResultRow
 from ..tables import TableData
 from .classifiers import MEASURES, examples_of
@@ -106,7 +107,7 @@ def audit_id(source: str) -> str:
     return f"audit-{datetime.now(UTC):%Y%m%d-%H%M%S}-{fingerprint(source, size=6)}"
 
 
-def save(store, rows: Sequence[AuditRow], identity: str) -> None:  # type: ignore[no-untyped-def]
+def save(store: Store, rows: Sequence[AuditRow], identity: str) -> None:
     """Append ``rows`` to ``audit_results`` under ``identity`` (one commit)."""
     store.writer.put(
         [

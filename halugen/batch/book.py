@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..store.db import Store, key_prefix, now
-from ..store.writer import Row
+from ..store.rows import BatchLineRow, BatchRow, CallLogRow, LedgerRow, Statement
+from .files import OutputLine
+
+if TYPE_CHECKING:
+    from .planner import Planned
 
 __all__ = [
     "LIVE_STATES",
@@ -142,70 +146,61 @@ def batch_row(
     size: int,
     base_url: str | None,
     detail: str | None = None,
-) -> Row:
-    return (
-        "batches",
-        (
-            batch_id,
-            run_id,
-            kind,
-            state,
-            None,
-            None,
-            None,
-            None,
-            None,
-            requests,
-            0,
-            0,
-            reserved_pusd,
-            size,
-            base_url,
-            detail,
-            None,
-        ),
+) -> BatchRow:
+    return BatchRow(
+        batch_id,
+        run_id,
+        kind,
+        state,
+        None,
+        None,
+        None,
+        None,
+        None,
+        requests,
+        0,
+        0,
+        reserved_pusd,
+        size,
+        base_url,
+        detail,
+        None,
     )
 
 
 def line_row(
-    batch_id: str, run_id: str, line_no: int, call_id: int, planned: Any, reserved: int
-) -> Row:
-    """A batch line (``planned`` is a planner.Planned)."""
-    return (
-        "batch_lines",
-        (
-            batch_id,
-            line_no,
-            call_id,
-            planned.key,
-            run_id,
-            planned.stage,
-            planned.task,
-            planned.model,
-            planned.seed_key,
-            planned.est_prompt_tokens,
-            planned.max_output_tokens,
-            reserved,
-            planned.body.decode(),
-        ),
+    batch_id: str, run_id: str, line_no: int, call_id: int, planned: Planned, reserved: int
+) -> BatchLineRow:
+    """A batch line: the planned request, its call id and what it reserved."""
+    return BatchLineRow(
+        batch_id,
+        line_no,
+        call_id,
+        planned.key,
+        run_id,
+        planned.stage,
+        planned.task,
+        planned.model,
+        planned.seed_key,
+        planned.est_prompt_tokens,
+        planned.max_output_tokens,
+        reserved,
+        planned.body.decode(),
     )
 
 
-def ledger_row(line: LineRecord, event: str, pusd: int) -> Row:
-    return (
-        "ledger",
-        (
-            line.call_id,
-            1,
-            line.run_id,
-            event,
-            pusd,
-            line.custom_id,
-            line.stage,
-            line.task,
-            line.model,
-            line.seed_key,
-        ),
+def ledger_row(line: LineRecord, event: str, pusd: int) -> LedgerRow:
+    return LedgerRow(
+        line.call_id,
+        1,
+        line.run_id,
+        event,
+        pusd,
+        line.custom_id,
+        line.stage,
+        line.task,
+        line.model,
+        line.seed_key,
     )
 
 
@@ -224,50 +219,47 @@ def call_log_row(
     error: str | None = None,
     finish_reason: str | None = None,
     response_json: str | None = None,
-) -> Row:
-    return (
-        "call_log",
-        (
-            line.call_id,
-            line.custom_id,
-            key_prefix(line.custom_id),
-            line.run_id,
-            line.stage,
-            line.task,
-            line.model,
-            line.seed_key,
-            status,
-            prompt_tokens,
-            completion_tokens,
-            cached_tokens,
-            usage_estimated,
-            line.est_prompt_tokens,
-            cost,
-            line.reserved_pusd,
-            None,
-            attempts,
-            http_status,
-            error_class,
-            error,
-            finish_reason,
-            line.request_json,
-            response_json,
-        ),
+) -> CallLogRow:
+    return CallLogRow(
+        line.call_id,
+        line.custom_id,
+        key_prefix(line.custom_id),
+        line.run_id,
+        line.stage,
+        line.task,
+        line.model,
+        line.seed_key,
+        status,
+        prompt_tokens,
+        completion_tokens,
+        cached_tokens,
+        usage_estimated,
+        line.est_prompt_tokens,
+        cost,
+        line.reserved_pusd,
+        None,
+        attempts,
+        http_status,
+        error_class,
+        error,
+        finish_reason,
+        line.request_json,
+        response_json,
     )
 
 
-def error_class(out: Any) -> str:
-    """The error class of a failed output line (batch/files.OutputLine), as calls.py names them."""
+def error_class(out: OutputLine) -> str:
+    """The error class of a failed output line, as calls.py names them."""
     if out.code == "context_length_exceeded" or "context length" in out.error.lower():
         return "ContextTooLong"  # its seed is rejected for good, as an interactive call's
     return "RetryableError" if out.retryable else "FatalCallError"
 
 
-def update_row(batch_id: str, **values: Any) -> Row:
-    """An UPDATE of a batch's columns, as a row for the writer."""
+def update_row(batch_id: str, **values: Any) -> Statement:
+    """An UPDATE of a batch's columns, as a statement for the writer."""
     values["updated_at"] = now()
     sets = ", ".join(f"{k} = ?" for k in values)
-    return ("sql", (f"UPDATE batches SET {sets} WHERE batch_id = ?", [*values.values(), batch_id]))
+    return Statement(f"UPDATE batches SET {sets} WHERE batch_id = ?", [*values.values(), batch_id])
 
 
 def run_batches(store: Store, run_ids: Iterable[str] | None = None) -> list[tuple[Any, ...]]:

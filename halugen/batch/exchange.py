@@ -40,6 +40,7 @@ from ..errors import InputError, UsageError
 from ..llm.transport import AiohttpTransport, HttpResponse, Transport
 from ..records import canonical_json
 from ..store.db import Store, open_store
+from ..store.writer import WriterRow
 from ..tokens import get_counter
 from . import book
 from .files import OutputLine, input_line, read_output
@@ -113,7 +114,7 @@ async def export_requests(
         raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
     if chosen:
         with open_store(cfg.db) as store:
-            rows = [
+            rows: list[WriterRow] = [
                 book.batch_row(
                     batch_id,
                     outcome.run_id,
@@ -288,7 +289,7 @@ def _store_answers(
     next_call_id = store.next_call_id()
     prices: dict[tuple[str, str], ModelPrice] = {}
     counters: dict[str, Any] = {}
-    rows: list[book.Row] = []
+    rows: list[WriterRow] = []
     imported = failed = skipped = 0
     cost_total = 0
     cost_by_run: Counter[str] = Counter()

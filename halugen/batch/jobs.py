@@ -38,6 +38,8 @@ from ..llm.retrying import retrying
 from ..progress import BatchRow
 from ..stats import RunStats
 from ..store.db import Store, now
+from ..store.rows import LedgerRow
+from ..store.writer import WriterRow
 from ..tokens import TokenCounter
 from . import book
 from .files import OutputLine, input_line, read_output_lenient, split_lines
@@ -209,7 +211,7 @@ class BatchJobs:
         batch_id = f"hb-{uuid.uuid4().hex[:12]}"
         total = sum(amounts)
         data = b"".join(line for _, line in group)
-        rows = [
+        rows: list[WriterRow] = [
             book.batch_row(
                 batch_id,
                 self.run_id,
@@ -226,11 +228,8 @@ class BatchJobs:
             self._next_call_id += 1
             rows.append(book.line_row(batch_id, self.run_id, n, call_id, p, amount))
             rows.append(
-                (
-                    "ledger",
-                    (call_id, 1, self.run_id, "batch_reserve", amount, p.key, p.stage, p.task,
-                     p.model, p.seed_key),
-                )
+                LedgerRow(call_id, 1, self.run_id, "batch_reserve", amount, p.key, p.stage,
+                          p.task, p.model, p.seed_key)
             )  # fmt: skip
         reservation = await self.ledger.reserve(total)  # fits: checked by the caller
         try:
@@ -368,7 +367,7 @@ class BatchJobs:
                 unreadable += bad
                 outputs.update((out.custom_id, out) for out in readable)
         record = live.record
-        rows: list[book.Row] = []
+        rows: list[WriterRow] = []
         spent = 0
         for line in book.lines_of(self.store, record.batch_id):
             out = outputs.get(line.custom_id)
@@ -406,7 +405,7 @@ class BatchJobs:
 
     def _settle_line(
         self, line: book.LineRecord, out: OutputLine | None, info: BatchInfo
-    ) -> tuple[list[book.Row], int]:
+    ) -> tuple[list[WriterRow], int]:
         key = line.custom_id
         attempts = self.attempts[key] = self.attempts.get(key, 0) + 1
         st = self.stats.stage(line.task, line.stage)
@@ -450,7 +449,7 @@ class BatchJobs:
                     response_json=result.raw.decode("utf-8", "replace"),
                 ),
             ], cost
-        rows = [book.ledger_row(line, "release", 0)]
+        rows: list[WriterRow] = [book.ledger_row(line, "release", 0)]
         fatal = out is not None and not out.retryable
         if fatal or attempts >= self.retry.max_attempts:
             message = (
@@ -502,7 +501,7 @@ class BatchJobs:
         await self._close_lines(live, "lost", why, lost=True)
 
     async def _close_lines(self, live: LiveBatch, state: str, why: str, *, lost: bool) -> None:
-        rows: list[book.Row] = []
+        rows: list[WriterRow] = []
         spent = 0
         for line in book.lines_of(self.store, live.record.batch_id):
             st = self.stats.stage(line.task, line.stage)

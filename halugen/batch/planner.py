@@ -25,20 +25,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
-from ..llm.calls import CallFailure, CallRunner
+from ..llm.calls import CallFailure, CallRunner, cached_log_row
 from ..llm.client import stored_result
 from ..records import ChatRequest, ChatResult
 from ..stats import RunStats
-from ..store.db import KeyIndex, Store, key_prefix
-from ..store.writer import Row
+from ..store.db import KeyIndex, Store
+from ..store.rows import CandidateRow, FilterDecisionRow, SeedOutcomeRow
+from ..store.writer import WriterRow
 from ..tokens import TokenCounter
 from .book import live_batch_summary, live_keys
 
 __all__ = ["DEFERRED", "PassPlan", "Planned", "PlanningRunner", "refuse_while_batches_live"]
 
 DEFERRED = "Deferred"  # error class of the failure a deferred call returns
-# tables whose rows name a seed as (run_id, task, seed_key, ...): what a stage writes about it
-_SEED_TABLES = frozenset({"candidates", "filter_decisions", "seed_outcomes"})
+# the records a stage writes about a seed
+_SEED_RECORDS = (CandidateRow, FilterDecisionRow, SeedOutcomeRow)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,16 +168,16 @@ class PlanningRunner:
             )
         return CallFailure(key, DEFERRED, "waiting for a batch", 0)
 
-    def seed_rows(self, rows: Sequence[Row]) -> Sequence[Row]:
+    def seed_rows(self, rows: Sequence[WriterRow]) -> Sequence[WriterRow]:
         """``rows`` without those about seeds one of whose calls was deferred."""
         deferred = self.plan.deferred_seeds
         if not deferred:
             return rows
-        kept: list[Row] = []
+        kept: list[WriterRow] = []
         for r in rows:
-            if r[0] in _SEED_TABLES and (r[1][1], r[1][2]) in deferred:
-                if r[0] == "seed_outcomes" and r[1][3] == "failed":
-                    self._stats.bump(self._stats.failed, r[1][1], -1)  # pending, not failed
+            if isinstance(r, _SEED_RECORDS) and (r.task, r.seed_key) in deferred:
+                if isinstance(r, SeedOutcomeRow) and r.outcome == "failed":
+                    self._stats.bump(self._stats.failed, r.task, -1)  # pending, not failed
                 continue
             kept.append(r)
         return kept
@@ -184,15 +185,10 @@ class PlanningRunner:
     def _log_cached(
         self, key: str, stage: str, task: str, model: str, seed_key: str, row: tuple[Any, ...]
     ) -> None:
-        _, prompt, completion, cached_tokens, estimated = row
         call_id = self._next_call_id
         self._next_call_id += 1
-        values = (
-            call_id, key, key_prefix(key), self.run_id, stage, task, model, seed_key, "cached",
-            prompt, completion, cached_tokens, estimated, None, 0, 0, 0.0, 0, None, None, None,
-            None, None, None,
-        )  # fmt: skip
-        self._writer.put([("call_log", values)])
+        log = cached_log_row(call_id, key, self.run_id, stage, task, model, seed_key, row, None)
+        self._writer.put([log])
 
 
 def refuse_while_batches_live(store: Store, run_id: str) -> None:

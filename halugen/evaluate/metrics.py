@@ -220,13 +220,14 @@ def _length_only(judged: Sequence[Judged]) -> float | None:
     point either way (longer or shorter = hallucinated); only the training half decides
     which, so this is no peek at the scored half.
     """
-    if len(judged) < 2 or any(j.shown_length is None for j in judged):
+    shown = [(j.shown_length, j.truth) for j in judged if j.shown_length is not None]
+    if len(judged) < 2 or len(shown) < len(judged):
         return None
     folds: tuple[list[tuple[int, bool]], list[tuple[int, bool]]] = ([], [])
     seen = {True: 0, False: 0}
-    for j in judged:
-        folds[seen[j.truth] % 2].append((int(j.shown_length), j.truth))  # type: ignore[arg-type]
-        seen[j.truth] += 1
+    for length, truth in shown:
+        folds[seen[truth] % 2].append((int(length), truth))
+        seen[truth] += 1
     correct = 0
     for train, test in ((folds[0], folds[1]), (folds[1], folds[0])):
         t, longer = _fit_threshold(train)

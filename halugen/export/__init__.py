@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypedDict
 
 from ..annotate.resolve import LabelRule
 from ..errors import UsageError
@@ -60,6 +61,15 @@ class ExportRequest:
     )  # which general-track items count as resolved
 
 
+class _Chosen(TypedDict):
+    """Which rows an export takes: the keyword arguments every exporter shares."""
+
+    task: str | None
+    where: str | None
+    run: str | None
+    all_runs: bool
+
+
 @dataclass(frozen=True)
 class ExportResult:
     files: tuple[tuple[Path, int], ...]  # (path, rows); companion files have 0 rows
@@ -77,7 +87,7 @@ def export(store: Store, request: ExportRequest) -> ExportResult:
     recall(store)  # the task folders the store's runs used, for their fields
     if r.task is not None:  # a task folder's path: its task's name
         r = replace(r, task=get_task(r.task).name)
-    common = {"task": r.task, "where": r.where, "run": r.run, "all_runs": r.all_runs}
+    common: _Chosen = {"task": r.task, "where": r.where, "run": r.run, "all_runs": r.all_runs}
     selection: Selection
     if r.what == "judgements":
         target = resolve_target(r.out, default=f"judgements.{r.fmt}")

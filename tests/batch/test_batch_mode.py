@@ -83,6 +83,12 @@ def test_batch_mode_makes_the_same_samples_at_half_the_price(tmp_path, response_
     assert query(tmp_path / "b.duckdb", sql) == query(tmp_path / "i.duckdb", sql)
     assert len(query(tmp_path / "b.duckdb", sql)) == 30
     assert "30 sampled" in out_b.message
+    # a pass's deferred calls left no trace: the outcomes and candidates of an interactive run
+    for sql in (
+        "SELECT outcome, count(*) FROM seed_outcomes GROUP BY ALL ORDER BY ALL",
+        "SELECT status, count(*) FROM candidates GROUP BY ALL ORDER BY ALL",
+    ):
+        assert query(tmp_path / "b.duckdb", sql) == query(tmp_path / "i.duckdb", sql)
 
     si = assert_books_agree(tmp_path / "i.duckdb", interactive)
     sb = assert_books_agree(tmp_path / "b.duckdb", batch)
