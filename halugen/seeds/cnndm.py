@@ -36,6 +36,8 @@ from .jsonl import (
     kind_of,
     one_line,
     open_seed_file,
+    record_id,
+    seeds_of,
     text_field,
 )
 
@@ -76,7 +78,6 @@ _MAX_STORY = 64 * 1024 * 1024  # a story is a news article; more than this is no
 
 def read_cnndm(path: str) -> Iterator[Seed | BadRecord]:
     """Seeds of a CNN/DailyMail CSV or JSON file, lazily; unusable records as ``BadRecord``."""
-    base = os.path.basename(path)
     with open_seed_file(path) as f:
         first = first_char(f, path)
     if not first:
@@ -86,23 +87,9 @@ def read_cnndm(path: str) -> Iterator[Seed | BadRecord]:
         records = iter_records(path)
     else:
         records = iter_csv(path, required=("article", "highlights"), optional=("id",))
-    for position, record in records:
-        if isinstance(record, BadRecord):
-            yield record
-            continue
-        try:
-            fields = cnndm_fields(record)
-        except RecordProblem as problem:
-            yield BadRecord(path, position, str(problem))
-            continue
-        yield Seed(
-            task=TASK,
-            fields=fields,
-            seed_id=_seed_id(record, base, position),
-            source_file=path,
-            source_line=position,
-            dataset=FORMAT,
-        )
+    yield from seeds_of(
+        path, records, task=TASK, dataset=FORMAT, fields=cnndm_fields, seed_id=record_id("id")
+    )
 
 
 def read_cnndm_story(path: str) -> Iterator[Seed | BadRecord]:
@@ -197,15 +184,6 @@ def as_sentence(text: str) -> str:
         return ""
     core = text.rstrip(_CLOSERS)
     return text if core and core[-1] in _SENTENCE_ENDS else f"{text}."
-
-
-def _seed_id(record: Mapping[str, Any], base: str, position: int) -> str:
-    value = record.get("id")
-    if isinstance(value, str) and value.strip():
-        return value.strip()
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return f"{base}:{position}"
 
 
 def _story_id(path: str) -> str:

@@ -17,12 +17,11 @@ are compared or shown to a model under test (both trimmed there), never by chang
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..records import BadRecord, Seed
-from .jsonl import RecordProblem, iter_records, kind_of, text_field
+from .jsonl import RecordProblem, iter_records, kind_of, seeds_of, text_field
 
 __all__ = [
     "DESCRIPTION",
@@ -100,24 +99,9 @@ def halueval_summarization_fields(record: Any) -> dict[str, str]:
 
 
 def _read(path: str, task: str, fmt: str, names: tuple[str, ...]) -> Iterator[Seed | BadRecord]:
-    base = os.path.basename(path)
-    for position, record in iter_records(path):
-        if isinstance(record, BadRecord):
-            yield record
-            continue
-        try:
-            fields = _fields(record, names)
-        except RecordProblem as problem:
-            yield BadRecord(path, position, str(problem))
-            continue
-        yield Seed(
-            task=task,
-            fields=fields,
-            seed_id=f"{base}:{position}",
-            source_file=path,
-            source_line=position,
-            dataset=fmt,
-        )
+    return seeds_of(
+        path, iter_records(path), task=task, dataset=fmt, fields=lambda r: _fields(r, names)
+    )
 
 
 def _fields(record: Any, names: tuple[str, ...]) -> dict[str, str]:

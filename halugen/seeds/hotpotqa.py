@@ -13,12 +13,19 @@ supporting sentences, each as written, joined with one space.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..records import BadRecord, Seed
-from .jsonl import RecordProblem, check_text, iter_records, kind_of, text_field
+from .jsonl import (
+    RecordProblem,
+    check_text,
+    iter_records,
+    kind_of,
+    record_id,
+    seeds_of,
+    text_field,
+)
 
 __all__ = ["DESCRIPTION", "FORMAT", "KEYS", "TASK", "hotpotqa_fields", "read_hotpotqa"]
 
@@ -33,24 +40,14 @@ DESCRIPTION = (
 
 def read_hotpotqa(path: str) -> Iterator[Seed | BadRecord]:
     """Seeds of a HotpotQA file, lazily, one per record; unusable records as ``BadRecord``."""
-    base = os.path.basename(path)
-    for position, record in iter_records(path):
-        if isinstance(record, BadRecord):
-            yield record
-            continue
-        try:
-            fields = hotpotqa_fields(record)
-        except RecordProblem as problem:
-            yield BadRecord(path, position, str(problem))
-            continue
-        yield Seed(
-            task=TASK,
-            fields=fields,
-            seed_id=_seed_id(record, base, position),
-            source_file=path,
-            source_line=position,
-            dataset=FORMAT,
-        )
+    return seeds_of(
+        path,
+        iter_records(path),
+        task=TASK,
+        dataset=FORMAT,
+        fields=hotpotqa_fields,
+        seed_id=record_id("_id", "id"),
+    )
 
 
 def hotpotqa_fields(record: Any) -> dict[str, str]:
@@ -130,13 +127,3 @@ def _zip_lists(value: Mapping[str, Any], first: str, second: str) -> list[tuple[
     if not isinstance(a, list) or not isinstance(b, list):
         return []
     return list(zip(a, b, strict=False))
-
-
-def _seed_id(record: Mapping[str, Any], base: str, position: int) -> str:
-    for name in ("_id", "id"):
-        value = record.get(name)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
-    return f"{base}:{position}"

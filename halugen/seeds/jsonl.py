@@ -20,20 +20,21 @@ import gzip
 import os
 import stat
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, BinaryIO, cast
 
 import ijson
 import orjson
 
 from ..errors import InputError
-from ..records import BadRecord
+from ..records import BadRecord, Seed
 from .badbytes import MarkedBytes, find_mark
 from .encoding import utf8_stream
 
 __all__ = [
     "IJSON",
     "RecordProblem",
+    "SeedId",
     "check_text",
     "clean_text",
     "first_char",
@@ -43,6 +44,8 @@ __all__ = [
     "kind_of",
     "one_line",
     "open_seed_file",
+    "record_id",
+    "seeds_of",
     "special_file_kind",
     "special_file_message",
     "text_field",
@@ -73,6 +76,56 @@ IJSON = _ijson_backend()  # the ijson backend module in use
 
 class RecordProblem(Exception):
     """Raised by a record converter: the record is unusable; ``str()`` is the one-line reason."""
+
+
+SeedId = Callable[[Any, str, int], str]  # (record, file name, position) -> seed id
+
+
+def seeds_of(
+    path: str,
+    records: Iterable[tuple[int, Any]],
+    *,
+    task: str,
+    dataset: str,
+    fields: Callable[[Any], dict[str, str]],
+    seed_id: SeedId | None = None,
+) -> Iterator[Seed | BadRecord]:
+    """One seed per ``(position, record)`` of ``path``: its ``fields``, or a ``BadRecord``
+    with the ``RecordProblem`` that made it unusable; records already bad pass through."""
+    base = os.path.basename(path)
+    for position, record in records:
+        if isinstance(record, BadRecord):
+            yield record
+            continue
+        try:
+            values = fields(record)
+        except RecordProblem as problem:
+            yield BadRecord(path, position, str(problem))
+            continue
+        yield Seed(
+            task=task,
+            fields=values,
+            seed_id=seed_id(record, base, position) if seed_id else f"{base}:{position}",
+            source_file=path,
+            source_line=position,
+            dataset=dataset,
+        )
+
+
+def record_id(*names: str) -> SeedId:
+    """A seed id from the record's first non-empty string or integer field of ``names``,
+    else ``<file name>:<position>``."""
+
+    def seed_id(record: Any, base: str, position: int) -> str:
+        for name in names:
+            value = record.get(name) if isinstance(record, Mapping) else None
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+            if isinstance(value, int) and not isinstance(value, bool):
+                return str(value)
+        return f"{base}:{position}"
+
+    return seed_id
 
 
 def special_file_kind(path: str) -> str | None:
