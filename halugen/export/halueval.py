@@ -17,8 +17,8 @@ from ..errors import UsageError
 from ..store.db import Store
 from ..tasks import get_task
 from ..tasks.columns import field_columns
-from .samples import sample_filters
-from .selection import Selection, pick_runs, sql_error
+from .samples import pick_sample_runs, sample_filters
+from .selection import Selection, sql_error
 from .target import Target
 
 __all__ = ["export_halueval", "halueval_layout"]
@@ -47,16 +47,7 @@ def export_halueval(
     if task is not None:
         halueval_layout(task)
     filters, params = sample_filters(task, where)
-    selection = pick_runs(
-        store,
-        relation="samples",
-        unit=("task",),
-        what="samples",
-        run=run,
-        all_runs=all_runs,
-        filters=filters,
-        params=params,
-    )
+    selection = pick_sample_runs(store, filters, params, run=run, all_runs=all_runs)
     layouts = {p.unit[0]: halueval_layout(p.unit[0]) for p in selection.picked}
     picked = sorted(selection.picked, key=lambda p: p.unit[0])
     if len(picked) > 1 and target is not None and not target.is_dir:

@@ -29,8 +29,8 @@ from ..records import fingerprint
 from ..store.db import Store
 from ..tasks import get_task
 from ..tasks.columns import field_columns
-from .samples import sample_filters
-from .selection import Picked, Selection, pick_runs
+from .samples import pick_sample_runs, sample_filters
+from .selection import Picked, Selection
 
 __all__ = [
     "HARNESS_STRATEGIES",
@@ -149,16 +149,7 @@ def write_task_data(
     filters, params = sample_filters(None if task == "general" else task, where)
     selection = Selection(())
     if task != "general":
-        selection = pick_runs(
-            store,
-            relation="samples",
-            unit=("task",),
-            what="samples",
-            run=run,
-            all_runs=all_runs,
-            filters=filters,
-            params=params,
-        )
+        selection = pick_sample_runs(store, filters, params, run=run, all_runs=all_runs)
     partial: list[int] = []  # general items left out, counted as they are read
     sources: list[tuple[str, Iterator[dict[str, Any]], tuple[str, ...]]] = [
         (p.unit[0], _sample_items(store, p.unit[0], p, filters, params), p.runs)

@@ -25,7 +25,13 @@ from .card import CardFile, write_card
 from .selection import Selection, pick_runs, sql_error
 from .target import Target
 
-__all__ = ["SAMPLE_FILE_FORMATS", "copy_query", "export_sample_files", "sample_filters"]
+__all__ = [
+    "SAMPLE_FILE_FORMATS",
+    "copy_query",
+    "export_sample_files",
+    "pick_sample_runs",
+    "sample_filters",
+]
 
 SAMPLE_FILE_FORMATS = {"jsonl": "jsonl", "parquet": "parquet", "csv": "csv"}
 
@@ -44,6 +50,22 @@ def sample_filters(task: str | None, where: str | None) -> tuple[str, list[Any]]
     if where:
         clauses.append(f"({where})")
     return " AND ".join(clauses), params
+
+
+def pick_sample_runs(
+    store: Store, filters: str, params: list[Any], *, run: str | None, all_runs: bool
+) -> Selection:
+    """The runs whose samples an export takes, per task (``pick_runs`` over ``samples``)."""
+    return pick_runs(
+        store,
+        relation="samples",
+        unit=("task",),
+        what="samples",
+        run=run,
+        all_runs=all_runs,
+        filters=filters,
+        params=params,
+    )
 
 
 def _columns(tasks: Sequence[str], *, one_task: bool) -> str:
@@ -121,16 +143,7 @@ def export_sample_files(
 ) -> tuple[list[tuple[Path, int]], Selection]:
     """Write the selected samples; returns ((path, rows) per file, the selection)."""
     filters, params = sample_filters(task, where)
-    selection = pick_runs(
-        store,
-        relation="samples",
-        unit=("task",),
-        what="samples",
-        run=run,
-        all_runs=all_runs,
-        filters=filters,
-        params=params,
-    )
+    selection = pick_sample_runs(store, filters, params, run=run, all_runs=all_runs)
     if not selection.picked:
         return [], selection
     groups = (
