@@ -348,18 +348,29 @@ async def _login(request: web.Request) -> web.Response:
         token = body.get("token")
         if not _token_ok(token, state.tokens.get(name)):
             return _error(403, "unknown annotator or wrong token")
-    sid = await state.sessions.open(
-        Session(ANNOTATOR, name), token, replaces=request.cookies.get(COOKIE)
-    )
-    resp = _json({"annotator": name})
-    resp.set_cookie(COOKIE, sid, httponly=True, samesite="Strict", path="/")
-    return resp
+    return await _signed_in(request, Session(ANNOTATOR, name), token, COOKIE, {"annotator": name})
 
 
 async def _logout(request: web.Request) -> web.Response:
-    await request.app[STATE].sessions.close(request.cookies.get(COOKIE))
-    resp = _json({"annotator": None})
-    resp.del_cookie(COOKIE, path="/")
+    return await _signed_out(request, COOKIE, {"annotator": None})
+
+
+async def _signed_in(
+    request: web.Request, session: Session, token: Any, cookie: str, body: dict[str, Any]
+) -> web.Response:
+    """Open ``session`` (replacing the one the browser held) and hand its cookie over."""
+    sid = await request.app[STATE].sessions.open(
+        session, token, replaces=request.cookies.get(cookie)
+    )
+    resp = _json(body)
+    resp.set_cookie(cookie, sid, httponly=True, samesite="Strict", path="/")
+    return resp
+
+
+async def _signed_out(request: web.Request, cookie: str, body: dict[str, Any]) -> web.Response:
+    await request.app[STATE].sessions.close(request.cookies.get(cookie))
+    resp = _json(body)
+    resp.del_cookie(cookie, path="/")
     return resp
 
 
@@ -516,19 +527,12 @@ async def _organiser_login(request: web.Request) -> web.Response:
     token = body.get("token")
     if not _token_ok(token, state.organiser_token):
         return _error(403, "wrong organiser token")
-    sid = await state.sessions.open(
-        Session(ORGANISER, None), token, replaces=request.cookies.get(ORGANISER_COOKIE)
-    )
-    resp = _json({"organiser": True})
-    resp.set_cookie(ORGANISER_COOKIE, sid, httponly=True, samesite="Strict", path="/")
-    return resp
+    session = Session(ORGANISER, None)
+    return await _signed_in(request, session, token, ORGANISER_COOKIE, {"organiser": True})
 
 
 async def _organiser_logout(request: web.Request) -> web.Response:
-    await request.app[STATE].sessions.close(request.cookies.get(ORGANISER_COOKIE))
-    resp = _json({"organiser": False})
-    resp.del_cookie(ORGANISER_COOKIE, path="/")
-    return resp
+    return await _signed_out(request, ORGANISER_COOKIE, {"organiser": False})
 
 
 async def _organiser_overview(request: web.Request) -> web.Response:
