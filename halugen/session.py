@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import gc
 import logging
-import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +36,7 @@ from .llm.strategy import CallStrategy, Interactive, StageWriter
 from .llm.transport import AiohttpTransport, Transport
 from .records import fingerprint
 from .seeds.stamps import FileStamp, check_stamps, record_stamps
+from .signals import on_signals
 from .stats import RunStats
 from .store.db import Store, open_store
 from .store.rows import LedgerRow
@@ -412,10 +412,6 @@ async def drive(
                 loop.call_later(STOP_WAIT_S, give_up, f"stopped waiting after {STOP_WAIT_S:g} s")
 
             loop = asyncio.get_running_loop()
-            handled = False
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(signal.SIGINT, on_sigint)
-                handled = True
 
             async def tick() -> None:
                 recorded = loop.time()
@@ -428,18 +424,17 @@ async def drive(
 
             view.start()
             outer.start_soon(tick)
-            try:
-                await pipeline()
-            except BaseException as exc:  # sorted out below: systemic errors become a status
-                error = most_serious(exc) if isinstance(exc, BaseExceptionGroup) else exc
-                if isinstance(error, asyncio.CancelledError):
-                    error = None
-            finally:
-                if handled:
-                    loop.remove_signal_handler(signal.SIGINT)
-                view.stop()
-                _record_pace(session)
-                cancel_scope.cancel()
+            with on_signals(on_sigint):
+                try:
+                    await pipeline()
+                except BaseException as exc:  # sorted out below: systemic errors become a status
+                    error = most_serious(exc) if isinstance(exc, BaseExceptionGroup) else exc
+                    if isinstance(error, asyncio.CancelledError):
+                        error = None
+                finally:
+                    view.stop()
+                    _record_pace(session)
+                    cancel_scope.cancel()
     note = session.ledger.overshoot_note()
     if note:
         session.notes.append(note)

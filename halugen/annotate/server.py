@@ -41,7 +41,6 @@ import hmac
 import itertools
 import os
 import secrets
-import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -55,6 +54,7 @@ import orjson
 from aiohttp import web
 
 from ..errors import HalugenError, UsageError
+from ..signals import until_signalled
 from ..store.db import Store, open_store
 from ..store.rows import AnnotationExtraPlaceRow, AnnotationRow
 from .access import ORGANISER_KEY, check_bind, is_loopback, make_tokens, split_tokens, validate_name
@@ -714,15 +714,10 @@ def run_server(
             per_item=per_item,
             guidelines=guidelines,
         )
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, stop.set)
         try:
             if ready is not None:
                 ready(server)
-            await stop.wait()
+            await until_signalled()
         finally:
             await server.close()
 

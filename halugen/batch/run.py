@@ -14,10 +14,8 @@ them; a kill leaves them running, and the same command picks them up.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import io
-import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -36,6 +34,7 @@ from ..llm.limiter import RateLimiter
 from ..llm.transport import AiohttpTransport, Transport
 from ..progress import ProgressView
 from ..session import EXIT_CODES, OnRun, resolve_price
+from ..signals import on_signals
 from ..stats import RunStats
 from ..store.db import open_store
 from ..tokens import get_counter
@@ -237,7 +236,7 @@ async def _send_and_wait(
 
         failures_before = len(state.failures)
         try:
-            with _sigint(on_sigint), scope:
+            with on_signals(on_sigint), scope:
                 await jobs.resume()
                 if plan.requests:
                     await jobs.submit(plan.requests.values(), opts, stop=lambda: presses > 0)
@@ -293,22 +292,6 @@ async def _wait(seconds: float, stop: Callable[[], bool], view: ProgressView | N
             view.tick()
         if stop() or time.monotonic() >= deadline:
             return
-
-
-@contextlib.contextmanager
-def _sigint(handler: Callable[[], None]) -> Any:
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    installed = False
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-        loop.add_signal_handler(signal.SIGINT, handler)
-        installed = True
-    try:
-        yield
-    finally:
-        if installed:
-            loop.remove_signal_handler(signal.SIGINT)
 
 
 # -- outcomes --------------------------------------------------------------------------------

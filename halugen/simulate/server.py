@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 from collections.abc import Awaitable, Callable
 
 import orjson
 from aiohttp import web
 
+from ..signals import until_signalled
 from .batch import add_batch_routes, batch_service, with_batch_stats
 from .simulator import SimConfig, SimulatedDrop, SimulatedRefusal, Simulator
 
@@ -143,16 +143,10 @@ def run_server(
 
     async def main() -> None:
         runner, bound = await serve(config, host, port)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            # only possible in the main thread; elsewhere the caller stops us otherwise
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, stop.set)
         try:
             if ready is not None:
                 ready(bound)
-            await stop.wait()
+            await until_signalled()
         finally:
             await runner.cleanup()
 
