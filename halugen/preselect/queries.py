@@ -24,7 +24,6 @@ would need memory growing with the input), the store or the caller does.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +33,14 @@ from ..records import BadRecord, fingerprint
 from ..seeds import expand_paths
 from ..seeds.csvfile import header_columns, iter_csv, normalise_column
 from ..seeds.detect import first_keys
-from ..seeds.jsonl import RecordProblem, first_char, iter_records, kind_of, open_seed_file
+from ..seeds.jsonl import (
+    RecordProblem,
+    converted,
+    first_char,
+    iter_records,
+    kind_of,
+    open_seed_file,
+)
 
 __all__ = ["FORMATS", "Query", "detect_query_format", "query_key", "read_queries"]
 
@@ -139,15 +145,7 @@ def _read(
 
 
 def _read_json(path: str, mapping: _Mapping) -> Iterator[Query | BadRecord]:
-    base = os.path.basename(path)
-    for position, record in iter_records(path):
-        if isinstance(record, BadRecord):
-            yield record
-            continue
-        try:
-            yield _query(record, mapping, path, base, position)
-        except RecordProblem as problem:
-            yield BadRecord(path, position, str(problem))
+    return converted(path, iter_records(path), lambda r, b, n: _query(r, mapping, path, b, n))
 
 
 def _read_csv(path: str, mapping: _Mapping) -> Iterator[Query | BadRecord]:
@@ -175,15 +173,8 @@ def _read_csv(path: str, mapping: _Mapping) -> Iterator[Query | BadRecord]:
         id=id_col,
         id_given=mapping.id_given,
     )
-    base = os.path.basename(path)
-    for line, row in iter_csv(path, required, optional):
-        if isinstance(row, BadRecord):
-            yield row
-            continue
-        try:
-            yield _query(row, csv_mapping, path, base, line)
-        except RecordProblem as problem:
-            yield BadRecord(path, line, str(problem))
+    rows = iter_csv(path, required, optional)
+    yield from converted(path, rows, lambda r, b, n: _query(r, csv_mapping, path, b, n))
 
 
 def _csv_header(path: str) -> frozenset[str]:

@@ -21,7 +21,7 @@ import os
 import stat
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, TypeVar, cast
 
 import ijson
 import orjson
@@ -37,6 +37,7 @@ __all__ = [
     "SeedId",
     "check_text",
     "clean_text",
+    "converted",
     "first_char",
     "iter_array",
     "iter_lines",
@@ -78,7 +79,26 @@ class RecordProblem(Exception):
     """Raised by a record converter: the record is unusable; ``str()`` is the one-line reason."""
 
 
+T = TypeVar("T")
 SeedId = Callable[[Any, str, int], str]  # (record, file name, position) -> seed id
+
+
+def converted(
+    path: str, records: Iterable[tuple[int, Any]], convert: Callable[[Any, str, int], T]
+) -> Iterator[T | BadRecord]:
+    """``convert(record, file name, position)`` of each ``(position, record)`` of ``path``,
+    or a ``BadRecord`` with the ``RecordProblem`` it raised; records already bad pass through."""
+    base = os.path.basename(path)
+    for position, record in records:
+        if isinstance(record, BadRecord):
+            yield record
+            continue
+        try:
+            item = convert(record, base, position)
+        except RecordProblem as problem:
+            yield BadRecord(path, position, str(problem))
+            continue
+        yield item
 
 
 def seeds_of(
@@ -90,26 +110,20 @@ def seeds_of(
     fields: Callable[[Any], dict[str, str]],
     seed_id: SeedId | None = None,
 ) -> Iterator[Seed | BadRecord]:
-    """One seed per ``(position, record)`` of ``path``: its ``fields``, or a ``BadRecord``
-    with the ``RecordProblem`` that made it unusable; records already bad pass through."""
-    base = os.path.basename(path)
-    for position, record in records:
-        if isinstance(record, BadRecord):
-            yield record
-            continue
-        try:
-            values = fields(record)
-        except RecordProblem as problem:
-            yield BadRecord(path, position, str(problem))
-            continue
-        yield Seed(
+    """One seed of ``task`` per record of ``path`` (``converted``), with the record's
+    ``fields``; its id by ``seed_id``, else ``<file name>:<position>``."""
+
+    def seed(record: Any, base: str, position: int) -> Seed:
+        return Seed(
             task=task,
-            fields=values,
+            fields=fields(record),
             seed_id=seed_id(record, base, position) if seed_id else f"{base}:{position}",
             source_file=path,
             source_line=position,
             dataset=dataset,
         )
+
+    return converted(path, records, seed)
 
 
 def record_id(*names: str) -> SeedId:
