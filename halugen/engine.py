@@ -16,6 +16,7 @@ import anyio
 import orjson
 from rich.console import Console
 
+from .batch.run import run_in_batches, stage_by_stage
 from .budget import Ledger, ModelPrice, format_usd
 from .cacheplan import plan_task
 from .config import RunConfig
@@ -192,15 +193,10 @@ async def generate(
     transport = transport or AiohttpTransport()
     try:
         cfg, info, endpoint_notes = await prepare_endpoint(cfg, transport)
-        if cfg.batch is not None and cfg.batch.plan is None:  # --batch: stage after stage
-            from .batch.run import pass_config, run_in_batches
-
+        if stage_by_stage(cfg):  # --batch: stage after stage
             return await run_in_batches(
-                lambda b, first, quiet: generate(
-                    pass_config(cfg, b),
-                    transport=transport,
-                    on_run=first,
-                    console=quiet,
+                lambda run, first, quiet: generate(
+                    run, transport=transport, on_run=first, console=quiet
                 ),
                 cfg,
                 transport=transport,

@@ -66,8 +66,9 @@ class KindOutcome(Protocol):
 
 
 Out = TypeVar("Out", bound=KindOutcome)  # the kind's outcome
-# run_pass(options, on_run, console): one planning pass of the kind's pipeline
-PassRunner = Callable[[BatchOptions, OnRun | None, Console], Awaitable[Out]]
+# run_pass(settings, on_run, console): one planning pass of the kind's pipeline, with the
+# pass's settings (pass_config)
+PassRunner = Callable[[RunConfig, OnRun | None, Console], Awaitable[Out]]
 
 
 @dataclass
@@ -82,6 +83,12 @@ class _Session:
     batches: int = 0
     requests: int = 0
     settled_pusd: int = 0
+
+
+def stage_by_stage(cfg: RunConfig) -> bool:
+    """Does ``cfg`` ask for batch mode's own loop (``--batch``), rather than one of its
+    planning passes?"""
+    return cfg.batch is not None and cfg.batch.plan is None
 
 
 def pass_config(cfg: RunConfig, options: BatchOptions) -> RunConfig:
@@ -132,7 +139,9 @@ async def run_in_batches(
                 run_id=run_id,
             )
             outcome = await run_pass(
-                dataclasses.replace(opts, plan=plan), on_run if first else None, _quiet()
+                pass_config(cfg, dataclasses.replace(opts, plan=plan)),
+                on_run if first else None,
+                _quiet(),
             )
             first = False
             run_id = outcome.run_id or run_id

@@ -21,6 +21,7 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from rich.console import Console
 
+from ..batch.run import run_in_batches, stage_by_stage
 from ..budget import format_usd
 from ..config import RunConfig
 from ..crew import crew_size, run_crew
@@ -322,12 +323,10 @@ async def evaluate(
     if cfg.data:  # fail fast on unreadable input, before a run is opened
         next(iter(items_from_files(list(cfg.data), cfg.task)), None)
     cfg = replace(cfg, run=await resolve_model(cfg.run, transport))  # before its identity
-    if cfg.run.batch is not None and cfg.run.batch.plan is None:  # --batch
-        from ..batch.run import pass_config, run_in_batches
-
+    if stage_by_stage(cfg.run):  # --batch
         return await run_in_batches(
-            lambda b, first, quiet: evaluate(
-                replace(cfg, run=pass_config(cfg.run, b)),
+            lambda run, first, quiet: evaluate(
+                replace(cfg, run=run),
                 transport=transport,
                 on_run=first,
                 console=quiet,

@@ -24,6 +24,7 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from rich.console import Console
 
+from ..batch.run import run_in_batches, stage_by_stage
 from ..budget import format_usd
 from ..config import RunConfig
 from ..crew import crew_size, run_crew
@@ -308,12 +309,10 @@ async def preselect(
     )  # fail fast on bad input
     scorer = scorer or PairwiseScorer(cfg.scorer)  # loaded once, before any money is spent
     cfg = replace(cfg, run=await resolve_model(cfg.run, transport))  # before its identity
-    if cfg.run.batch is not None and cfg.run.batch.plan is None:  # --batch
-        from ..batch.run import pass_config, run_in_batches
-
+    if stage_by_stage(cfg.run):  # --batch
         return await run_in_batches(
-            lambda b, first, quiet: preselect(
-                replace(cfg, run=pass_config(cfg.run, b)),
+            lambda run, first, quiet: preselect(
+                replace(cfg, run=run),
                 transport=transport,
                 on_run=first,
                 console=quiet,
