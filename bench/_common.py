@@ -12,9 +12,18 @@ from pathlib import Path
 
 import orjson
 
-# the real samples beside the checkout (a worktree elsewhere: HALUGEN_SHARED_DATA=/path)
-SHARED = Path(
-    os.environ.get("HALUGEN_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data"
+# the real samples beside the checkout, in any parent (or HALUGEN_SHARED_DATA=/path)
+SHARED = (
+    Path(os.environ["HALUGEN_SHARED_DATA"])
+    if os.environ.get("HALUGEN_SHARED_DATA")
+    else next(
+        (
+            p / "shared" / "data"
+            for p in Path(__file__).resolve().parents
+            if (p / "shared").is_dir()
+        ),
+        Path(__file__).resolve().parents[2] / "shared" / "data",
+    )
 )
 SHARED_HOTPOT = SHARED / "hotpotqa" / "hotpot_dev_distractor_v1.head165.json"
 SHARED_CNNDM = SHARED / "cnndm" / "cnn_dailymail_train_sample100.csv"

@@ -2,20 +2,39 @@
 
 Raw asyncio protocol, keep-alive, canned answers (a QA candidate or a judge's choice), no
 limits, no faults: it costs a few tens of microseconds per request, so a benchmark against
-it measures halugen, not the server. Usage: python bench/stub_server.py  (prints the port)
+it measures halugen, not the server. A QA candidate is the record's right answer spelt
+backwards (same length, never the right text), so halugen's guards accept most of them and a
+run goes through the filter and writes samples, as a real one does.
+Usage: python bench/stub_server.py  (prints the port)
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 
 import orjson
 
-_CANDIDATES = [
-    b"Pattern: factualness\nAnswer: the stub answer %d",
-    b"Pattern: inference\nAnswer: another stub answer %d",
-]
+_PATTERNS = [b"factualness", b"inference"]
+_RIGHT = b"Right answer: "
+_NOT_PLAIN = re.compile(rb"[^A-Za-z0-9 ]")
+
+
+def _candidate(body: bytes, n: int) -> bytes:
+    """A wrong answer of the right answer's length: its plain characters reversed (and, for
+    every other request, rotated by one, so that a seed's two candidates differ)."""
+    start = body.rfind(_RIGHT)
+    answer = b""
+    if start >= 0:
+        start += len(_RIGHT)
+        end = body.find(b"\\n", start)
+        answer = _NOT_PLAIN.sub(b"", body[start : end if end > 0 else start + 80])[::-1].strip()
+    if not answer or answer.lower() == answer[::-1].lower():
+        answer = b"the stub answer %d" % n
+    elif n % 2:
+        answer = answer[1:] + answer[:1]
+    return b"Pattern: " + _PATTERNS[n % 2] + b"\nAnswer: " + answer.capitalize()
 
 
 def _body(content: bytes) -> bytes:
@@ -64,7 +83,7 @@ class Stub(asyncio.Protocol):
             if b"Choice:" in body[-400:]:
                 content = b"Choice: 1"
             else:
-                content = _CANDIDATES[Stub.counter % 2] % Stub.counter
+                content = _candidate(body, Stub.counter)
             payload = _body(content)
             self.transport.write(  # type: ignore[attr-defined]
                 b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
