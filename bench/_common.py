@@ -48,7 +48,7 @@ class SimProcess(str):
 def simulator_process(*args: str, stub: bool = False) -> Iterator[SimProcess]:
     """Start ``halugen simulate`` (or the minimal stub) in a child process; yields its URL."""
     command = (
-        [sys.executable, str(Path(__file__).with_name("stub_server.py"))]
+        [sys.executable, str(Path(__file__).with_name("stub_server.py")), *args]
         if stub
         else [sys.executable, "-m", "halugen", "simulate", "--port", "0", *args]
     )

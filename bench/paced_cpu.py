@@ -1,13 +1,14 @@
 """CPU per call of a paced run: what halugen costs when the provider's limit, not halugen,
 sets the pace (the usual case).
 
-``halugen run`` against the minimal stub (``bench/stub_server.py``, answers at once) with
+``halugen run`` against the minimal stub (``bench/stub_server.py``, answering after
+``--latency-ms``, 500 by default, as a provider's generation takes time) with
 ``--rpm`` set so calls go at ``--rate`` per second. The run's CPU (all threads, from /proc)
 is read each time it prints its plain progress line (every 5 s), beside the calls it
 reports; CPU per call is taken over the steady part of the run (start-up and the last line
 left out), for each of ``--repeat`` runs, and the median is printed.
 
-    python bench/paced_cpu.py [--rate 20] [--seconds 40] [--repeat 3]
+    python bench/paced_cpu.py [--rate 20] [--seconds 40] [--repeat 3] [--latency-ms 500]
 """
 
 from __future__ import annotations
@@ -58,8 +59,10 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=20.0, help="calls per second (--rpm = 60x)")
     ap.add_argument("--seconds", type=float, default=40.0, help="length of each run")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--latency-ms", type=int, default=500, help="the stub's answer time")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, simulator_process(stub=True) as url:
+    stub = ("--latency-ms", str(args.latency_ms))
+    with tempfile.TemporaryDirectory() as tmp, simulator_process(*stub, stub=True) as url:
         seeds = write_hotpot(Path(tmp) / "seeds.json", int(args.rate * args.seconds))
         per_call = []
         for i in range(args.repeat):
@@ -71,8 +74,8 @@ def main() -> None:
             print(f"  run {i + 1}: {cpu * 1e6:,.0f} us CPU per call", flush=True)
         if per_call:
             print(
-                f"paced at {args.rate:g} calls/s: median {statistics.median(per_call):,.0f} us "
-                f"CPU per call (all threads; runs: "
+                f"paced at {args.rate:g} calls/s, answers in {args.latency_ms} ms: median "
+                f"{statistics.median(per_call):,.0f} us CPU per call (all threads; runs: "
                 f"{', '.join(f'{c:,.0f}' for c in per_call)})"
             )
 

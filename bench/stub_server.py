@@ -5,7 +5,7 @@ limits, no faults: it costs a few tens of microseconds per request, so a benchma
 it measures halugen, not the server. A QA candidate is the record's right answer spelt
 backwards (same length, never the right text), so halugen's guards accept most of them and a
 run goes through the filter and writes samples, as a real one does.
-Usage: python bench/stub_server.py  (prints the port)
+Usage: python bench/stub_server.py [--latency-ms N]  (prints the port)
 """
 
 from __future__ import annotations
@@ -17,6 +17,12 @@ import sys
 import orjson
 
 _PATTERNS = [b"factualness", b"inference"]
+# seconds before each answer (--latency-ms N), as a provider's generation time
+LATENCY = (
+    float(sys.argv[sys.argv.index("--latency-ms") + 1]) / 1000
+    if "--latency-ms" in sys.argv
+    else 0.0
+)
 _RIGHT = b"Right answer: "
 _NOT_PLAIN = re.compile(rb"[^A-Za-z0-9 ]")
 
@@ -80,17 +86,23 @@ class Stub(asyncio.Protocol):
             body = self.buf[head_end + 4 : head_end + 4 + length]
             self.buf = self.buf[head_end + 4 + length :]
             Stub.counter += 1
-            if b"Choice:" in body[-400:]:
-                content = b"Choice: 1"
-            else:
-                content = _candidate(body, Stub.counter)
+            judged = b"Choice:" in body[-400:]
+            content = b"Choice: 1" if judged else _candidate(body, Stub.counter)
             payload = _body(content)
-            self.transport.write(  # type: ignore[attr-defined]
+            response = (
                 b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
                 + str(len(payload)).encode()
                 + b"\r\n\r\n"
                 + payload
             )
+            if LATENCY:  # answers keep their order on a connection: each waits as long
+                asyncio.get_running_loop().call_later(LATENCY, self._send, response)
+            else:
+                self._send(response)
+
+    def _send(self, response: bytes) -> None:
+        if not self.transport.is_closing():  # type: ignore[attr-defined]
+            self.transport.write(response)  # type: ignore[attr-defined]
 
 
 async def main() -> None:
