@@ -598,8 +598,11 @@ def insert_rows(
     for r in rows:
         if len(r) != width:
             raise ValueError(f"{table} row has {len(r)} values, expected {width}")
+    # columns by one transposition in C (zip), not a Python loop per column
+    transposed = zip(*rows, strict=True) if rows else ((),) * width
     data = {
-        name: np.array([r[i] for r in rows], dtype=object) for i, name in enumerate(columns[:width])
+        name: np.array(column, dtype=object)
+        for name, column in zip(columns[:width], transposed, strict=True)
     }
     if isinstance(stamps, datetime):
         data[columns[width]] = np.full(len(rows), stamps, dtype=object)
