@@ -106,3 +106,13 @@ def write_cnndm(path: Path, n: int) -> Path:
         for i, (article, highlights) in zip(range(n), itertools.cycle(base), strict=False):
             w.writerow([f"bench{i}", f"(Copy {i // len(base)}.) {article}", highlights])
     return path
+
+
+def halugen_run_cmd(seeds: Path, url: str, db: Path, *options: str) -> list[str]:
+    """``halugen run`` as a command over ``seeds`` against ``url``, plain progress lines;
+    ``options`` (``--concurrency 128``, ``--rpm 1200``, ``--limit 2000``...) appended."""
+    return [
+        sys.executable, "-m", "halugen", "run", "--seeds", str(seeds), "--base-url", url,
+        "--api-key", "bench", "--model", "gpt-4o-mini", "--db", str(db), "--no-progress",
+        *options,
+    ]  # fmt: skip

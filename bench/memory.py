@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import real_hotpot_records, simulator_process
+from _common import halugen_run_cmd, real_hotpot_records, simulator_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import orjson
@@ -90,26 +90,8 @@ def sampled_run(cmd: list[str], every: float = 0.2) -> tuple[list[tuple[float, f
 
 
 def run_cmd(seeds: Path, url: str, db: Path, limit: int | None, concurrency: int) -> list[str]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "halugen",
-        "run",
-        "--seeds",
-        str(seeds),
-        "--base-url",
-        url,
-        "--api-key",
-        "bench",
-        "--model",
-        "gpt-4o-mini",
-        "--db",
-        str(db),
-        "--no-progress",
-        "--concurrency",
-        str(concurrency),
-    ]
-    return cmd + (["--limit", str(limit)] if limit is not None else [])
+    limited = ("--limit", str(limit)) if limit is not None else ()
+    return halugen_run_cmd(seeds, url, db, "--concurrency", str(concurrency), *limited)
 
 
 def describe(samples: list[tuple[float, float]], wall: float, tail: float) -> str:

@@ -23,18 +23,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import process_cpu_seconds, simulator_process, write_hotpot
+from _common import halugen_run_cmd, process_cpu_seconds, simulator_process, write_hotpot
 
 _CALLS = re.compile(r"calls ([\d,]+) ok")
 
 
 def paced_run(url: str, seeds: Path, db: Path, rate: float, seconds: float) -> float | None:
     """CPU seconds per call between the run's first and last progress lines."""
-    cmd = [
-        sys.executable, "-m", "halugen", "run", "--seeds", str(seeds), "--base-url", url,
-        "--api-key", "bench", "--model", "gpt-4o-mini", "--db", str(db), "--no-progress",
-        "--rpm", str(int(rate * 60)),
-    ]  # fmt: skip
+    cmd = halugen_run_cmd(seeds, url, db, "--rpm", str(int(rate * 60)))
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     readings: list[tuple[int, float]] = []
     t0 = time.monotonic()

@@ -38,7 +38,7 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import SimProcess, simulator_process, write_cnndm, write_hotpot
+from _common import SimProcess, halugen_run_cmd, simulator_process, write_cnndm, write_hotpot
 
 from halugen.config import RateLimit, RunConfig
 from halugen.engine import generate
@@ -82,12 +82,8 @@ def pinned_run(
     base_url: str, seeds: Path, db: Path, concurrency: int, task: str
 ) -> tuple[float, int, float]:
     """``halugen run`` in a process of its own on core 0: (wall, calls, CPU), start-up in."""
-    cmd = [
-        "taskset", "-c", "0", sys.executable, "-m", "halugen", "run", "--task", task,
-        "--seeds", str(seeds), "--base-url", base_url, "--api-key", "bench",
-        "--model", "gpt-4o-mini", "--db", str(db), "--no-progress",
-        "--concurrency", str(concurrency),
-    ]  # fmt: skip
+    options = ("--task", task, "--concurrency", str(concurrency))
+    cmd = ["taskset", "-c", "0", *halugen_run_cmd(seeds, base_url, db, *options)]
     cpu0, t0 = children_cpu(), time.perf_counter()
     done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
