@@ -314,6 +314,7 @@ async def call_session(
         # a call writes durably before its request leaves and when its answer is back: the
         # writer groups their commits until every such call waits (store/writer.py)
         store.writer.expected_writers = lambda: runner.writing
+        store.writer.more_coming = pool.paced_waiters
         calls: CallStrategy
         if plan is None:
             refuse_while_batches_live(store, run_id)

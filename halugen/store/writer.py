@@ -9,7 +9,8 @@ with its own thread and DuckDB connection, so neither waits behind the other:
   once its answer is. Commits are grouped by the writers waiting, not by a clock: the lane
   sleeps while nobody waits; when someone does, it commits as soon as every writer that
   could come is waiting (``expected_writers``: the calls between their rate-limit slot
-  and their answer), or ``GROUP_WRITERS`` wait, or the first has waited ``durable_seconds``. A
+  and their answer, unless a call waiting only for its paced moment is about to join:
+  ``more_coming``), or ``GROUP_WRITERS`` wait, or the first has waited ``durable_seconds``. A
   commit costs the same for one row as for a hundred (a few milliseconds of CPU, mostly
   fixed), so a paced run of 20 calls/s groups several calls' rows in one transaction
   instead of paying one per row, and a fast run commits big groups.
@@ -90,8 +91,11 @@ class _Lane:
         waiting = len(self.queue)
         if waiting >= GROUP_WRITERS or self.flush_requested:
             return True
-        expected = self._owner.expected_writers
-        return expected is not None and waiting >= expected()
+        owner = self._owner
+        expected = owner.expected_writers
+        if expected is None or waiting < expected():
+            return False
+        return owner.more_coming is None or not owner.more_coming()
 
     def _gather(self) -> None:
         """Grouped lane: sleep until a writer waits, then until the group is complete or
@@ -193,6 +197,9 @@ class StoreWriter:
         # wait, nobody else can join the group, so it is committed at once. None: not
         # known, wait out the interval.
         self.expected_writers: Callable[[], int] | None = None
+        # whether another writer is about to come although all expected ones wait (a call
+        # waiting only for its paced moment): then the group waits out the interval
+        self.more_coming: Callable[[], bool] | None = None
         self._idle = threading.Condition()
         self._pending = 0
         self._durable = _Lane(
