@@ -12,9 +12,18 @@ from pathlib import Path
 
 import orjson
 
-# the real samples beside the checkout (a worktree elsewhere: HALUGEN_SHARED_DATA=/path)
-SHARED = Path(
-    os.environ.get("HALUGEN_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data"
+# the real samples beside the checkout, in any parent (or HALUGEN_SHARED_DATA=/path)
+SHARED = (
+    Path(os.environ["HALUGEN_SHARED_DATA"])
+    if os.environ.get("HALUGEN_SHARED_DATA")
+    else next(
+        (
+            p / "shared" / "data"
+            for p in Path(__file__).resolve().parents
+            if (p / "shared").is_dir()
+        ),
+        Path(__file__).resolve().parents[2] / "shared" / "data",
+    )
 )
 SHARED_HOTPOT = SHARED / "hotpotqa" / "hotpot_dev_distractor_v1.head165.json"
 SHARED_CNNDM = SHARED / "cnndm" / "cnn_dailymail_train_sample100.csv"
@@ -39,7 +48,7 @@ class SimProcess(str):
 def simulator_process(*args: str, stub: bool = False) -> Iterator[SimProcess]:
     """Start ``halugen simulate`` (or the minimal stub) in a child process; yields its URL."""
     command = (
-        [sys.executable, str(Path(__file__).with_name("stub_server.py"))]
+        [sys.executable, str(Path(__file__).with_name("stub_server.py")), *args]
         if stub
         else [sys.executable, "-m", "halugen", "simulate", "--port", "0", *args]
     )
@@ -97,3 +106,13 @@ def write_cnndm(path: Path, n: int) -> Path:
         for i, (article, highlights) in zip(range(n), itertools.cycle(base), strict=False):
             w.writerow([f"bench{i}", f"(Copy {i // len(base)}.) {article}", highlights])
     return path
+
+
+def halugen_run_cmd(seeds: Path, url: str, db: Path, *options: str) -> list[str]:
+    """``halugen run`` as a command over ``seeds`` against ``url``, plain progress lines;
+    ``options`` (``--concurrency 128``, ``--rpm 1200``, ``--limit 2000``...) appended."""
+    return [
+        sys.executable, "-m", "halugen", "run", "--seeds", str(seeds), "--base-url", url,
+        "--api-key", "bench", "--model", "gpt-4o-mini", "--db", str(db), "--no-progress",
+        *options,
+    ]  # fmt: skip

@@ -2,20 +2,45 @@
 
 Raw asyncio protocol, keep-alive, canned answers (a QA candidate or a judge's choice), no
 limits, no faults: it costs a few tens of microseconds per request, so a benchmark against
-it measures halugen, not the server. Usage: python bench/stub_server.py  (prints the port)
+it measures halugen, not the server. A QA candidate is the record's right answer spelt
+backwards (same length, never the right text), so halugen's guards accept most of them and a
+run goes through the filter and writes samples, as a real one does.
+Usage: python bench/stub_server.py [--latency-ms N]  (prints the port)
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 
 import orjson
 
-_CANDIDATES = [
-    b"Pattern: factualness\nAnswer: the stub answer %d",
-    b"Pattern: inference\nAnswer: another stub answer %d",
-]
+_PATTERNS = [b"factualness", b"inference"]
+# seconds before each answer (--latency-ms N), as a provider's generation time
+LATENCY = (
+    float(sys.argv[sys.argv.index("--latency-ms") + 1]) / 1000
+    if "--latency-ms" in sys.argv
+    else 0.0
+)
+_RIGHT = b"Right answer: "
+_NOT_PLAIN = re.compile(rb"[^A-Za-z0-9 ]")
+
+
+def _candidate(body: bytes, n: int) -> bytes:
+    """A wrong answer of the right answer's length: its plain characters reversed (and, for
+    every other request, rotated by one, so that a seed's two candidates differ)."""
+    start = body.rfind(_RIGHT)
+    answer = b""
+    if start >= 0:
+        start += len(_RIGHT)
+        end = body.find(b"\\n", start)
+        answer = _NOT_PLAIN.sub(b"", body[start : end if end > 0 else start + 80])[::-1].strip()
+    if not answer or answer.lower() == answer[::-1].lower():
+        answer = b"the stub answer %d" % n
+    elif n % 2:
+        answer = answer[1:] + answer[:1]
+    return b"Pattern: " + _PATTERNS[n % 2] + b"\nAnswer: " + answer.capitalize()
 
 
 def _body(content: bytes) -> bytes:
@@ -61,17 +86,23 @@ class Stub(asyncio.Protocol):
             body = self.buf[head_end + 4 : head_end + 4 + length]
             self.buf = self.buf[head_end + 4 + length :]
             Stub.counter += 1
-            if b"Choice:" in body[-400:]:
-                content = b"Choice: 1"
-            else:
-                content = _CANDIDATES[Stub.counter % 2] % Stub.counter
+            judged = b"Choice:" in body[-400:]
+            content = b"Choice: 1" if judged else _candidate(body, Stub.counter)
             payload = _body(content)
-            self.transport.write(  # type: ignore[attr-defined]
+            response = (
                 b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
                 + str(len(payload)).encode()
                 + b"\r\n\r\n"
                 + payload
             )
+            if LATENCY:  # answers keep their order on a connection: each waits as long
+                asyncio.get_running_loop().call_later(LATENCY, self._send, response)
+            else:
+                self._send(response)
+
+    def _send(self, response: bytes) -> None:
+        if not self.transport.is_closing():  # type: ignore[attr-defined]
+            self.transport.write(response)  # type: ignore[attr-defined]
 
 
 async def main() -> None:

@@ -8,14 +8,28 @@ Prints calls/s (median of repeats) and halugen's CPU per call (all its threads, 
 loop's own thread), and, against the same server in the same run, a bare aiohttp client
 sending the very bodies halugen sent.
 
+Two ways, because they give different figures:
+
+- in process (``inproc``): the run is a function call in this process; its figures leave
+  out the interpreter's start-up and imports, and its threads (the store's two writer
+  lanes, the seed reader) run on the second core beside the event loop, while the server
+  shares both cores. The event loop thread's own CPU is the ceiling of one process.
+- pinned (``pinned``): ``halugen run`` as a command of its own, pinned with ``taskset -c 0``
+  to one core, start-up included (from exec to exit), against the server pinned to the
+  other core; the bare client is likewise a process of its own on core 0. This is what a
+  user's run on one core costs.
+
     python bench/throughput.py [--seeds 2000] [--concurrency 256] [--repeat 3]
+                               [--ways inproc,pinned] [--servers sim0,sim50,stub]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +38,7 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import simulator_process, write_cnndm, write_hotpot
+from _common import SimProcess, halugen_run_cmd, simulator_process, write_cnndm, write_hotpot
 
 from halugen.config import RateLimit, RunConfig
 from halugen.engine import generate
@@ -37,7 +51,7 @@ def cpu_seconds() -> float:
 
 def one_run(
     base_url: str, seeds: Path, db: Path, concurrency: int, task: str
-) -> tuple[float, int, float]:
+) -> tuple[float, int, float, float]:
     cfg = RunConfig(
         tasks=(task,),
         seeds=(str(seeds),),
@@ -57,6 +71,39 @@ def one_run(
     if outcome.exit_code != 0:
         print("  run ended with:", outcome.message)
     return wall, calls, cpu, loop_cpu
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def pinned_run(
+    base_url: str, seeds: Path, db: Path, concurrency: int, task: str
+) -> tuple[float, int, float]:
+    """``halugen run`` in a process of its own on core 0: (wall, calls, CPU), start-up in."""
+    options = ("--task", task, "--concurrency", str(concurrency))
+    cmd = ["taskset", "-c", "0", *halugen_run_cmd(seeds, base_url, db, *options)]
+    cpu0, t0 = children_cpu(), time.perf_counter()
+    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
+    if done.returncode != 0:
+        print("  run ended with:", done.stderr[-500:])
+    import duckdb
+
+    with duckdb.connect(str(db), read_only=True) as conn:
+        (calls,) = conn.execute("SELECT count(*) FROM call_log").fetchone() or (0,)
+    return wall, int(calls), cpu
+
+
+def pinned_bare(url: str, db: Path, concurrency: int) -> tuple[float, int, float]:
+    """The bare client in a process of its own on core 0, start-up included."""
+    cmd = ["taskset", "-c", "0", sys.executable, __file__, "--bare", url, str(db),
+           str(concurrency)]  # fmt: skip
+    cpu0, t0 = children_cpu(), time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
+    return wall, int(out.split()[0]), cpu
 
 
 def bare_client(url: str, db: Path, concurrency: int) -> tuple[float, int, float]:
@@ -99,6 +146,10 @@ def bare_client(url: str, db: Path, concurrency: int) -> tuple[float, int, float
 
 
 def main() -> None:
+    if len(sys.argv) == 5 and sys.argv[1] == "--bare":  # pinned_bare's child
+        _, calls, _ = bare_client(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]))
+        print(calls)
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=2000)
     ap.add_argument("--concurrency", type=int, default=256)
@@ -110,12 +161,14 @@ def main() -> None:
         help="summarization: CNN/DailyMail articles, long prompts",
     )
     ap.add_argument("--servers", default="sim0,sim50,stub")
+    ap.add_argument("--ways", default="inproc,pinned", help="inproc, pinned or both")
     args = ap.parse_args()
     servers = {
         "sim0": ("simulator, 0 ms", ("--latency-ms", "0"), False),
         "sim50": ("simulator, 50 ms", ("--latency-ms", "50"), False),
         "stub": ("minimal stub", (), True),
     }
+    ways = args.ways.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         seeds = (
             write_hotpot(Path(tmp) / "seeds.json", args.seeds)
@@ -125,40 +178,72 @@ def main() -> None:
         for name in args.servers.split(","):
             label, sim_args, stub = servers[name]
             with simulator_process(*sim_args, stub=stub) as url:
-                rates, cpus, loops, server_cpus = [], [], [], []
-                for i in range(args.repeat):
-                    server0 = url.cpu()
-                    wall, calls, cpu, loop_cpu = one_run(
-                        url, seeds, Path(tmp) / f"{name}{i}.duckdb", args.concurrency, args.task
-                    )
-                    rates.append(calls / wall)
-                    cpus.append(cpu / calls * 1e6)
-                    loops.append(loop_cpu / calls * 1e6)
-                    server_cpus.append((url.cpu() - server0) / calls * 1e6)
-                    print(
-                        f"  {label} run {i + 1}: {calls} calls in {wall:.2f} s = "
-                        f"{calls / wall:,.0f} calls/s",
-                        flush=True,
-                    )
-                bare = [
-                    bare_client(url, Path(tmp) / f"{name}0.duckdb", args.concurrency)
-                    for _ in range(args.repeat)
-                ]
-                bare_rate = statistics.median(calls / wall for wall, calls, _ in bare)
-                bare_cpu = statistics.median(cpu / calls * 1e6 for _, calls, cpu in bare)
-                print(
-                    f"{label}: bare aiohttp client, the same bodies: {bare_rate:,.0f} calls/s, "
-                    f"{bare_cpu:,.0f} us CPU/call",
-                    flush=True,
-                )
-                print(
-                    f"{label}: median {statistics.median(rates):,.0f} calls/s; halugen CPU "
-                    f"{statistics.median(cpus):,.0f} us/call (event loop thread "
-                    f"{statistics.median(loops):,.0f} us/call); server CPU "
-                    f"{statistics.median(server_cpus):,.0f} us/call "
-                    f"(concurrency {args.concurrency}, {args.seeds} {args.task} seeds)",
-                    flush=True,
-                )
+                if "inproc" in ways:
+                    in_process(url, label, name, seeds, Path(tmp), args)
+                if "pinned" in ways:
+                    os.sched_setaffinity(url.pid, {1})  # the server on the other core
+                    pinned(url, label, name, seeds, Path(tmp), args)
+
+
+def in_process(
+    url: SimProcess, label: str, name: str, seeds: Path, tmp: Path, args: argparse.Namespace
+) -> None:
+    rates, cpus, loops, server_cpus = [], [], [], []
+    for i in range(args.repeat):
+        server0 = url.cpu()
+        wall, calls, cpu, loop_cpu = one_run(
+            url, seeds, tmp / f"{name}{i}.duckdb", args.concurrency, args.task
+        )
+        rates.append(calls / wall)
+        cpus.append(cpu / calls * 1e6)
+        loops.append(loop_cpu / calls * 1e6)
+        server_cpus.append((url.cpu() - server0) / calls * 1e6)
+        print(
+            f"  {label} run {i + 1}: {calls} calls in {wall:.2f} s = {calls / wall:,.0f} calls/s",
+            flush=True,
+        )
+    bare = [bare_client(url, tmp / f"{name}0.duckdb", args.concurrency) for _ in range(args.repeat)]
+    bare_rate = statistics.median(calls / wall for wall, calls, _ in bare)
+    bare_cpu = statistics.median(cpu / calls * 1e6 for _, calls, cpu in bare)
+    print(
+        f"{label}, in process: bare aiohttp client, the same bodies: {bare_rate:,.0f} "
+        f"calls/s, {bare_cpu:,.0f} us CPU/call",
+        flush=True,
+    )
+    print(
+        f"{label}, in process: median {statistics.median(rates):,.0f} calls/s; halugen CPU "
+        f"{statistics.median(cpus):,.0f} us/call (event loop thread "
+        f"{statistics.median(loops):,.0f} us/call); server CPU "
+        f"{statistics.median(server_cpus):,.0f} us/call "
+        f"(concurrency {args.concurrency}, {args.seeds} {args.task} seeds)",
+        flush=True,
+    )
+
+
+def pinned(
+    url: SimProcess, label: str, name: str, seeds: Path, tmp: Path, args: argparse.Namespace
+) -> None:
+    runs, bare = [], []
+    for i in range(args.repeat):
+        db = tmp / f"{name}-pinned{i}.duckdb"
+        wall, calls, cpu = pinned_run(url, seeds, db, args.concurrency, args.task)
+        runs.append((calls / wall, cpu / calls * 1e6))
+        print(
+            f"  {label} pinned run {i + 1}: {calls} calls in {wall:.2f} s = "
+            f"{calls / wall:,.0f} calls/s, {cpu / calls * 1e6:,.0f} us CPU/call",
+            flush=True,
+        )
+        wall, calls, cpu = pinned_bare(url, db, args.concurrency)
+        bare.append((calls / wall, cpu / calls * 1e6))
+    rate = statistics.median(r for r, _ in runs)
+    bare_rate = statistics.median(r for r, _ in bare)
+    print(
+        f"{label}, pinned to one core, start-up included: median {rate:,.0f} calls/s, "
+        f"{statistics.median(c for _, c in runs):,.0f} us CPU/call; bare aiohttp client "
+        f"{bare_rate:,.0f} calls/s, {statistics.median(c for _, c in bare):,.0f} us CPU/call; "
+        f"halugen/bare rate = {rate / bare_rate:.2f}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -311,6 +311,10 @@ async def call_session(
             outbox=outbox,
             notify=_say,
         )
+        # a call writes durably before its request leaves and when its answer is back: the
+        # writer groups their commits until every such call waits (store/writer.py)
+        store.writer.expected_writers = lambda: runner.writing
+        store.writer.more_coming = pool.paced_waiters
         calls: CallStrategy
         if plan is None:
             refuse_while_batches_live(store, run_id)

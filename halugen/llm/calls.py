@@ -104,6 +104,9 @@ class CallRunner:
         self._rng = random.Random()  # backoff jitter only: never affects results
         self._known: KeyIndex = store.response_index()
         self._inflight: dict[str, asyncio.Future[ChatResult | CallFailure]] = {}
+        # attempts between their rate-limit slot and their last durable write (reservation,
+        # then answer or close): the durable writers the store's writer can expect
+        self.writing = 0
         self.auth_failed: AuthError | None = None
         # told the server's window when a context-length error names it (context_window.py)
         self.on_context_window: Callable[[int], None] | None = None
@@ -265,9 +268,12 @@ class CallRunner:
         call.res_no += 1
         res_no = call.res_no
         phase = "queued"  # -> "durable" (its row may be committed) -> "sent"
+        writing = answered = False
         try:
             async with self.pool.slot(reserve_tokens + max_out) as attempt:
                 phase = "durable"
+                self.writing += 1
+                writing = True
                 await self.writer.put_durable(
                     [LedgerRow(call.call_id, res_no, self.run_id, "reserve", amount, *common)]
                 )
@@ -282,6 +288,7 @@ class CallRunner:
                     result = await attempt.send(call.request, body=call.body)
                 finally:
                     st.in_flight -= 1
+            answered = True
         except RetryableError as exc:  # raised by send only: the request had left
             if exc.status:
                 self.reach.answered()
@@ -308,7 +315,13 @@ class CallRunner:
                 if phase == "durable":  # its reserve row may commit: close it on the same lane
                     self.writer.put([_close_row(call.call_id, res_no, self.run_id, "release", 0)])
             raise
-        return await self._succeeded(call, st, reservation, res_no, result, common)
+        finally:
+            if writing and not answered:
+                self.writing -= 1
+        try:
+            return await self._succeeded(call, st, reservation, res_no, result, common)
+        finally:
+            self.writing -= 1
 
     async def _succeeded(
         self,

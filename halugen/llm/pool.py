@@ -283,6 +283,12 @@ class EndpointPool:
         self._freed.set()  # waiters planned with it: let them plan again
         return True
 
+    def paced_waiters(self) -> bool:
+        """Whether calls wait at the gate while an endpoint has a free concurrency place:
+        they wait for the pace, not for a call to finish, so one leaves soon (the store's
+        durable lane holds its group for it)."""
+        return self._waiting > 0 and any(m.limiter.in_flight < m.limiter.cap for m in self.members)
+
     # -- reporting --------------------------------------------------------------------------------
 
     def snapshot(self) -> LimiterSnapshot:

@@ -4,9 +4,16 @@ Callers hand over complete groups of rows; each group lands in one transaction, 
 that must appear together (a sample and its seed outcome) never half-land. Two lanes, each
 with its own thread and DuckDB connection, so neither waits behind the other:
 
-- durable (``put_durable``, budget reservations): small groups committed every few
-  milliseconds; the caller waits for the commit, because a request may only leave once its
-  reservation is durable.
+- durable (``put_durable``: reservations, answers): the caller waits for the commit,
+  because a request may only leave once its reservation is durable and a call is done only
+  once its answer is. Commits are grouped by the writers waiting, not by a clock: the lane
+  sleeps while nobody waits; when someone does, it commits as soon as every writer that
+  could come is waiting (``expected_writers``: the calls between their rate-limit slot
+  and their answer, unless a call waiting only for its paced moment is about to join:
+  ``more_coming``), or ``GROUP_WRITERS`` wait, or the first has waited ``durable_seconds``. A
+  commit costs the same for one row as for a hundred (a few milliseconds of CPU, mostly
+  fixed), so a paced run of 20 calls/s groups several calls' rows in one transaction
+  instead of paying one per row, and a fast run commits big groups.
 - bulk (``put``, everything else): big groups committed about every half second, because a
   commit's cost is mostly fixed (statement setup, the WAL write and sync). A crash can lose
   the last moments of these rows; the ledger is built so that this only ever counts more
@@ -22,7 +29,7 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -41,6 +48,9 @@ Row = tuple[str, tuple[Any, ...]]
 WriterRow = Record | Statement | Row
 _Item = tuple[Sequence[WriterRow], asyncio.Future[None] | None]
 
+# the durable lane commits at once when this many writers wait (see the module docstring)
+GROUP_WRITERS = 64
+
 
 class _Lane:
     """One queue, one thread, one connection; commits what queued every ``interval``."""
@@ -52,12 +62,16 @@ class _Lane:
         interval: float,
         max_rows: int,
         owner: StoreWriter,
+        *,
+        grouped: bool = False,
     ) -> None:
         self._conn = conn
         self._views: RowViews = {}  # this lane's column buffers (rows.py)
         self._interval = interval
         self._max_rows = max_rows
         self._owner = owner
+        # grouped (the durable lane): asleep while nothing waits, then a group per waiters
+        self.grouped = grouped
         self.queue: deque[_Item] = deque()
         self.rows = 0
         self.flush_requested = False
@@ -71,12 +85,42 @@ class _Lane:
         self.wake.set()
         self._thread.join()
 
+    def group_complete(self) -> bool:
+        """Whether waiting longer could add nobody: every writer that could come waits, or
+        a group's worth does. Asked on the event loop (each put) and on the lane's thread."""
+        waiting = len(self.queue)
+        if waiting >= GROUP_WRITERS or self.flush_requested:
+            return True
+        owner = self._owner
+        expected = owner.expected_writers
+        if expected is None or waiting < expected():
+            return False
+        return owner.more_coming is None or not owner.more_coming()
+
+    def _gather(self) -> None:
+        """Grouped lane: sleep until a writer waits, then until the group is complete or
+        its first writer has waited the interval."""
+        owner = self._owner
+        while not self.queue and not owner.closing:
+            self.wake.wait()
+            self.wake.clear()
+        deadline = time.monotonic() + self._interval
+        while not owner.closing and not self.group_complete():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self.wake.wait(left)
+            self.wake.clear()
+
     def _run(self) -> None:
         owner = self._owner
         while True:
-            # sleep out the interval unless asked to hurry (flush, close, a full queue)
-            self.wake.wait(self._interval)
-            self.wake.clear()
+            if self.grouped:
+                self._gather()
+            else:
+                # sleep out the interval unless asked to hurry (flush, close, a full queue)
+                self.wake.wait(self._interval)
+                self.wake.clear()
             batch: list[_Item] = []
             n = 0
             while self.queue and n < self._max_rows:
@@ -140,7 +184,7 @@ class StoreWriter:
         durable_conn: duckdb.DuckDBPyConnection,
         bulk_conn: duckdb.DuckDBPyConnection,
         *,
-        durable_seconds: float = 0.02,
+        durable_seconds: float = 0.05,
         bulk_seconds: float = 0.5,
         max_rows: int = 50_000,
         path: object = "the store",
@@ -148,9 +192,19 @@ class StoreWriter:
         self.path = path
         self.error: BaseException | None = None
         self.closing = False
+        # how many durable writers could be waiting now (the run's calls that hold a
+        # rate-limit slot or are at the provider, set by the session): when all of them
+        # wait, nobody else can join the group, so it is committed at once. None: not
+        # known, wait out the interval.
+        self.expected_writers: Callable[[], int] | None = None
+        # whether another writer is about to come although all expected ones wait (a call
+        # waiting only for its paced moment): then the group waits out the interval
+        self.more_coming: Callable[[], bool] | None = None
         self._idle = threading.Condition()
         self._pending = 0
-        self._durable = _Lane("durable", durable_conn, durable_seconds, max_rows, self)
+        self._durable = _Lane(
+            "durable", durable_conn, durable_seconds, max_rows, self, grouped=True
+        )
         self._bulk = _Lane("bulk", bulk_conn, bulk_seconds, max_rows, self)
 
     @property
@@ -183,6 +237,8 @@ class StoreWriter:
         lane.rows += len(rows)
         if lane.rows >= 5000:
             lane.wake.set()
+        elif lane.grouped and (len(lane.queue) == 1 or lane.group_complete()):
+            lane.wake.set()  # the first writer starts the lane's wait; a full group ends it
 
     async def flush(self) -> None:
         """Wait until everything queued so far is committed (both lanes)."""
@@ -190,6 +246,7 @@ class StoreWriter:
         futs = []
         for lane in (self._bulk, self._durable):
             fut: asyncio.Future[None] = loop.create_future()
+            lane.flush_requested = True
             self._enqueue(lane, (), fut)
             lane.wake.set()
             futs.append(fut)
@@ -198,6 +255,7 @@ class StoreWriter:
 
     def flush_blocking(self, timeout: float | None = None) -> None:
         for lane in (self._bulk, self._durable):
+            lane.flush_requested = True
             lane.wake.set()
         with self._idle:
             self._idle.wait_for(lambda: self._pending == 0 or self.error is not None, timeout)

@@ -143,6 +143,8 @@ def test_reservations_are_durable_only_for_requests_at_the_provider(tmp_path: Pa
         # kill -9 now would leave counted as spent is the two, not the six
         assert sim.stats(keys=False)["in_flight"] == 2
         assert runner.outbox.at_provider == 2 and runner.outbox.waiting == 4
+        # the durable writers the store's writer waits for: the two between slot and answer
+        assert runner.writing == 2
         assert len(store.open_reservations(RUN)) == 2
         assert runner.ledger.queued > 0  # the four hold money in memory only
         assert runner.ledger.at_provider == sum(r[2] for r in store.open_reservations(RUN))
@@ -152,6 +154,7 @@ def test_reservations_are_durable_only_for_requests_at_the_provider(tmp_path: Pa
         store.writer.flush_blocking()
         assert store.open_reservations(RUN) == []
         assert runner.ledger.reserved == 0 and runner.ledger.queued == 0
+        assert runner.writing == 0
 
     _run(tmp_path, scenario)
     assert sim.stats(keys=False)["billed_requests"] == 1 + 6
@@ -277,5 +280,6 @@ def test_a_failed_call_is_a_value_not_a_stop(tmp_path: Path) -> None:
         assert isinstance(await runner.call(_request(0), stage="sample", task="qa"), ChatResult)
         failed = await runner.call(_request(1), stage="sample", task="qa")
         assert isinstance(failed, CallFailure) and failed.error_class == "ConnectFailed"
+        assert runner.writing == 0  # its attempts closed their reservations and stopped
 
     _run(tmp_path, scenario)

@@ -11,6 +11,7 @@ from halugen.errors import StoreError
 from halugen.store.db import KeyIndex, key_prefix, open_store
 from halugen.store.migrations import MIGRATIONS, TABLE_COLUMNS
 from halugen.store.rows import BadRecordRow, LedgerRow, SeedOutcomeRow, Statement
+from halugen.store.writer import StoreWriter
 
 
 def test_migrations_are_recorded_once_and_views_exist(tmp_path):
@@ -121,3 +122,25 @@ def test_writer_takes_records_statements_and_positional_rows_together(tmp_path):
         store.writer.flush_blocking()
     with pytest.raises(StoreError):
         store.close()
+
+
+def test_durable_commits_are_grouped_by_the_writers_waiting(tmp_path):
+    """The durable lane commits once every writer that could come is waiting, in one
+    transaction, instead of on a clock: here the interval is an hour, so only the waiting
+    writers can start the commit (a lane that waited out the clock would time out)."""
+    store = open_store(tmp_path / "s.duckdb", serve_reads=False)
+    writer = StoreWriter(store.conn.cursor(), store.conn.cursor(), durable_seconds=3600)
+    writer.expected_writers = lambda: 3
+
+    async def main() -> None:
+        puts = [
+            writer.put_durable([LedgerRow(i, 1, "r", "reserve", 5, "k", "sample", "qa", "m", None)])
+            for i in range(3)
+        ]
+        await asyncio.wait_for(asyncio.gather(*puts), 120)
+
+    asyncio.run(main())
+    assert writer._durable.commits == 1 and writer._durable.rows_written == 3
+    writer.close()
+    assert store.query("SELECT count(*) FROM ledger")[0][0] == 3
+    store.close()
