@@ -8,6 +8,46 @@ from typing import Any
 from ..errors import UsageError
 from .common import first_json
 
+# The simulator's caching rules: (flag, type, default, metavar, help); OpenAI's as defaults
+_CACHE_RULES: tuple[tuple[str, type, float, str, str], ...] = (
+    (
+        "--cache-min-tokens",
+        int,
+        1024,
+        "N",
+        "prompts shorter than this are never cached (default: 1024, as OpenAI)",
+    ),
+    (
+        "--cache-step-tokens",
+        int,
+        128,
+        "N",
+        "a hit is the minimum plus whole steps of this many tokens (default: 128, as OpenAI)",
+    ),
+    (
+        "--cache-idle-s",
+        float,
+        300.0,
+        "SECONDS",
+        "an unused prefix is dropped after this long (default: 300; OpenAI: 5-10 minutes)",
+    ),
+    (
+        "--cache-max-s",
+        float,
+        3600.0,
+        "SECONDS",
+        "and at most this long after it was cached (default: 3600; OpenAI: one hour)",
+    ),
+    (
+        "--cache-extended-s",
+        float,
+        86400.0,
+        "SECONDS",
+        'prompt_cache_retention "24h": kept this long (default: 86400; OpenAI: 24 hours, for '
+        "gpt-5, gpt-5.x and gpt-4.1)",
+    ),
+)
+
 
 def add_parsers(sub: Any) -> None:
     sim = sub.add_parser("simulate", help="serve the OpenAI-compatible simulator on loopback")
@@ -95,42 +135,8 @@ def add_parsers(sub: Any) -> None:
         "billed at --price-cached",
     )
     cache.add_argument("--no-cache", action="store_true", help="never cache prompts")
-    cache.add_argument(
-        "--cache-min-tokens",
-        type=int,
-        default=1024,
-        metavar="N",
-        help="prompts shorter than this are never cached (default: 1024, as OpenAI)",
-    )
-    cache.add_argument(
-        "--cache-step-tokens",
-        type=int,
-        default=128,
-        metavar="N",
-        help="a hit is the minimum plus whole steps of this many tokens (default: 128, as OpenAI)",
-    )
-    cache.add_argument(
-        "--cache-idle-s",
-        type=float,
-        default=300.0,
-        metavar="SECONDS",
-        help="an unused prefix is dropped after this long (default: 300; OpenAI: 5-10 minutes)",
-    )
-    cache.add_argument(
-        "--cache-max-s",
-        type=float,
-        default=3600.0,
-        metavar="SECONDS",
-        help="and at most this long after it was cached (default: 3600; OpenAI: one hour)",
-    )
-    cache.add_argument(
-        "--cache-extended-s",
-        type=float,
-        default=86400.0,
-        metavar="SECONDS",
-        help='prompt_cache_retention "24h": kept this long (default: 86400; OpenAI: 24 '
-        "hours, for gpt-5, gpt-5.x and gpt-4.1)",
-    )
+    for flag, kind, default, metavar, text in _CACHE_RULES:
+        cache.add_argument(flag, type=kind, default=default, metavar=metavar, help=text)
     cache.add_argument(
         "--cache-batch",
         choices=("openai", "yes", "no"),
