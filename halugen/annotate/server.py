@@ -3,7 +3,7 @@
 Routes (JSON bodies; every POST must carry ``X-Halugen: 1``, which a cross-site form or
 simple request cannot send, so it doubles as CSRF protection next to the SameSite cookie)::
 
-    GET  /                     the page (static/index.html, app.js, style.css; no build step)
+    GET  /                     the page (static/index.html, api.js, app.js, style.css; no build)
     GET  /favicon.ico          the page's icon (static/favicon.svg)
     GET  /api/session          who is logged in, whether tokens are needed, the span kinds
     POST /api/login            {annotator, token?} -> session cookie (HttpOnly, SameSite=Strict)
@@ -93,6 +93,7 @@ _JSON = "application/json"
 _STATIC = {  # URL path -> (file in static/, content type)
     "/": ("index.html", "text/html; charset=utf-8"),
     "/organiser": ("organiser.html", "text/html; charset=utf-8"),
+    "/static/api.js": ("api.js", "text/javascript; charset=utf-8"),
     "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/static/organiser.js": ("organiser.js", "text/javascript; charset=utf-8"),
     "/static/style.css": ("style.css", "text/css; charset=utf-8"),

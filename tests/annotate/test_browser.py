@@ -241,7 +241,7 @@ def test_label_with_mouse_reload_escaping_and_majority(served: Served, browser: 
     assert page.locator("#query").text_content() == QUERY2
     assert page.locator("#response *").count() == 0
     assert page.locator("#query *").count() == 0
-    assert page.locator("script").count() == 1  # app.js only
+    assert page.locator("script").count() == 2  # api.js and app.js only: no markup ran
     assert page.locator("img").count() == 0
     page.keyboard.press("n")
     expect(page.locator("#status")).to_have_class("saved")

@@ -33,40 +33,15 @@
 
   const $ = (id) => document.getElementById(id);
 
-  class ApiError extends Error {
-    constructor(status, message) {
-      super(message);
-      this.status = status;
-    }
-  }
-
   async function api(method, path, body) {
-    // X-Halugen: the server refuses POSTs without it (a cross-site page cannot send it)
-    const init = { method, credentials: "same-origin", headers: { "X-Halugen": "1" } };
-    if (body !== undefined) {
-      init.headers["Content-Type"] = "application/json";
-      init.body = JSON.stringify(body);
-    }
-    let resp;
     try {
-      resp = await fetch(path, init);
+      return await apiCall(method, path, body);  // api.js
     } catch (e) {
-      throw new ApiError(0, "the server cannot be reached");
-    }
-    let data = null;
-    try {
-      data = await resp.json();
-    } catch (e) {
-      data = null;
-    }
-    if (!resp.ok) {
-      const message = (data && typeof data.error === "string") ? data.error : "error " + resp.status;
-      if (resp.status === 401 && path !== "/api/login") {
+      if (e.status === 401 && path !== "/api/login") {
         showLogin("Your session ended: log in again.");
       }
-      throw new ApiError(resp.status, message);
+      throw e;
     }
-    return data;
   }
 
   // -- code points <-> UTF-16 ---------------------------------------------------------

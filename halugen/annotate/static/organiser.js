@@ -11,32 +11,7 @@
   };
   let timer = null;
 
-  async function api(method, path, body) {
-    const init = { method, credentials: "same-origin", headers: { "X-Halugen": "1" } };
-    if (body !== undefined) {
-      init.headers["Content-Type"] = "application/json";
-      init.body = JSON.stringify(body);
-    }
-    let resp;
-    try {
-      resp = await fetch(path, init);
-    } catch (e) {
-      throw new Error("the server cannot be reached");
-    }
-    let data = null;
-    try {
-      data = await resp.json();
-    } catch (e) {
-      data = null;
-    }
-    if (!resp.ok) {
-      const message = (data && typeof data.error === "string") ? data.error : "error " + resp.status;
-      const err = new Error(message);
-      err.status = resp.status;
-      throw err;
-    }
-    return data;
-  }
+  const api = apiCall;  // api.js
 
   function cell(text) {
     const td = document.createElement("td");
