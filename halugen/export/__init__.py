@@ -100,14 +100,13 @@ def export(store: Store, request: ExportRequest) -> ExportResult:
     elif r.fmt in ("lm-eval", "inspect"):
         default = "halugen-lm-eval" if r.fmt == "lm-eval" else "halugen-inspect"
         target = resolve_target(r.out, default=default, default_is_dir=True, needs_dir=True)
-        if r.fmt == "lm-eval":
-            from .lm_eval import export_lm_eval
+        from .inspect_task import export_inspect
+        from .lm_eval import export_lm_eval
+        from .recognition import write_task_data
 
-            files, selection = export_lm_eval(store, target, labels=r.labels, **common)
-        else:
-            from .inspect_task import export_inspect
-
-            files, selection = export_inspect(store, target, labels=r.labels, **common)
+        written, selection = write_task_data(store, target.path, labels=r.labels, **common)
+        harness = export_lm_eval if r.fmt == "lm-eval" else export_inspect
+        files = harness(target.path, written) if written else []
     else:
         from .samples import export_sample_files
 

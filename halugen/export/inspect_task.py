@@ -16,12 +16,8 @@ import json
 from pathlib import Path
 
 from .. import __version__
-from ..annotate.resolve import LabelRule
-from ..store.db import Store
 from .lm_eval import VERDICT_PATTERN
-from .recognition import harness_strategies, prompt_messages, write_task_data
-from .selection import Selection
-from .target import Target
+from .recognition import TaskData, harness_strategies, prompt_messages
 
 __all__ = ["TASK_FILE", "export_inspect"]
 
@@ -126,21 +122,8 @@ def task_file(tasks: list[str]) -> str:
     return text
 
 
-def export_inspect(
-    store: Store,
-    target: Target,
-    *,
-    task: str | None,
-    where: str | None,
-    run: str | None,
-    all_runs: bool,
-    labels: LabelRule | None = None,
-) -> tuple[list[tuple[Path, int]], Selection]:
-    written, selection = write_task_data(
-        store, target.path, task=task, where=where, run=run, all_runs=all_runs, labels=labels
-    )
-    if not written:
-        return [], selection
-    path = target.path / TASK_FILE
+def export_inspect(directory: Path, written: list[TaskData]) -> list[tuple[Path, int]]:
+    """The Inspect task file beside the data ``write_task_data`` wrote; every file written."""
+    path = directory / TASK_FILE
     path.write_text(task_file([d.task for d in written]), encoding="utf-8")
-    return [*((d.path, d.items) for d in written), (path, 0)], selection
+    return [*((d.path, d.items) for d in written), (path, 0)]

@@ -32,11 +32,7 @@ from pathlib import Path
 import orjson
 
 from .. import __version__
-from ..annotate.resolve import LabelRule
-from ..store.db import Store
-from .recognition import TaskData, harness_strategies, prompt_messages, write_task_data
-from .selection import Selection
-from .target import Target
+from .recognition import TaskData, harness_strategies, prompt_messages
 
 __all__ = ["VERDICT_PATTERN", "export_lm_eval", "flat_prompt", "jinja_template"]
 
@@ -192,24 +188,11 @@ def _readme(written: list[TaskData], names: list[str]) -> str:
     return "\n".join(lines)
 
 
-def export_lm_eval(
-    store: Store,
-    target: Target,
-    *,
-    task: str | None,
-    where: str | None,
-    run: str | None,
-    all_runs: bool,
-    labels: LabelRule | None = None,
-) -> tuple[list[tuple[Path, int]], Selection]:
-    directory = target.path
-    written, selection = write_task_data(
-        store, directory, task=task, where=where, run=run, all_runs=all_runs, labels=labels
-    )
+def export_lm_eval(directory: Path, written: list[TaskData]) -> list[tuple[Path, int]]:
+    """lm-eval's task YAMLs, its loader and a README beside the data ``write_task_data``
+    wrote; every file written."""
     files: list[tuple[Path, int]] = []
     names: list[str] = []
-    if not written:
-        return files, selection
     (directory / "halugen_data.py").write_text(_LOADER, encoding="utf-8")
     for data in written:
         files.append((data.path, data.items))
@@ -225,4 +208,4 @@ def export_lm_eval(
     readme = directory / "README.md"
     readme.write_text(_readme(written, names), encoding="utf-8")
     files.append((readme, 0))
-    return files, selection
+    return files
