@@ -195,13 +195,7 @@ async def generate(
         cfg, info, endpoint_notes = await prepare_endpoint(cfg, transport)
         if stage_by_stage(cfg):  # --batch: stage after stage
             return await run_in_batches(
-                lambda run, first, quiet: generate(
-                    run, transport=transport, on_run=first, console=quiet
-                ),
-                cfg,
-                transport=transport,
-                console=console,
-                on_run=on_run,
+                generate, cfg, transport=transport, console=console, on_run=on_run
             )
         return await _generate(cfg, files_of, tasks, info, endpoint_notes, transport, console,
                                on_run)  # fmt: skip

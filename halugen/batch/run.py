@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import anyio
 from rich.console import Console
@@ -40,6 +40,9 @@ from ..store.db import open_store
 from ..tokens import get_counter
 from .jobs import BatchJobs
 from .planner import PassPlan
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = ["ask_on_interrupt", "pass_config", "run_in_batches"]
 
@@ -66,9 +69,9 @@ class KindOutcome(Protocol):
 
 
 Out = TypeVar("Out", bound=KindOutcome)  # the kind's outcome
-# run_pass(settings, on_run, console): one planning pass of the kind's pipeline, with the
-# pass's settings (pass_config)
-PassRunner = Callable[[RunConfig, OnRun | None, Console], Awaitable[Out]]
+# kind(settings, transport=, on_run=, console=, ...): one run of a kind's pipeline (generate,
+# evaluate, preselect), here one planning pass of it
+KindRunner = Callable[..., Awaitable[Out]]
 
 
 @dataclass
@@ -83,6 +86,15 @@ class _Session:
     batches: int = 0
     requests: int = 0
     settled_pusd: int = 0
+
+
+Kind = TypeVar("Kind", bound="DataclassInstance")
+
+
+def with_run(settings: Kind, run: RunConfig) -> Kind:
+    """A kind's settings (eval, preselect) with ``run`` as their run settings: the
+    ``settings`` of ``run_in_batches`` for kinds whose settings hold a RunConfig."""
+    return dataclasses.replace(settings, run=run)
 
 
 def stage_by_stage(cfg: RunConfig) -> bool:
@@ -114,14 +126,16 @@ def ask_on_interrupt(live: int) -> str:
 
 
 async def run_in_batches(
-    run_pass: PassRunner[Out],
+    kind: KindRunner[Out],
     cfg: RunConfig,
-    *,
+    settings: Callable[[RunConfig], Any] = lambda run: run,
     transport: Transport | None = None,
     console: Console | None = None,
     on_run: OnRun | None = None,
+    **extra: Any,
 ) -> Out:
-    """Run a kind's pipeline in batch mode; ``run_pass`` runs one planning pass."""
+    """Run a kind's pipeline in batch mode, one planning pass after another: each pass is
+    ``kind(settings(pass settings), transport=, on_run=, console=, **extra)``."""
     opts = cfg.batch
     assert opts is not None
     console = console or Console(stderr=True)
@@ -138,10 +152,12 @@ async def run_in_batches(
                 stats=state.pass_stats,
                 run_id=run_id,
             )
-            outcome = await run_pass(
-                pass_config(cfg, dataclasses.replace(opts, plan=plan)),
-                on_run if first else None,
-                _quiet(),
+            outcome = await kind(
+                settings(pass_config(cfg, dataclasses.replace(opts, plan=plan))),
+                transport=transport,
+                on_run=on_run if first else None,
+                console=_quiet(),
+                **extra,
             )
             first = False
             run_id = outcome.run_id or run_id

@@ -16,12 +16,13 @@ import dataclasses
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from rich.console import Console
 
-from ..batch.run import run_in_batches, stage_by_stage
+from ..batch.run import run_in_batches, stage_by_stage, with_run
 from ..budget import format_usd
 from ..config import RunConfig
 from ..crew import crew_size, run_crew
@@ -323,19 +324,9 @@ async def evaluate(
     if cfg.data:  # fail fast on unreadable input, before a run is opened
         next(iter(items_from_files(list(cfg.data), cfg.task)), None)
     cfg = replace(cfg, run=await resolve_model(cfg.run, transport))  # before its identity
-    if stage_by_stage(cfg.run):  # --batch
-        return await run_in_batches(
-            lambda run, first, quiet: evaluate(
-                replace(cfg, run=run),
-                transport=transport,
-                on_run=first,
-                console=quiet,
-            ),
-            cfg.run,
-            transport=transport,
-            console=console,
-            on_run=on_run,
-        )
+    if stage_by_stage(cfg.run):  # --batch: a pass per stage, each a run of this function
+        settings = partial(with_run, cfg)  # each pass's run settings in this kind's
+        return await run_in_batches(evaluate, cfg.run, settings, transport, console, on_run)
     async with call_session(
         cfg.run,
         kind="eval",

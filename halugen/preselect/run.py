@@ -19,12 +19,13 @@ scoring failed (tried again by the next run over the same store).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from rich.console import Console
 
-from ..batch.run import run_in_batches, stage_by_stage
+from ..batch.run import run_in_batches, stage_by_stage, with_run
 from ..budget import format_usd
 from ..config import RunConfig
 from ..crew import crew_size, run_crew
@@ -309,19 +310,10 @@ async def preselect(
     )  # fail fast on bad input
     scorer = scorer or PairwiseScorer(cfg.scorer)  # loaded once, before any money is spent
     cfg = replace(cfg, run=await resolve_model(cfg.run, transport))  # before its identity
-    if stage_by_stage(cfg.run):  # --batch
+    if stage_by_stage(cfg.run):  # --batch: a pass per stage, each a run of this function
+        settings = partial(with_run, cfg)  # each pass's run settings in this kind's
         return await run_in_batches(
-            lambda run, first, quiet: preselect(
-                replace(cfg, run=run),
-                transport=transport,
-                on_run=first,
-                console=quiet,
-                scorer=scorer,
-            ),
-            cfg.run,
-            transport=transport,
-            console=console,
-            on_run=on_run,
+            preselect, cfg.run, settings, transport, console, on_run, scorer=scorer
         )
     async with call_session(
         cfg.run,
