@@ -24,7 +24,7 @@ from .context_window import effective_window, requeue_context_rejections, window
 from .endings import closing
 from .errors import UsageError
 from .llm.capabilities import JSON_SCHEMA
-from .llm.endpoint import EndpointInfo, is_openai
+from .llm.endpoint import EndpointInfo, is_openai, takes_cache_key
 from .llm.transport import AiohttpTransport, Transport
 from .pipeline import run_pipeline
 from .prompts import load_template
@@ -264,6 +264,7 @@ async def _generate(
             fit_safety=0.95 if is_openai(cfg.base_url) else 0.85,
             long_documents=cfg.long_documents,
             prompts_dir=cfg.prompts_dir,
+            cache_keys=takes_cache_key(cfg.base_url),
         )
 
         def lower_window(server_window: int) -> None:

@@ -83,6 +83,9 @@ class ChatRequest:
     top_logprobs: int | None = None
     # OpenAI's structured outputs, e.g. {"type": "json_schema", "json_schema": {...}}
     response_format: Mapping[str, Any] | None = None
+    # OpenAI's prompt_cache_key: requests with the same opening and key are routed to the
+    # same cache (one key per template); None where the endpoint may not accept it
+    cache_key: str | None = None
     index: int = 0  # tells apart identical requests that must be paid separately
     _key: str = field(default="", init=False, repr=False, compare=False)
 
@@ -106,6 +109,8 @@ class ChatRequest:
                 params["top_logprobs"] = self.top_logprobs
         if self.response_format is not None:
             params["response_format"] = dict(self.response_format)
+        if self.cache_key is not None:
+            params["prompt_cache_key"] = self.cache_key
         return params
 
     def payload(self) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from ..crew import crew_size, run_crew
 from ..errors import RunStopping, UsageError
 from ..llm.calls import CallFailure
 from ..llm.capabilities import JSON_SCHEMA, LOGPROBS, MODES
+from ..llm.endpoint import prompt_cache_key, takes_cache_key
 from ..llm.transport import Transport
 from ..prompts import Template, load_template
 from ..records import ChatRequest, ChatResult, fingerprint
@@ -146,6 +147,7 @@ async def _judge_one(
         max_tokens=judge.max_tokens_for(cfg.strategy),
         logprobs=logprobs,
         top_logprobs=5 if logprobs else None,
+        cache_key=prompt_cache_key(template.name) if takes_cache_key(cfg.run.base_url) else None,
     )
     est = template.estimate_tokens(values, session.counter)
     where = dict(stage="judge", task=cfg.task, seed_key=item.key)

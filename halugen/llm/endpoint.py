@@ -14,6 +14,7 @@ context-length error teaches the window during the run (see ``context_window_fro
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,8 @@ __all__ = [
     "describe_endpoint",
     "is_openai",
     "pick_model",
+    "prompt_cache_key",
+    "takes_cache_key",
 ]
 
 _PROBE_TIMEOUTS = Timeouts(connect=5.0, read=10.0, total=15.0)
@@ -56,6 +59,21 @@ class EndpointInfo:
 def is_openai(base_url: str) -> bool:
     host = (urlsplit(base_url).hostname or "").lower()
     return host == "api.openai.com"
+
+
+def takes_cache_key(base_url: str) -> bool:
+    """Does the endpoint take ``prompt_cache_key``? OpenAI's API documents it; other servers
+    may refuse a field they do not know, so it is sent to OpenAI's only."""
+    return is_openai(base_url)
+
+
+def prompt_cache_key(template_name: str) -> str:
+    """One ``prompt_cache_key`` per template (its requests share their opening), at most
+    64 characters: the template's name, or a digest of a long one."""
+    key = f"halugen/{template_name}"
+    if len(key) <= 64:
+        return key
+    return "halugen/" + hashlib.sha256(template_name.encode("utf-8")).hexdigest()[:32]
 
 
 def _headers(api_key: str | None) -> dict[str, str]:

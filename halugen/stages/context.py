@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..config import Sampling
 from ..llm.capabilities import Capabilities
+from ..llm.endpoint import prompt_cache_key
 from ..llm.strategy import CallStrategy, StageWriter
 from ..prompts import Template
 from ..records import fingerprint
@@ -46,10 +47,15 @@ class GenContext:
     fit_safety: float = 0.95
     long_documents: str = "truncate"  # truncate | skip
     prompts_dir: Path | None = None  # the user's templates (e.g. filter_again) win
+    cache_keys: bool = False  # send prompt_cache_key (OpenAI's API documents it)
 
     def rng(self, seed_key: str, purpose: str) -> random.Random:
         """An RNG seeded by (run seed, record key, purpose): never global state."""
         return random.Random(fingerprint([self.run_seed, seed_key, purpose], size=16))
+
+    def cache_key(self, template_name: str) -> str | None:
+        """The ``prompt_cache_key`` of a template's requests, where the endpoint takes one."""
+        return prompt_cache_key(template_name) if self.cache_keys else None
 
     def request_seed(self, seed_key: str, index: int) -> int:
         """The ``seed`` parameter sent with a sampling request (providers' best effort)."""

@@ -96,6 +96,7 @@ async def _judge(
         temperature=ctx.judge.temperature,
         max_tokens=max(ctx.judge.max_tokens, MIN_FILTER_TOKENS),
         top_p=ctx.judge.top_p,
+        cache_key=ctx.cache_key(template.name),
     )
     est = template.estimate_tokens(values, ctx.runner.counter)
     shown_idx = tuple(c.index for c in shown)

@@ -72,6 +72,7 @@ async def _sample_one(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int) -
         max_tokens=ctx.sampling.max_tokens,
         top_p=ctx.sampling.top_p,
         seed=ctx.request_seed(seed.key, idx),
+        cache_key=ctx.cache_key(template.name),
         index=idx,
     )
     est = template.estimate_tokens(seed.fields, ctx.runner.counter)

@@ -248,3 +248,29 @@ def test_status_shows_cost_per_sample_and_the_money_of_seeds_without_a_sample(
     # the same views through `halugen sql`
     assert main(["sql", "SELECT sum(seeds) AS n FROM seed_waste", "--db", str(db)]) == 0
     assert str(len(unsampled)) in capsys.readouterr().out
+
+
+def test_openai_gets_one_prompt_cache_key_per_template_and_other_servers_none(
+    hotpot_file, tmp_path
+):
+    # through the in-process simulator: the base URL names OpenAI's API or another server
+    seeds = hotpot_file(6)
+    keys_of: dict[str, set[tuple[str, str | None]]] = {}
+    for name, base_url in (("openai", "https://api.openai.com/v1"), ("other", "http://sim/v1")):
+        env = in_process(sim={"cache": CACHE})
+        db = tmp_path / f"{name}.duckdb"
+        cfg = config(base_url, seeds, db, model="gpt-4o-mini", batch=None)
+        out = anyio.run(lambda: generate(cfg, transport=env.transport))  # noqa: B023
+        assert out.status == "done", out.message
+        rows = query(
+            db,
+            "SELECT stage, json_extract_string(request_json, '$.prompt_cache_key') FROM calls"
+            " WHERE stage IN ('sample', 'filter')",
+        )
+        keys_of[name] = set(rows)
+        assert spent_usd(db) == pytest.approx(env.stats()["billed_usd"], rel=1e-9)
+    # one key per template (two sampling templates, one filter), named after it
+    sent = {key for _, key in keys_of["openai"]}
+    assert len(sent) == 3 and all(k and k.startswith("halugen/qa/") for k in sent), sent
+    assert {key for stage, key in keys_of["openai"] if stage == "filter"} == {"halugen/qa/filter"}
+    assert {key for _, key in keys_of["other"]} == {None}

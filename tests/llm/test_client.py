@@ -240,3 +240,20 @@ def test_azure_style_gateways_get_the_key_in_an_api_key_header():
     _, headers, _ = seen[0]
     assert headers["api-key"] == "sk-secret"
     assert "authorization" not in headers
+
+
+def test_prompt_cache_keys_name_their_template_and_stay_within_64_characters() -> None:
+    from halugen.llm.endpoint import prompt_cache_key, takes_cache_key
+    from halugen.records import ChatRequest
+
+    assert prompt_cache_key("qa/filter") == "halugen/qa/filter"
+    long = prompt_cache_key("my-very-long-task-name-from-a-folder/" + "x" * 80)
+    assert len(long) <= 64 and long.startswith("halugen/")
+    assert long != prompt_cache_key("my-very-long-task-name-from-a-folder/" + "y" * 80)
+    assert takes_cache_key("https://api.openai.com/v1")
+    assert not takes_cache_key("http://127.0.0.1:8080/v1")
+    plain = ChatRequest(model="m", messages=({"role": "user", "content": "hi"},))
+    keyed = ChatRequest(model="m", messages=plain.messages, cache_key="halugen/qa/filter")
+    assert "prompt_cache_key" not in plain.payload()
+    assert keyed.payload()["prompt_cache_key"] == "halugen/qa/filter"
+    assert keyed.key != plain.key  # what is sent is what the request key names
