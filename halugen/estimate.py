@@ -153,6 +153,8 @@ def estimate_ways(
     est = estimate_task(cfg, plan_task(task, price, counter, batch=False), price, files)
     plain = estimate_task(cfg, task, price, files)  # every template unpadded
     batch = estimate_task(cfg, plan_task(task, price, counter, batch=True), price, files)
+    # the run's typical cost is what an interactive run pays, its cache included
+    est.cost_typical_pusd = est.modes[1 if price.caches else 0].cost_pusd
     in_batch = {m.name: m for m in batch.modes if m.name.startswith("batch")}
     est.modes = [
         plain.modes[0] if m.name == "interactive" else in_batch.get(m.name, m) for m in est.modes

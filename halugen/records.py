@@ -84,7 +84,9 @@ class ChatRequest:
     # OpenAI's structured outputs, e.g. {"type": "json_schema", "json_schema": {...}}
     response_format: Mapping[str, Any] | None = None
     # OpenAI's prompt_cache_key: requests with the same opening and key are routed to the
-    # same cache (one key per template); None where the endpoint may not accept it
+    # same cache (one key per template); None where the endpoint may not accept it. A routing
+    # hint, not part of the question: the request key leaves it out, so an answer stays the
+    # same call whichever endpoint (batch file, fleet, resume elsewhere) asked for it
     cache_key: str | None = None
     index: int = 0  # tells apart identical requests that must be paid separately
     _key: str = field(default="", init=False, repr=False, compare=False)
@@ -113,6 +115,12 @@ class ChatRequest:
             params["prompt_cache_key"] = self.cache_key
         return params
 
+    def _asked(self) -> dict[str, Any]:
+        """The parameters that can change the answer (the request key's)."""
+        params = self.params()
+        params.pop("prompt_cache_key", None)
+        return params
+
     def payload(self) -> dict[str, Any]:
         return {"model": self.model, "messages": list(self.messages), **self.params()}
 
@@ -127,7 +135,7 @@ class ChatRequest:
                     {
                         "model": self.model,
                         "messages": list(self.messages),
-                        "params": self.params(),
+                        "params": self._asked(),
                         "index": self.index,
                     },
                     size=64,

@@ -156,8 +156,11 @@ def test_estimate_prints_through_the_renderer(hotpot_file, capsys):
 
     seeds = str(hotpot_file(7))
     assert main(["estimate", "--seeds", seeds, "--model", "gpt-4o-mini", "--format", "json"]) == 0
-    (row,) = json.loads(capsys.readouterr().out)
+    tables = json.loads(capsys.readouterr().out)  # two tables: the run, and ways to pay
+    (row,) = tables["estimate"]
     assert (row["task"], row["seeds"], row["calls"], row["bad records"]) == ("qa", 7, 21, 0)
+    assert {r["way"] for r in tables["ways"]} >= {"interactive", "batch", "most it can cost"}
     assert main(["estimate", "--seeds", seeds, "--model", "gpt-4o-mini", "--format", "csv"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("task,seeds,bad records,calls") and lines[1].startswith("qa,7,0,21")
+    assert lines[0] == "# estimate"
+    assert lines[1].startswith("task,seeds,bad records,calls") and lines[2].startswith("qa,7,0,21")

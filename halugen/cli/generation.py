@@ -141,8 +141,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             overview,
             name="estimate",
             align=["l", "r", "r", "r", "r", "r", "r", "r"],
-            caption="typical: answers as long as the right answers; most: every call uses "
-            "max_tokens, nothing cached (this is what the budget reserves). from cache: the "
+            caption="typical: answers as long as the right answers, interactive calls with the "
+            "provider's prompt cache; most: every call uses max_tokens, nothing cached (this "
+            "is what the budget reserves). from cache: the "
             "share of prompt tokens the provider is expected to serve from its prompt cache "
             "(the templates' fixed openings, by the price card's caching rules).",
         ),
