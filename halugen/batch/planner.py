@@ -130,7 +130,7 @@ class PlanningRunner:
                 self.plan.answered += 1
                 if key not in self._mine:  # another run's answer: this run uses it once
                     self._mine.add(key)
-                    self._log_cached(key, stage, task, request.model, seed_key, row)
+                    self._log_cached(key, stage, task, request.model, seed_key, row, result)
                 return result
         filtered = self._filtered.get(key)
         if filtered is not None:
@@ -183,11 +183,18 @@ class PlanningRunner:
         return kept
 
     def _log_cached(
-        self, key: str, stage: str, task: str, model: str, seed_key: str, row: tuple[Any, ...]
+        self,
+        key: str,
+        stage: str,
+        task: str,
+        model: str,
+        seed_key: str,
+        row: tuple[Any, ...],
+        result: ChatResult,
     ) -> None:
         call_id = self._next_call_id
         self._next_call_id += 1
-        log = cached_log_row(call_id, key, self.run_id, stage, task, model, seed_key, row, None)
+        log = cached_log_row(call_id, key, self.run_id, stage, task, model, seed_key, row, result)
         self._writer.put([log])
 
 

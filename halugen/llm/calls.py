@@ -457,11 +457,10 @@ class CallRunner:
         result = stored_result(row, request.model) if row is not None else None
         if row is None or result is None:
             return None  # an unreadable cache entry is simply not a hit
-        finish = result.finish_reasons[0] if result.finish_reasons else None
         self.writer.put(
             [
                 cached_log_row(
-                    call_id, key, self.run_id, stage, task, request.model, seed_key, row, finish
+                    call_id, key, self.run_id, stage, task, request.model, seed_key, row, result
                 )
             ]
         )
@@ -477,11 +476,13 @@ def cached_log_row(
     model: str,
     seed_key: str,
     stored: tuple[Any, ...],
-    finish_reason: str | None,
+    result: ChatResult,
 ) -> CallLogRow:
     """The ``call_log`` row of a call answered from the store (``stored``: the row
-    ``Store.cached_response`` read), free and without a request of its own."""
+    ``Store.cached_response`` read, ``result``: the answer read from it), free and without
+    a request of its own."""
     _, prompt, completion, cached_tokens, estimated = stored
+    finish_reason = result.finish_reasons[0] if result.finish_reasons else None
     return CallLogRow(
         call_id, key, key_prefix(key), run_id, stage, task, model, seed_key, "cached",
         prompt, completion, cached_tokens, estimated, None, 0, 0, 0.0, 0, None, None, None,

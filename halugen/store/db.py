@@ -217,7 +217,8 @@ class Store:
         return KeyIndex(r[0] for r in rows)
 
     def cached_response(self, key: str) -> tuple[Any, ...] | None:
-        """(response_json, prompt_tokens, completion_tokens, finish_reason) for a key."""
+        """(response_json, prompt_tokens, completion_tokens, cached_tokens,
+        usage_estimated) of a key's stored answer."""
         return self.conn.execute(
             "SELECT response_json, prompt_tokens, completion_tokens, cached_tokens, "
             "usage_estimated FROM call_log WHERE key_prefix = ? AND key = ? AND status = 'ok' "

@@ -598,6 +598,9 @@ def insert_rows(
     for r in rows:
         if len(r) != width:
             raise ValueError(f"{table} row has {len(r)} values, expected {width}")
+    if rows and len(rows) <= _SMALL_GROUP and isinstance(stamps, datetime) and _all_scalars(rows):
+        conn.execute(_values_insert(table, len(rows)), _flat(rows, stamps))
+        return
     # columns by one transposition in C (zip), not a Python loop per column
     transposed = zip(*rows, strict=True) if rows else ((),) * width
     data = {
@@ -609,9 +612,6 @@ def insert_rows(
     else:
         data[columns[width]] = np.array(list(stamps), dtype=object)
     names = ", ".join(columns)
-    if len(rows) <= _SMALL_GROUP and isinstance(stamps, datetime) and _all_scalars(rows):
-        conn.execute(_values_insert(table, len(rows)), _flat(rows, stamps))
-        return
     # a registered view, not a Python variable found by name: the store's database has no
     # replacement scans (its external access is off, see db.py)
     view = f"halugen_rows_{table}"

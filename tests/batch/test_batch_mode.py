@@ -146,6 +146,14 @@ def test_a_fresh_run_in_batch_mode_is_one_run_and_pays_nothing_twice(tmp_path):
     assert again.status == "done", again.message
     assert query(db, "SELECT count(*) FROM runs") == [(2,)]  # one new run, not one a pass
     assert query(db, f"SELECT count(*) FROM samples WHERE run_id = '{again.run_id}'") == [(8,)]
+    # the answers it took from the first run are logged with their finish reason, as an
+    # interactive run logs them
+    reused = query(
+        db,
+        "SELECT finish_reason, count(*) FROM call_log WHERE status = 'cached' "
+        f"AND run_id = '{again.run_id}' GROUP BY ALL",
+    )
+    assert reused and all(reason == "stop" for reason, _ in reused), reused
     assert_books_agree(db, env)
 
 
