@@ -12,26 +12,11 @@ thread can raise "dictionary changed size during iteration" or "deque mutated du
 So the renderable is built on the loop thread (inside ``tick``) and the refresh thread only
 redraws that finished, self-contained table.
 
-Definitions used for the figures (all per session unless said otherwise):
-
-- finished seeds of a task = sampled + rejected + failed in this session; ``already_done`` seeds
-  were finished by an earlier session of the same run;
-- seeds left = total - already done - finished (``stats.seeds_total`` counts every seed of the
-  input, so resumed ones are part of it);
-- ETA = seeds left / (finished / time since ``stats.started_at``);
-- projected total = money spent by the run so far (the ledger, cumulative across resumes)
-  + seeds left x (this session's cost / seeds finished this session). On a fresh run this is
-  the session's cost per seed times the total;
-- cache = the share of this session's billed prompt tokens the provider served from its
-  prompt cache (``usage.prompt_tokens_details.cached_tokens``), and saved = what those tokens
-  would have cost more at the full input price (the batch price for batch lines);
-- per sample (a stage's row) = what the stage spent this session / samples the task accepted
-  this session, so a task's stages add up to its "per accepted sample".
+The figures themselves and their definitions: progress_figures.py.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
@@ -43,16 +28,15 @@ from rich.table import Table
 from rich.text import Text
 
 from .budget import Ledger, format_usd
+from .progress_figures import NONE, RunFigures, format_eta
+from .progress_figures import count_text as _int
+from .progress_figures import share_text as _pct
 from .stats import RunStats, StageStats
 
 if TYPE_CHECKING:
     from .llm.limiter import LimiterSnapshot
 
 __all__ = ["BatchRow", "ProgressView", "abandoned_message", "format_eta", "stopping_message"]
-
-_STAGE_ORDER = {"sample": 0, "filter": 1}
-_LOW_MONEY = 0.10  # share of the budget under which "remaining" is highlighted
-_NONE = "—"  # shown where a ratio has no denominator yet
 
 
 class BatchRow(NamedTuple):
@@ -64,140 +48,6 @@ class BatchRow(NamedTuple):
     failed: int
     total: int
     elapsed: float  # seconds since it was sent
-
-
-def format_eta(seconds: float | None) -> str:
-    """45s, 2m10s, 1h02m; the dash when unknown (None, negative, infinite or NaN)."""
-    if seconds is None or not math.isfinite(seconds) or seconds < 0:
-        return _NONE
-    total = round(seconds)
-    if total < 60:
-        return f"{total}s"
-    if total < 3600:
-        return f"{total // 60}m{total % 60:02d}s"
-    hours, rest = divmod(total, 3600)
-    return f"{hours}h{rest // 60:02d}m"
-
-
-def _int(n: float) -> str:
-    return f"{n:,.0f}"
-
-
-def _pct(num: int, den: int) -> str:
-    return f"{100.0 * num / den:.1f}%" if den > 0 else _NONE
-
-
-def _stage_key(key: tuple[str, str]) -> tuple[str, int, str]:
-    task, stage = key
-    return task, _STAGE_ORDER.get(stage, len(_STAGE_ORDER)), stage
-
-
-class _Figures:
-    """One consistent reading of every counter, taken once per render."""
-
-    def __init__(self, stats: RunStats, ledger: Ledger, snap: LimiterSnapshot, now: float) -> None:
-        self.stats = stats
-        self.snap = snap
-        self.elapsed = max(0.0, now - stats.started_at)
-        self.rpm, self.tpm = stats.rates()
-        # one definition of spent everywhere (live view, status, run_spend): closed money
-        # plus what requests at the provider have reserved, which it may bill. Money held
-        # for queued calls is not spent: they have sent nothing, Ctrl-C gives it back
-        self.spent = ledger.spent + ledger.at_provider
-        self.reserved = ledger.at_provider
-        self.queued = ledger.queued
-        self.remaining = ledger.remaining
-        self.budget = ledger.budget
-        self.exhausted = ledger.exhausted
-        self.rows = sorted(stats.stages.items(), key=lambda kv: _stage_key(kv[0]))
-        self.totals = stats.totals()
-        self.task_cost: dict[str, int] = {}
-        for (task, _stage), s in self.rows:
-            self.task_cost[task] = self.task_cost.get(task, 0) + s.spent_pusd
-        self.tasks = sorted(
-            set(stats.seeds_total)
-            | set(stats.admitted)
-            | set(stats.already_done)
-            | set(stats.sampled)
-            | set(stats.rejected)
-            | set(stats.failed)
-            | set(self.task_cost)
-        )
-
-    # --- per task -------------------------------------------------------------------------
-    def finished(self, task: str) -> int:
-        s = self.stats
-        return s.sampled.get(task, 0) + s.rejected.get(task, 0) + s.failed.get(task, 0)
-
-    def total(self, task: str) -> int | None:
-        return self.stats.seeds_total.get(task)
-
-    def left(self, task: str) -> int | None:
-        total = self.total(task)
-        if total is None:
-            return None
-        return max(0, total - self.stats.already_done.get(task, 0) - self.finished(task))
-
-    def acceptance(self, task: str) -> str:
-        sampled = self.stats.sampled.get(task, 0)
-        return _pct(sampled, sampled + self.stats.rejected.get(task, 0))
-
-    def cost_per_sample(self, task: str) -> str:
-        sampled = self.stats.sampled.get(task, 0)
-        return format_usd(self.task_cost.get(task, 0) // sampled) if sampled > 0 else _NONE
-
-    # --- whole run --------------------------------------------------------------------------
-    def _sum(self, counter: dict[str, int]) -> int:
-        return sum(counter.get(t, 0) for t in self.tasks)
-
-    @property
-    def sampled(self) -> int:
-        return self._sum(self.stats.sampled)
-
-    @property
-    def finished_all(self) -> int:
-        return sum(self.finished(t) for t in self.tasks)
-
-    def left_all(self) -> int | None:
-        lefts = [self.left(t) for t in self.tasks]
-        if not lefts or any(x is None for x in lefts):
-            return None
-        return sum(x for x in lefts if x is not None)
-
-    def eta(self) -> float | None:
-        left = self.left_all()
-        if left is None:
-            return None
-        if left == 0:
-            return 0.0
-        done = self.finished_all
-        if done <= 0 or self.elapsed <= 0:
-            return None
-        return left / (done / self.elapsed)
-
-    def projected(self) -> int | None:
-        left = self.left_all()
-        done = self.finished_all
-        if left is None or done <= 0:
-            return None
-        return self.spent + left * self.totals.cost_pusd // done
-
-    def cost_per_sample_all(self) -> str:
-        sampled = self.sampled
-        return format_usd(self.totals.cost_pusd // sampled) if sampled > 0 else _NONE
-
-    def stage_per_sample(self, task: str | None, s: StageStats) -> str:
-        """A row's "spent" over the samples its task (or, for the total, the run) accepted."""
-        sampled = self.sampled if task is None else self.stats.sampled.get(task, 0)
-        return format_usd(s.spent_pusd // sampled) if sampled > 0 else _NONE
-
-    def money_style(self) -> str:
-        if self.exhausted:
-            return "bold red"
-        budget, remaining = self.budget, self.remaining
-        if budget is not None and remaining is not None and remaining < budget * _LOW_MONEY:
-            return "yellow"
-        return ""
 
 
 class ProgressView:
@@ -281,8 +131,8 @@ class ProgressView:
     def _print(self, line: str) -> None:
         self._console.print(line, markup=False, highlight=False, soft_wrap=True)
 
-    def _figures(self) -> _Figures:
-        return _Figures(self._stats, self._ledger, self._snapshot(), self._clock())
+    def _figures(self) -> RunFigures:
+        return RunFigures(self._stats, self._ledger, self._snapshot(), self._clock())
 
     # --- rendering ---------------------------------------------------------------------------
     def render(self) -> RenderableType:
@@ -291,7 +141,7 @@ class ProgressView:
             return Group(self._header(f), self._table(f), _batch_table(self._batches()))
         return Group(self._header(f), self._table(f))
 
-    def _header(self, f: _Figures) -> Panel:
+    def _header(self, f: RunFigures) -> Panel:
         width = max((len(t) for t in f.tasks), default=0)
         lines = [self._task_line(f, task, width) for task in f.tasks]
         if not f.tasks and self._batches is None:
@@ -303,7 +153,7 @@ class ProgressView:
         title = f"halugen run {f.stats.run_id}" if f.stats.run_id else "halugen run"
         return Panel(Text("\n").join(lines), title=title, title_align="left", expand=True)
 
-    def _task_line(self, f: _Figures, task: str, width: int) -> Text:
+    def _task_line(self, f: RunFigures, task: str, width: int) -> Text:
         s = f.stats
         total = f.total(task)
         line = Text()
@@ -326,7 +176,7 @@ class ProgressView:
         )
         return line
 
-    def _money_line(self, f: _Figures) -> Text:
+    def _money_line(self, f: RunFigures) -> Text:
         line = Text("money")
         _pairs(
             line,
@@ -345,7 +195,7 @@ class ProgressView:
             line.append("  budget exhausted", style="bold red")
         return line
 
-    def _cache_line(self, f: _Figures) -> Text:
+    def _cache_line(self, f: RunFigures) -> Text:
         t = f.totals
         line = Text("cache")
         _pairs(
@@ -357,7 +207,7 @@ class ProgressView:
         )
         return line
 
-    def _rate_line(self, f: _Figures) -> Text:
+    def _rate_line(self, f: RunFigures) -> Text:
         snap = f.snap
         line = Text("rate")
         line.append(f"  {_against(f.rpm, snap.rpm_limit, 'rpm')}")
@@ -369,7 +219,7 @@ class ProgressView:
                 ("in flight", _int(snap.in_flight)),
                 ("waiting", _int(snap.waiting)),
                 # what holds the pace: limit, -j, server or CPU (llm/binding.py)
-                ("bound by", snap.bound_by or _NONE),
+                ("bound by", snap.bound_by or NONE),
             ),
         )
         if snap.cooldown_s > 0:
@@ -378,7 +228,7 @@ class ProgressView:
         line.append(f"  429s {_int(hit)}", style="yellow" if hit else "")
         return line
 
-    def _outlook_line(self, f: _Figures) -> Text:
+    def _outlook_line(self, f: RunFigures) -> Text:
         line = Text("outlook")
         projected = f.projected()
         _pairs(
@@ -386,13 +236,13 @@ class ProgressView:
             (
                 ("elapsed", format_eta(f.elapsed)),
                 ("ETA", format_eta(f.eta())),
-                ("projected total", _NONE if projected is None else format_usd(projected)),
+                ("projected total", NONE if projected is None else format_usd(projected)),
                 ("per accepted sample", f.cost_per_sample_all()),
             ),
         )
         return line
 
-    def _table(self, f: _Figures) -> Table:
+    def _table(self, f: RunFigures) -> Table:
         table = Table(expand=False, show_edge=False, pad_edge=False)
         table.add_column("task")
         table.add_column("stage")
