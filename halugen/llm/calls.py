@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..budget import Ledger, ModelPrice, PromptMargin, Reservation, format_usd
@@ -38,10 +38,18 @@ from ..errors import (
 from ..prompts import PER_MESSAGE_TOKENS, PER_REQUEST_TOKENS
 from ..records import ChatRequest, ChatResult
 from ..stats import RunStats, StageStats
-from ..store.db import KeyIndex, Store, key_prefix
-from ..store.rows import CallLogRow, CallRequestRow, LedgerRow
+from ..store.db import KeyIndex, Store
+from ..store.rows import CallRequestRow, LedgerRow
 from ..tokens import TokenCounter
 from .calibration import FirstCallAlone
+from .call_rows import (
+    CallState,
+    Where,
+    cached_log_row,
+    close_row,
+    log_row,
+    retry_history,
+)
 from .client import stored_result
 from .outbox import Outbox, Place
 from .pool import EndpointPool
@@ -174,7 +182,7 @@ class CallRunner:
             if est_prompt_tokens is not None
             else (self.estimate_prompt_tokens(request))
         )
-        call = _Call(call_id, key, stage, task, seed_key, request, est, self.pool.body(request))
+        call = CallState(call_id, key, stage, task, seed_key, request, est, self.pool.body(request))
         call.max_attempts = max_attempts or self.retry.max_attempts
         st.started += 1
         try:
@@ -190,10 +198,10 @@ class CallRunner:
                 self._log_end(call, status, exc if isinstance(exc, LLMError) else None)
             raise
 
-    async def _attempts(self, call: _Call, st: StageStats) -> ChatResult | CallFailure:
+    async def _attempts(self, call: CallState, st: StageStats) -> ChatResult | CallFailure:
         request = call.request
         max_out = request.n * request.max_tokens
-        common: _Where = (call.key, call.stage, call.task, request.model, call.seed_key)
+        common: Where = (call.key, call.stage, call.task, request.model, call.seed_key)
 
         async def attempt() -> ChatResult:
             with self.outbox.place() as place:  # after Ctrl-C: Interrupted, no (re)try
@@ -250,7 +258,7 @@ class CallRunner:
         return CallFailure(call.key, last_error.error_class, str(last_error), last_error.status)
 
     async def _attempt(
-        self, call: _Call, st: StageStats, place: Place, max_out: int, common: _Where
+        self, call: CallState, st: StageStats, place: Place, max_out: int, common: Where
     ) -> ChatResult | LLMError:
         """One attempt: its money, its rate-limit slot, its durable reservation, the request.
 
@@ -308,12 +316,12 @@ class CallRunner:
                 st.cost_pusd += reservation.amount
                 self.ledger.consume(reservation)
                 self.writer.put(
-                    [_close_row(call.call_id, res_no, self.run_id, "consume", reservation.amount)]
+                    [close_row(call.call_id, res_no, self.run_id, "consume", reservation.amount)]
                 )
             else:
                 self.ledger.release(reservation)
                 if phase == "durable":  # its reserve row may commit: close it on the same lane
-                    self.writer.put([_close_row(call.call_id, res_no, self.run_id, "release", 0)])
+                    self.writer.put([close_row(call.call_id, res_no, self.run_id, "release", 0)])
             raise
         finally:
             if writing and not answered:
@@ -325,12 +333,12 @@ class CallRunner:
 
     async def _succeeded(
         self,
-        call: _Call,
+        call: CallState,
         st: StageStats,
         reservation: Reservation,
         res_no: int,
         result: ChatResult,
-        common: _Where,
+        common: Where,
     ) -> ChatResult:
         self.reach.answered()
         cost = self.price.cost(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
@@ -349,8 +357,13 @@ class CallRunner:
         await self.writer.put_durable(
             [
                 LedgerRow(call.call_id, res_no, self.run_id, "settle", cost, *common),
-                self._log_row(
-                    call, status, result=result, message=_retry_history(call.errors), body=False
+                log_row(
+                    call,
+                    self.run_id,
+                    status,
+                    result=result,
+                    message=retry_history(call.errors),
+                    body=False,
                 ),
             ]
         )
@@ -370,7 +383,7 @@ class CallRunner:
 
     async def _close(
         self,
-        call: _Call,
+        call: CallState,
         st: StageStats,
         reservation: Reservation,
         res_no: int,
@@ -388,9 +401,9 @@ class CallRunner:
         call.cost += spend
         st.reserved_pusd -= reservation.amount
         st.cost_pusd += spend
-        await self.writer.put_durable([_close_row(call.call_id, res_no, self.run_id, event, spend)])
+        await self.writer.put_durable([close_row(call.call_id, res_no, self.run_id, event, spend)])
 
-    def _overshot(self, call: _Call, result: ChatResult, reserved: int, cost: int) -> None:
+    def _overshot(self, call: CallState, result: ChatResult, reserved: int, cost: int) -> None:
         """The provider billed more than was reserved: say so once, as it happens (the
         overshoots view lists every one; ``Ledger.overshoot_note`` sums them up at the end)."""
         if self.ledger.overshoots > 1:
@@ -402,53 +415,15 @@ class CallRunner:
             f"{self.margin.factor:.2f}x the estimate"
         )
 
-    def _log_end(self, call: _Call, status: str, error: LLMError | None) -> None:
+    def _log_end(self, call: CallState, status: str, error: LLMError | None) -> None:
         """The call_log row of a call that ended without an answer."""
         call.logged = True
         message = str(error) if error is not None else status.replace("_", " ")
         # the reasons of earlier attempts (the last one's is the message itself)
         earlier = call.errors[:-1] if error is not None and call.errors else call.errors
         if earlier:
-            message = f"{message}; {_retry_history(earlier)}"
-        self.writer.put([self._log_row(call, status, error=error, message=message[:1000])])
-
-    def _log_row(
-        self,
-        call: _Call,
-        status: str,
-        *,
-        result: ChatResult | None = None,
-        error: LLMError | None = None,
-        message: str | None = None,
-        body: bool = True,
-    ) -> CallLogRow:
-        """A call's ``call_log`` row: with the answer, or with why it has none."""
-        return CallLogRow(
-            call.call_id,
-            call.key,
-            key_prefix(call.key),
-            self.run_id,
-            call.stage,
-            call.task,
-            call.request.model,
-            call.seed_key,
-            status,
-            result.prompt_tokens if result else None,
-            result.completion_tokens if result else None,
-            result.cached_tokens if result else None,
-            result.usage_estimated if result else None,
-            call.est,
-            call.cost,
-            call.reserved,
-            result.latency_ms if result else None,
-            call.attempts,
-            200 if result else (error.status if error is not None else None),
-            error.error_class if error is not None else None,
-            message,
-            result.finish_reason if result else None,
-            call.body.decode() if body else None,
-            result.raw.decode("utf-8", "replace") if result else None,
-        )
+            message = f"{message}; {retry_history(earlier)}"
+        self.writer.put([log_row(call, self.run_id, status, error=error, message=message[:1000])])
 
     def _from_cache(
         self, request: ChatRequest, key: str, call_id: int, stage: str, task: str, seed_key: str
@@ -467,29 +442,6 @@ class CallRunner:
         return result
 
 
-def cached_log_row(
-    call_id: int,
-    key: str,
-    run_id: str,
-    stage: str,
-    task: str,
-    model: str,
-    seed_key: str,
-    stored: tuple[Any, ...],
-    result: ChatResult,
-) -> CallLogRow:
-    """The ``call_log`` row of a call answered from the store (``stored``: the row
-    ``Store.cached_response`` read, ``result``: the answer read from it), free and without
-    a request of its own."""
-    _, prompt, completion, cached_tokens, estimated = stored
-    finish_reason = result.finish_reasons[0] if result.finish_reasons else None
-    return CallLogRow(
-        call_id, key, key_prefix(key), run_id, stage, task, model, seed_key, "cached",
-        prompt, completion, cached_tokens, estimated, None, 0, 0, 0.0, 0, None, None, None,
-        finish_reason, None, None,
-    )  # fmt: skip
-
-
 def _loop_time() -> float:
     return asyncio.get_running_loop().time()
 
@@ -502,42 +454,6 @@ def _with_attempts(result: ChatResult, attempts: int) -> ChatResult:
     return replace(result, attempts=attempts)
 
 
-# what a call's ledger rows say about it: key, stage, task, model, seed_key
-_Where = tuple[str, str, str, str, str]
-
-
-@dataclass(slots=True)
-class _Call:
-    """One logical call while its attempts run: what the log row and the ledger need."""
-
-    call_id: int
-    key: str
-    stage: str
-    task: str
-    seed_key: str
-    request: ChatRequest
-    est: int
-    body: bytes
-    attempts: int = 0
-    res_no: int = 0
-    cost: int = 0  # what the ledger counts for it so far (settled + consumed)
-    reserved: int = 0
-    errors: list[str] = field(default_factory=list)
-    logged: bool = False
-    max_attempts: int = 1
-
-
-def _close_row(call_id: int, res_no: int, run_id: str, event: str, pusd: int) -> LedgerRow:
-    return LedgerRow(call_id, res_no, run_id, event, pusd, None, None, None, None, None)
-
-
 def _describe(exc: LLMError, *, short: bool = False) -> str:
     where = f"HTTP {exc.status}" if exc.status else exc.error_class
     return f"{where}: {str(exc)[: 200 if short else 160]}"
-
-
-def _retry_history(errors: list[str]) -> str | None:
-    """The reasons of the attempts that failed before the last one, kept with the call."""
-    if not errors:
-        return None
-    return "attempts failed: " + " | ".join(errors)[:900]
