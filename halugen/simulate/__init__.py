@@ -13,8 +13,13 @@ object behind an aiohttp server on loopback. Modules:
     caching.py     automatic prompt caching: prefixes, retention, routing, which models
     limits.py      the account's per-minute token buckets and x-ratelimit-* headers
     request.py     reading and checking a request body; OpenAI-style error bodies
-    simulator.py   SimConfig, Simulator: routing, auth, limits, faults, billing, the response
+    config.py      SimConfig: what the simulated provider is set to do
+    completion.py  the body of a chat completion: replies, cuts, logprobs, usage
+    simulator.py   Simulator: routing, auth, limits, faults, billing, capacity
     server.py      the aiohttp app, serve(), run_server()
+    batch.py       the Batch API (/v1/files, /v1/batches) attached to a simulator
+    batch_jobs.py  the Batch API's service: batches' lifecycle, their lines answered and billed
+    batch_files.py the Batch API's files, multipart uploads, output lines and errors
 """
 
 from __future__ import annotations

@@ -36,6 +36,8 @@ Two behaviours of real providers that the money and stopping code must survive:
 - ``down_after``: after that many chat requests the server is gone and stays gone: every
   later request is refused as a connection to a dead host is (``SimulatedRefusal``
   in process; over HTTP the server stops listening and closes its connections).
+
+The settings are ``SimConfig`` (config.py); the answer's body is made in completion.py.
 """
 
 from __future__ import annotations
@@ -43,25 +45,22 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
-import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
-from ..errors import UsageError
 from ..llm.transport import HttpResponse
 from ..records import canonical_json
-from . import answers
-from .batch import BatchSimConfig
-from .caching import CacheConfig, PrefixCache
+from .caching import PrefixCache
+from .completion import chat_completion, provider_tokens
+from .config import FAULT_KINDS, RESPONSE_FORMAT_MODES, SimConfig
 from .keys import key64, mix, unit
 from .limits import Admission, RateLimits
 from .request import BadRequest, ChatBody, error_response, parse_body
-from .structured import REFUSED_FORMAT, UNSUPPORTED_FORMAT, FormatRefused, structured_text
-from .tokens import count_text, truncate_to_tokens
+from .structured import REFUSED_FORMAT, UNSUPPORTED_FORMAT, FormatRefused
 from .words import normalise
 
 __all__ = [
@@ -73,9 +72,6 @@ __all__ = [
     "Simulator",
 ]
 
-FAULT_KINDS = ("500", "503", "hang", "malformed", "content_filter", "drop", "429")
-RESPONSE_FORMAT_MODES = ("honour", "ignore", "400", "500")
-CONTEXT_WINDOW = 128_000
 _JSON = "application/json"
 
 
@@ -85,104 +81,6 @@ class SimulatedDrop(ConnectionResetError):
 
 class SimulatedRefusal(ConnectionRefusedError):
     """The server is down (``down_after``): the connection is refused, nothing was sent."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class SimConfig:
-    latency_ms: float = 0.0  # added before answering
-    jitter_ms: float = 0.0  # deterministic per request, uniform in [0, jitter_ms)
-    rpm: float | None = None  # requests per minute the "account" allows
-    tpm: float | None = None  # tokens per minute (prompt + max_tokens * n)
-    fail_rate: float = 0.0  # share of admitted requests that hit a fault
-    faults: tuple[str, ...] = FAULT_KINDS  # the fault kinds drawn from, evenly
-    hang_s: float = 30.0  # how long a "hang" holds the request before answering
-    price_in: float = 0.15  # USD per million prompt tokens
-    price_out: float = 0.60  # USD per million completion tokens
-    # USD per million prompt tokens served from the prompt cache; None: half of price_in
-    # (gpt-4o-mini's ratio: 0.075 against 0.15)
-    price_cached: float | None = None
-    api_key: str | None = field(default=None, repr=False)
-    auth: str = "bearer"  # how the key must come: "bearer" (Authorization) or "api-key" (Azure)
-    honour_n: bool = True  # False: ignore n > 1 and return one choice
-    # what the server does with a JSON response_format: "honour" it (structured outputs),
-    # "ignore" it (a text reply, as many gateways do), refuse it with a "400" (older servers)
-    # or with a "500" (llama-cpp-python's server)
-    response_format: str = "honour"
-    report_usage: bool = True  # False: omit "usage" from responses
-    seed: int = 0  # mixes into every deterministic choice
-    judge_accuracy: float | None = None  # recognition: P(right verdict) for oracle answers
-    oracle: Mapping[str, bool] | None = None  # answer text -> is hallucinated
-    garbage_rate: float = 0.0  # share of formatted answers that ignore the format
-    # share of recognition prompts whose first verdict is a hedge; asked again, they answer
-    unreadable_verdicts: float = 0.0
-    context_window: int = CONTEXT_WINDOW
-    # rate limits enforced over windows this long (OpenAI: ~1 s); refused requests count
-    quantum_s: float | None = None
-    capacity: int | None = None  # requests served at once; the rest queue (None: unlimited)
-    # where the server tells its window: "models" (vLLM's max_model_len in GET /v1/models),
-    # "props" (llama.cpp's GET /props n_ctx), or "none" (only its 400 replies say it)
-    announce_window: str = "none"
-    # True: a prompt that fits but leaves less room than max_tokens gets a shorter reply
-    # (finish "length"), as llama.cpp's server does; False: a 400, as vLLM and OpenAI do
-    shorten_to_fit: bool = False
-    served_models: tuple[str, ...] = ("halugen-sim",)  # GET /v1/models lists these
-    # the provider's tokenizer counts this many times the byte rule's tokens (see above)
-    usage_scale: float = 1.0
-    down_after: int | None = None  # chat requests served before the server goes for good
-    clock: Callable[[], float] = time.monotonic  # rate-limit time; inject a fake in tests
-    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep  # latency and hangs
-    batch: BatchSimConfig = field(default_factory=BatchSimConfig)  # /v1/files, /v1/batches
-    cache: CacheConfig = field(default_factory=CacheConfig)  # prompt caching (caching.py)
-
-    def __post_init__(self) -> None:
-        for name in ("fail_rate", "garbage_rate", "unreadable_verdicts"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise UsageError(f"simulator {name} must be between 0 and 1, not {value}")
-        if self.judge_accuracy is not None and not 0.0 <= self.judge_accuracy <= 1.0:
-            raise UsageError("simulator judge_accuracy must be between 0 and 1")
-        for name in ("latency_ms", "jitter_ms", "hang_s", "price_in", "price_out"):
-            if getattr(self, name) < 0:
-                raise UsageError(f"simulator {name} must not be negative")
-        if self.price_cached is not None and self.price_cached < 0:
-            raise UsageError("simulator price_cached must not be negative")
-        for name in ("rpm", "tpm", "quantum_s", "capacity"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise UsageError(f"simulator {name} must be positive (or unset)")
-        if not 0.1 <= self.usage_scale <= 10:
-            raise UsageError(
-                f"simulator usage_scale must be between 0.1 and 10, not {self.usage_scale}"
-            )
-        if self.down_after is not None and self.down_after < 0:
-            raise UsageError("simulator down_after must not be negative (or unset)")
-        if self.auth not in ("bearer", "api-key"):
-            raise UsageError(f"simulator auth must be bearer or api-key, not {self.auth!r}")
-        if self.response_format not in RESPONSE_FORMAT_MODES:
-            raise UsageError(
-                f"simulator response_format must be one of {', '.join(RESPONSE_FORMAT_MODES)}, "
-                f"not {self.response_format!r}"
-            )
-        if self.announce_window not in ("models", "props", "none"):
-            raise UsageError("simulator announce_window must be models, props or none")
-        unknown = set(self.faults) - set(FAULT_KINDS)
-        if unknown or (self.fail_rate > 0 and not self.faults):
-            raise UsageError(
-                f"unknown simulator fault kinds {sorted(unknown)}; known: {', '.join(FAULT_KINDS)}"
-            )
-
-    @property
-    def cached_price(self) -> float:
-        """USD per million cached prompt tokens."""
-        return self.price_in / 2 if self.price_cached is None else self.price_cached
-
-    def bill_usd(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int) -> float:
-        """What the provider charges for these tokens at the interactive prices."""
-        return (
-            (prompt_tokens - cached_tokens) * self.price_in
-            + cached_tokens * self.cached_price
-            + completion_tokens * self.price_out
-        ) / 1e6
 
 
 class Simulator:
@@ -444,7 +342,7 @@ class Simulator:
 
         # the work is done from here on: the prompt's opening is read from and put in cache
         cached = self.cache.serve(req.model, req.body, req.contents, req.prompt_tokens, stamp)
-        payload, completion_tokens = self._completion(req, n_out, digest, fault, cached)
+        payload, completion_tokens = self.completion(req, n_out, digest, fault, cached)
         self._bill(digest, req.prompt_tokens, completion_tokens, cached)
         data = orjson.dumps(payload)
         if fault is None:
@@ -469,6 +367,18 @@ class Simulator:
             await cfg.sleep(delay / 1000.0)
         return response
 
+    def completion(
+        self,
+        req: ChatBody,
+        n_out: int,
+        digest: bytes,
+        fault: str | None,
+        cached_tokens: int = 0,
+    ) -> tuple[dict[str, Any], int]:
+        """(the response body, its completion tokens) as this simulator answers ``req``; the
+        Batch API answers its lines with it too."""
+        return chat_completion(self.config, self._oracle, req, n_out, digest, fault, cached_tokens)
+
     def parse(self, body: bytes) -> ChatBody:
         """A request body as this provider reads it: prompt tokens by its own tokenizer."""
         req = parse_body(body)
@@ -478,7 +388,7 @@ class Simulator:
 
     def _scaled(self, tokens: int) -> int:
         """The byte rule's ``tokens`` as this provider's tokenizer counts them."""
-        return math.ceil(tokens * self.config.usage_scale)
+        return provider_tokens(tokens, self.config.usage_scale)
 
     async def _work(self, seconds: float) -> None:
         """Spend ``seconds`` on a request: at once, or in capacity mode when a slot is free."""
@@ -557,128 +467,3 @@ class Simulator:
         self._cached_tokens += cached_tokens
         self._billed_requests += 1
         self._billed[digest] = self._billed.get(digest, 0) + 1
-
-    # -- the answer ------------------------------------------------------------------------
-
-    def _completion(
-        self,
-        req: ChatBody,
-        n_out: int,
-        digest: bytes,
-        fault: str | None,
-        cached_tokens: int = 0,
-    ) -> tuple[dict[str, Any], int]:
-        cfg = self.config
-        info = answers.with_record(answers.parse_prompt(req.last_user), req.contents[:-1])
-        prompt_key = key64(cfg.seed, info.text)  # a follow-up: the record's message decides
-        choices = []
-        completion_tokens = 0
-        for i in range(n_out):
-            if fault == "content_filter":
-                choices.append(
-                    {
-                        "index": i,
-                        "message": {"role": "assistant", "content": ""},
-                        "finish_reason": "content_filter",
-                        "logprobs": None,
-                    }
-                )
-                continue
-            variant_key = key64(cfg.seed, digest, i)
-            if (
-                cfg.garbage_rate > 0
-                and info.kind != "plain"
-                and req.response_format is None  # a schema constrains the reply's form
-                and unit(variant_key, 71) < cfg.garbage_rate
-            ):
-                reply = answers.Reply(answers.garbage_reply(variant_key))
-            else:
-                reply = answers.reply(
-                    info,
-                    prompt_key=prompt_key,
-                    variant_key=variant_key,
-                    choice=i,
-                    oracle=self._oracle,
-                    judge_accuracy=cfg.judge_accuracy,
-                    unreadable=cfg.unreadable_verdicts,
-                )
-            if req.response_format is not None:
-                reply = replace(
-                    reply,
-                    text=structured_text(
-                        req.response_format, reply.values, info.labels, variant_key
-                    ),
-                )
-            scale = cfg.usage_scale
-            # max_tokens is in the provider's tokens: cut where its count reaches it
-            limit = req.max_tokens if req.max_tokens is None else int(req.max_tokens / scale)
-            text, finish = _finish(reply.text, req.stop, limit)
-            completion_tokens += self._scaled(count_text(text))
-            choice: dict[str, Any] = {
-                "index": i,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": finish,
-                "logprobs": _logprobs(reply, text, req.top_logprobs, variant_key)
-                if req.logprobs
-                else None,
-            }
-            choices.append(choice)
-        payload: dict[str, Any] = {
-            "id": f"chatcmpl-sim{digest.hex()[:24]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": req.model,
-            "system_fingerprint": "fp_halugen_sim",
-            "choices": choices,
-        }
-        if cfg.report_usage:
-            payload["usage"] = {
-                "prompt_tokens": req.prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": req.prompt_tokens + completion_tokens,
-                "prompt_tokens_details": {"cached_tokens": cached_tokens},
-            }
-        return payload, completion_tokens
-
-
-def _finish(text: str, stop: tuple[str, ...], max_tokens: int | None) -> tuple[str, str]:
-    finish = "stop"
-    if stop:
-        cut = min((i for i in (text.find(s) for s in stop) if i >= 0), default=-1)
-        if cut >= 0:
-            text = text[:cut]
-    if max_tokens is not None:
-        text, was_cut = truncate_to_tokens(text, max_tokens)
-        if was_cut:
-            finish = "length"
-    return text, finish
-
-
-def _logprobs(reply: answers.Reply, text: str, top: int, key: int) -> dict[str, Any]:
-    """OpenAI-style logprobs: the Yes/No token for verdicts, one entry per word otherwise."""
-    if reply.verdict and reply.verdict in text:
-        p = reply.confidence
-        other = "No" if reply.verdict == "Yes" else "Yes"
-        alts = [
-            {"token": reply.verdict, "logprob": math.log(p)},
-            {"token": other, "logprob": math.log(1.0 - p)},
-        ]
-        return {
-            "content": [
-                {
-                    "token": reply.verdict,
-                    "logprob": math.log(p),
-                    "bytes": list(reply.verdict.encode()),
-                    "top_logprobs": alts[:top],
-                }
-            ]
-        }
-    content = []
-    for i, word in enumerate(text.split()[:512]):
-        token = word if i == 0 else " " + word
-        lp = -2.0 * unit(key, 1000 + i)
-        entry = {"token": token, "logprob": lp, "bytes": list(token.encode()), "top_logprobs": []}
-        if top:
-            entry["top_logprobs"] = [{"token": token, "logprob": lp}]
-        content.append(entry)
-    return {"content": content}

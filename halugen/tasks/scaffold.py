@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ..errors import UsageError
 from . import BUILTIN_TASKS, TASK_NAMES, builtin_folder, get_task
-from .folder import _NAME, PROMPTS, TASK_FILE, spec_template_fields
+from .folder import PROMPTS, TASK_FILE, spec_template_fields
+from .schema import TASK_NAME
 
 __all__ = ["new_folder"]
 
@@ -45,7 +46,7 @@ def _template_note(name: str, need: set[str], allowed: set[str], what: str) -> s
 
 def new_folder(name: str, like: str, out: Path | None = None) -> Path:
     """Write the folder of a new task ``name`` made from the built-in task ``like``."""
-    if not _NAME.match(name):
+    if not TASK_NAME.match(name):
         raise UsageError(
             f"task name {name!r}: lower-case letters, digits and _, starting with a letter "
             "(it names files and columns)"

@@ -1,0 +1,97 @@
+"""The figures a dataset card shows for its samples: the accuracy of judges that never read
+the text (always Yes, always No, length only) and the recognition results stored for them."""
+
+from __future__ import annotations
+
+from ..errors import UsageError
+from ..records import fingerprint
+from ..store.db import Store
+from ..tasks import get_task
+from ..tasks.base import TaskSpec
+from .card_header import CardFile
+
+__all__ = ["baseline_lines", "recognition_lines", "task_spec"]
+
+
+def task_spec(task: str) -> TaskSpec | None:
+    """The task's declaration, or None for a task the store does not describe."""
+    try:
+        return get_task(task)
+    except UsageError:
+        return None
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:.1f}%"
+
+
+def baseline_lines(store: Store, file: CardFile) -> list[list[str]]:
+    """Per task: judges that never read the text, over both sides of every sample."""
+    from ..evaluate.metrics import Judged, baselines
+
+    lines = []
+    for task in file.tasks:
+        spec = task_spec(task)
+        if spec is None:
+            continue
+        right, hallucinated = spec.right_field, spec.hallucinated_field
+        judged: list[Judged] = []
+        for r, h in store.conn.execute(
+            f"SELECT {right}, {hallucinated} FROM ({file.query}) WHERE task = ?",
+            [*file.params, task],
+        ).fetchall():
+            judged.append(Judged(False, "invalid", len(r or "")))
+            judged.append(Judged(True, "invalid", len(h or "")))
+        if not judged:
+            continue
+        b = baselines(judged)
+        lines.append(
+            [
+                task,
+                f"{len(judged):,}",
+                _pct(b["always_yes"]),
+                _pct(b["always_no"]),
+                _pct(b["length_only"]),
+            ]
+        )
+    return lines
+
+
+def recognition_lines(store: Store, file: CardFile) -> list[list[str]]:
+    """Recognition results stored for these samples: eval runs that judged them."""
+    from ..evaluate.metrics import Judged, compute
+
+    lines = []
+    for task in file.tasks:
+        spec = task_spec(task)
+        if spec is None:
+            continue
+        fields = spec.record_fields  # what `halugen eval` fingerprints into an item key
+        keys = set()
+        for row in store.conn.execute(
+            f"SELECT {', '.join(fields)} FROM ({file.query}) WHERE task = ?",
+            [*file.params, task],
+        ).fetchall():
+            keys.add(fingerprint({"task": task, "fields": dict(zip(fields, row, strict=True))}))
+        if not keys:
+            continue
+        groups: dict[tuple[str, str, str], list[Judged]] = {}
+        for run_id, model, strategy, item_key, truth, verdict in store.conn.execute(
+            "SELECT run_id, model, strategy, item_key, truth, verdict FROM judgements "
+            "WHERE task = ? QUALIFY row_number() OVER (PARTITION BY run_id, item_key, shown "
+            "ORDER BY created_at DESC) = 1 ORDER BY run_id, item_key",
+            [task],
+        ).fetchall():
+            if item_key in keys:
+                groups.setdefault((run_id, model, strategy), []).append(
+                    Judged(bool(truth), verdict)
+                )
+        for (run_id, model, strategy), judged in sorted(groups.items()):
+            m = compute(judged)
+            ci = (
+                f" [{_pct(m.accuracy_ci[0])}, {_pct(m.accuracy_ci[1])}]"
+                if m.accuracy_ci is not None
+                else ""
+            )
+            lines.append([task, model, strategy, run_id, f"{m.n:,}", _pct(m.accuracy) + ci])
+    return lines
