@@ -197,6 +197,12 @@ def add_label_rule_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def label_rule_asked(args: argparse.Namespace) -> bool:
+    """Whether ``--per-item`` or ``--allow-partial`` was given other than by default (for the
+    commands where they do not apply)."""
+    return bool(args.allow_partial) or args.per_item != 3
+
+
 def label_rule(args: argparse.Namespace) -> Any:
     """The ``LabelRule`` of ``--per-item`` / ``--allow-partial``."""
     from ..annotate.resolve import LabelRule
@@ -332,7 +338,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
                 general = formats.export_halueval_general(store, args.out, rule)
                 written, note = general.rows, rule.left_out(general.partial)
             else:
-                if args.allow_partial or args.per_item != 3:
+                if label_rule_asked(args):
                     raise UsageError(
                         f"--per-item and --allow-partial choose resolved items: "
                         f"--format {args.format} writes every label as it is, resolved or not"
