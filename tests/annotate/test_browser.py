@@ -603,6 +603,14 @@ def test_the_organiser_view(launch: Callable[..., Served], browser: Any) -> None
         ("w2", "yes"),
         ("w2", "yes"),
     ]
+    # the partial download has its own link, with what partial means beside it
+    partial = page.locator("#org-exports a[data-partial='1']")
+    expect(partial).to_have_attribute("href", "/api/organiser/export/halueval?allow_partial=1")
+    expect(partial).to_contain_text("partly labelled")
+    expect(partial.locator("xpath=..")).to_contain_text("fewer than 2 labels")
+    with page.expect_download() as info:
+        partial.click()
+    assert info.value.suggested_filename == "general_data_partial.json"
     # logging out closes the view
     page.click("#org-logout")
     expect(page.locator("#org-login")).to_be_visible()
