@@ -21,6 +21,7 @@ import pytest
 
 from halugen.annotate.server import AnnotateServer, serve
 from halugen.store.db import open_store
+from halugen.store.rows import AnnotationItemRow
 
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="the playwright package is not installed (pip install playwright)"
@@ -78,9 +79,7 @@ def start_server(
 ) -> Served:
     """The annotation server on a free port in a thread of its own, over ``items``."""
     with open_store(db) as store:
-        store.writer.put(
-            [("annotation_items", (i, "jsonl", None, q, r, None)) for i, q, r in items]
-        )
+        store.writer.put([AnnotationItemRow(i, "jsonl", None, q, r, None) for i, q, r in items])
         store.writer.flush_blocking(10)
 
     loop = asyncio.new_event_loop()

@@ -11,6 +11,7 @@ from halugen.annotate.access import ORGANISER_KEY, make_tokens, split_tokens
 from halugen.annotate.assign import Assigner
 from halugen.annotate.organiser import overview
 from halugen.store.db import Store
+from halugen.store.rows import AnnotationRow
 
 from ._web import TRICKY, Annotator, add_items, run
 
@@ -162,8 +163,8 @@ def test_progress_disagreements_and_ties(store: Store) -> None:
 def test_a_split_item_with_a_free_place_is_not_a_tie_to_settle(store: Store) -> None:
     store.writer.put(
         [
-            ("annotations", ("i1", "a", "yes", "[]", None, "import")),
-            ("annotations", ("i1", "b", "no", "[]", None, "import")),
+            AnnotationRow("i1", "a", "yes", "[]", None, "import"),
+            AnnotationRow("i1", "b", "no", "[]", None, "import"),
         ]
     )
     store.writer.flush_blocking(10)
@@ -223,8 +224,8 @@ def test_overview_counts_reach_past_the_listed_rows(store: Store) -> None:
     rows = []
     for i in range(5):
         rows += [
-            ("annotations", (f"x{i:03}", "a", "yes", "[]", None, "import")),
-            ("annotations", (f"x{i:03}", "b", "no", "[]", None, "import")),
+            AnnotationRow(f"x{i:03}", "a", "yes", "[]", None, "import"),
+            AnnotationRow(f"x{i:03}", "b", "no", "[]", None, "import"),
         ]
     store.writer.put(rows)
     store.writer.flush_blocking(10)

@@ -52,19 +52,10 @@ def eval_runs(db: Path) -> int:
 
 
 def eval_args(base_url: str, db: Path, *extra: str) -> list[str]:
-    return [
-        "eval",
-        "--task",
-        "general",
-        "--base-url",
-        base_url,
-        "--api-key",
-        "k",
-        "--db",
-        str(db),
-        "--no-progress",
-        *extra,
-    ]
+    """``eval --task general`` of the store ``db`` against the simulator at ``base_url``."""
+    endpoint = {"--base-url": base_url, "--api-key": "k", "--db": str(db)}
+    flags = [x for kv in endpoint.items() for x in kv]
+    return ["eval", "--task", "general", *flags, "--no-progress", *extra]
 
 
 def test_partly_labelled_items_are_refused_before_a_run(simulator, tmp_path, capsys):
