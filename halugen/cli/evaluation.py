@@ -55,7 +55,8 @@ def add_parsers(sub: Any) -> None:
     )
     from .general import add_label_rule_flags
 
-    add_label_rule_flags(ev)  # the general task's annotated items: which count as labelled
+    # the general task's annotated items in the store: which count as labelled
+    add_label_rule_flags(ev, unasked="refuse to judge while there are any, saying how many")
     add_settings(ev, "endpoint", "run", "resume", "batch")
 
     rep = sub.add_parser("report", help="tables of the recognition results")

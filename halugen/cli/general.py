@@ -179,21 +179,25 @@ def add_parsers(sub: Any) -> None:
         add_config_flag(a)
 
 
-def add_label_rule_flags(p: argparse.ArgumentParser) -> None:
-    """``--per-item`` / ``--allow-partial`` of the commands that resolve or export labels."""
+def add_label_rule_flags(
+    p: argparse.ArgumentParser, *, unasked: str = "leave them out and say how many"
+) -> None:
+    """``--per-item`` / ``--allow-partial`` of the commands that resolve, export or judge
+    labelled items; ``unasked``: what the command does with partial items by default."""
     p.add_argument(
         "--per-item",
         type=int,
         default=3,
         metavar="N",
-        help="labels an item needs to count as resolved (resolutions and HaluEval's general "
-        "layout); a released HaluEval label counts alone (default: 3, as 'annotate serve')",
+        help="labels an item needs to count as resolved (resolutions, HaluEval's general "
+        "layout, eval of the general task); a released HaluEval label counts alone "
+        "(default: 3, as 'annotate serve')",
     )
     p.add_argument(
         "--allow-partial",
         action="store_true",
         help="also take items with fewer labels; exports then give each record its label "
-        "count, n_labels (default: leave them out and say how many)",
+        f"count, n_labels (default: {unasked})",
     )
 
 
