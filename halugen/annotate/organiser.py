@@ -13,12 +13,12 @@ what; annotators never do.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .assign import Assigner
 
-__all__ = ["EXPORTS", "MAX_LISTED", "overview"]
+__all__ = ["EXPORTS", "MAX_LISTED", "PARTIAL_FILE", "overview", "wants_partial"]
 
 MAX_LISTED = 500  # rows per list; the counts are always complete
 # format -> (file name offered for download, content type)
@@ -27,6 +27,10 @@ EXPORTS: dict[str, tuple[str, str]] = {
     "labelstudio": ("labelstudio.json", "application/json"),
     "halueval": ("general_data.json", "application/x-ndjson"),
 }
+# HaluEval's layout with the items that have fewer labels than the server hands out too
+# (``?allow_partial=1``, each record with its n_labels): a name of its own, so the two
+# downloads never overwrite each other
+PARTIAL_FILE = "general_data_partial.json"
 _SNIPPET = 160
 
 
@@ -111,10 +115,23 @@ def overview(assigner: Assigner, known: Iterable[str] = ()) -> dict[str, Any]:
         "ties": ties[:MAX_LISTED],
         "tie_count": len(ties),
         "exports": [
-            {"format": fmt, "file": name, "url": f"/api/organiser/export/{fmt}"}
-            for fmt, (name, _) in EXPORTS.items()
+            *(
+                {"format": fmt, "file": name, "url": f"/api/organiser/export/{fmt}"}
+                for fmt, (name, _) in EXPORTS.items()
+            ),
+            {
+                "format": "halueval",
+                "file": PARTIAL_FILE,
+                "url": "/api/organiser/export/halueval?allow_partial=1",
+                "partial": True,
+            },
         ],
     }
+
+
+def wants_partial(query: Mapping[str, str]) -> bool:
+    """Whether an export request asks for partly labelled items too (``?allow_partial=1``)."""
+    return query.get("allow_partial") in ("1", "true", "yes")
 
 
 def _queries(assigner: Assigner, ids: list[str]) -> dict[str, str]:

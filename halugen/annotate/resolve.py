@@ -117,17 +117,35 @@ class LabelRule:
         if self.per_item < 1:
             raise ValueError("per_item must be at least 1")
 
+    def is_partial(self, n_labels: int, released: bool) -> bool:
+        """Fewer labels than ``per_item`` and no released label."""
+        return not released and n_labels < self.per_item
+
     def admits(self, n_labels: int, released: bool) -> bool:
-        return self.allow_partial or released or n_labels >= self.per_item
+        return self.allow_partial or not self.is_partial(n_labels, released)
 
     def left_out(self, partial: int) -> str | None:
         """The note for ``partial`` items left out, naming the way to keep them."""
-        if not partial:
+        if not partial or self.allow_partial:
             return None
         return (
             f"left out {partial} item(s) with fewer than {self.per_item} labels "
             f"(--per-item); --allow-partial takes them, each with its label count"
         )
+
+    def refused(self, partial: int) -> str:
+        """The error of a command that will not go on without ``partial`` items nor with
+        them unasked (``eval``: a benchmark quietly smaller than its labels is wrong)."""
+        return (
+            f"{partial} annotated item(s) have fewer than {self.per_item} labels (--per-item): "
+            f"label them first, lower --per-item, or give --allow-partial to take them too"
+        )
+
+    def taken(self, partial: int) -> str | None:
+        """The note for ``partial`` items taken with ``allow_partial``."""
+        if not partial or not self.allow_partial:
+            return None
+        return f"took {partial} item(s) with fewer than {self.per_item} labels (--allow-partial)"
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ simple request cannot send, so it doubles as CSRF protection next to the SameSit
     GET  /api/organiser/overview         progress per annotator, disagreements, ties
     POST /api/organiser/extra-place      {item_id}: one more annotator for a tied item
     GET  /api/organiser/export/{format}  jsonl | labelstudio | halueval, as a download
+                                         (halueval?allow_partial=1: partly labelled too)
 
 A label is one row appended to ``annotations`` (source "web") through the durable lane of
 the store writer: the answer comes only after the commit, so a page reload or a crash of
@@ -61,7 +62,7 @@ from .access import ORGANISER_KEY, check_bind, is_loopback, make_tokens, split_t
 from .assign import DEFAULT_LEASE_SECONDS, Assigner, Leases
 from .guidelines import Guidelines, default_guidelines
 from .items import KINDS, LABELS
-from .organiser import EXPORTS, overview
+from .organiser import EXPORTS, PARTIAL_FILE, overview, wants_partial
 from .sessions import ANNOTATOR, ORGANISER, Session, Sessions, lease_journal, load_leases
 
 __all__ = [
@@ -564,6 +565,9 @@ async def _organiser_export(request: web.Request) -> web.StreamResponse:
     if fmt not in EXPORTS:
         return _error(404, f"no export format {fmt!r} (one of {', '.join(EXPORTS)})")
     name, ctype = EXPORTS[fmt]
+    partial = fmt == "halueval" and wants_partial(request.query)
+    if partial:
+        name = PARTIAL_FILE
     await state.store.writer.flush()  # every acknowledged label is in the file
     with tempfile.TemporaryDirectory(prefix="halugen-export-") as tmp:
         path = Path(tmp) / name
@@ -574,10 +578,7 @@ async def _organiser_export(request: web.Request) -> web.StreamResponse:
         else:  # HaluEval's layout holds resolved labels: resolve first, as the CLI does
             # items with fewer labels than the server hands out are left out, unless the
             # organiser asks for them (?allow_partial=1; each record then has n_labels)
-            rule = resolve.LabelRule(
-                per_item=state.assigner.per_item,
-                allow_partial=request.query.get("allow_partial") in ("1", "true", "yes"),
-            )
+            rule = resolve.LabelRule(per_item=state.assigner.per_item, allow_partial=partial)
             resolve.resolve_all(state.store, rule)
             formats.export_halueval_general(state.store, path, rule)
         data = path.read_bytes()

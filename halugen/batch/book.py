@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..store.db import Store, key_prefix, now
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LIVE_STATES",
-    "BatchRecord",
     "LineRecord",
     "batch_row",
     "call_log_row",
@@ -40,22 +40,6 @@ __all__ = [
 LIVE_STATES = ("submitting", "submitted")
 
 
-@dataclass
-class BatchRecord:
-    batch_id: str
-    run_id: str
-    kind: str
-    state: str
-    status: str | None
-    provider_batch_id: str | None
-    input_file_id: str | None
-    requests: int
-    completed: int
-    failed: int
-    reserved_pusd: int
-    created_at: Any = None
-
-
 @dataclass(frozen=True, slots=True)
 class LineRecord:
     line_no: int
@@ -72,20 +56,15 @@ class LineRecord:
     request_json: str
 
 
-_BATCH_COLUMNS = (
-    "batch_id, run_id, kind, state, status, provider_batch_id, input_file_id, requests, "
-    "COALESCE(completed, 0), COALESCE(failed, 0), reserved_pusd, created_at"
-)
-
-
-def live_batches(store: Store, run_id: str) -> list[BatchRecord]:
-    """Batches of the run sent to a provider and not yet settled, oldest first."""
+def live_batches(store: Store, run_id: str) -> list[tuple[BatchRow, datetime]]:
+    """Batches of the run sent to a provider and not yet settled, oldest first: each row as
+    stored, with when it was written (``created_at``, the writer's column)."""
     rows = store.query(
-        f"SELECT {_BATCH_COLUMNS} FROM batches WHERE run_id = ? AND kind = 'api' "
-        f"AND state IN {LIVE_STATES} ORDER BY created_at",
+        f"SELECT {', '.join(BatchRow._fields)}, created_at FROM batches "
+        f"WHERE run_id = ? AND kind = 'api' AND state IN {LIVE_STATES} ORDER BY created_at",
         [run_id],
     )
-    return [BatchRecord(*r) for r in rows]
+    return [(BatchRow(*r[:-1]), r[-1]) for r in rows]
 
 
 def live_keys(store: Store, run_id: str) -> set[str]:
@@ -100,7 +79,7 @@ def live_keys(store: Store, run_id: str) -> set[str]:
 
 def live_batch_summary(store: Store, run_id: str) -> str:
     """'2 batches (batch_abc in_progress, ...)' for a run's live batches; '' when none."""
-    batches = live_batches(store, run_id)
+    batches = [batch for batch, _ in live_batches(store, run_id)]
     if not batches:
         return ""
     shown = ", ".join(

@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from fractions import Fraction
 from functools import partial
 from typing import Any, TypeVar
@@ -38,6 +39,7 @@ from ..llm.retrying import retrying
 from ..progress import BatchRow
 from ..stats import RunStats
 from ..store.db import Store, now
+from ..store.rows import BatchRow as StoredBatch  # progress.BatchRow is the view's line
 from ..store.rows import LedgerRow
 from ..store.writer import WriterRow
 from ..tokens import TokenCounter
@@ -59,8 +61,9 @@ def batch_cost(price: ModelPrice, cost: int) -> int:
 
 @dataclass
 class LiveBatch:
-    record: book.BatchRecord
+    record: StoredBatch  # its row in ``batches`` as this session knows it (replaced, not edited)
     reservation: Reservation
+    created_at: datetime
     status: str = ""
     total: int = 0
     completed: int = 0
@@ -129,12 +132,12 @@ class BatchJobs:
 
     async def resume(self) -> None:
         """Take over the run's batches that may still complete (an earlier session's)."""
-        for record in book.live_batches(self.store, self.run_id):
+        for record, created_at in book.live_batches(self.store, self.run_id):
             if record.batch_id in self.live:
                 continue
             amount = book.open_reserved(self.store, record.batch_id)
             self.ledger.reserved += amount  # already durable: counted, never re-reserved
-            live = LiveBatch(record, Reservation(amount), status=record.status or "")
+            live = LiveBatch(record, Reservation(amount), created_at, status=record.status or "")
             live.total = record.requests
             self.live[record.batch_id] = live
             for line in book.lines_of(self.store, record.batch_id):
@@ -211,18 +214,17 @@ class BatchJobs:
         batch_id = f"hb-{uuid.uuid4().hex[:12]}"
         total = sum(amounts)
         data = b"".join(line for _, line in group)
-        rows: list[WriterRow] = [
-            book.batch_row(
-                batch_id,
-                self.run_id,
-                kind="api",
-                state="submitting",
-                requests=len(group),
-                reserved_pusd=total,
-                size=len(data),
-                base_url=self.base_url,
-            )
-        ]
+        record = book.batch_row(
+            batch_id,
+            self.run_id,
+            kind="api",
+            state="submitting",
+            requests=len(group),
+            reserved_pusd=total,
+            size=len(data),
+            base_url=self.base_url,
+        )
+        rows: list[WriterRow] = [record]
         for n, ((p, _), amount) in enumerate(zip(group, amounts, strict=True), start=1):
             call_id = self._next_call_id
             self._next_call_id += 1
@@ -238,11 +240,7 @@ class BatchJobs:
         except BaseException:
             self.ledger.release(reservation)
             raise
-        record = book.BatchRecord(
-            batch_id, self.run_id, "api", "submitting", None, None, None, len(group), 0, 0, total,
-            now(),
-        )  # fmt: skip
-        live = self.live[batch_id] = LiveBatch(record, reservation, status="uploading")
+        live = self.live[batch_id] = LiveBatch(record, reservation, now(), status="uploading")
         live.total = len(group)
         for p, _ in group:
             self.stats.stage(p.task, p.stage).in_flight += 1
@@ -255,7 +253,7 @@ class BatchJobs:
             await self._abandon(live, f"upload failed: {exc}")
             raise _systemic(exc) from None
         await self.writer.put_durable([book.update_row(batch_id, input_file_id=file_id)])
-        record.input_file_id = file_id
+        live.record = live.record._replace(input_file_id=file_id)
         info = await self._create(live)
         await self._submitted(live, info)
         self.submitted_batches += 1
@@ -290,9 +288,7 @@ class BatchJobs:
             raise _systemic(exc) from None
 
     async def _submitted(self, live: LiveBatch, info: BatchInfo) -> None:
-        record = live.record
-        record.state = "submitted"
-        record.provider_batch_id = info.id
+        record = live.record = live.record._replace(state="submitted", provider_batch_id=info.id)
         await self.writer.put_durable(
             [
                 book.update_row(
@@ -351,7 +347,7 @@ class BatchJobs:
 
     def _seen(self, live: LiveBatch, info: BatchInfo) -> None:
         live.status = info.status
-        live.record.status = info.status
+        live.record = live.record._replace(status=info.status)
         live.total = info.total or live.record.requests
         live.completed = info.completed
         live.failed = info.failed
@@ -533,8 +529,7 @@ class BatchJobs:
         out = []
         stamp = now()
         for live in self.live.values():
-            created = live.record.created_at
-            elapsed = (stamp - created).total_seconds() if created is not None else 0.0
+            elapsed = (stamp - live.created_at).total_seconds()
             status = live.status or live.record.state
             if live.error:
                 status += " (poll failed)"

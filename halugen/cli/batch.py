@@ -190,7 +190,10 @@ def _cancel(args: argparse.Namespace) -> int:
     with open_store(db_path(args)) as store:
         runs = [args.run] if args.run else [r["run_id"] for r in store.list_runs()]
         targets = [
-            b for run in runs for b in live_batches(store, run) if b.provider_batch_id is not None
+            b
+            for run in runs
+            for b, _ in live_batches(store, run)
+            if b.provider_batch_id is not None
         ]
 
         async def cancel() -> list[str]:

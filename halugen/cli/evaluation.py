@@ -53,6 +53,10 @@ def add_parsers(sub: Any) -> None:
         default="parse",
         help="read the Yes/No verdict, or score P(Yes) from logprobs (default: parse)",
     )
+    from .general import add_label_rule_flags
+
+    # the general task's annotated items in the store: which count as labelled
+    add_label_rule_flags(ev, unasked="refuse to judge while there are any, saying how many")
     add_settings(ev, "endpoint", "run", "resume", "batch")
 
     rep = sub.add_parser("report", help="tables of the recognition results")
@@ -120,10 +124,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     from ..evaluate.run import EvalConfig, evaluate
     from ..tasks.stored import get_task_or_stored
+    from .general import label_rule, label_rule_asked
 
     cfg = run_config(args)
     # a task folder is read and checked first; a name the store keeps is read from it
     args.task = get_task_or_stored(args.task, cfg.db).name
+    labels = label_rule(args)
+    if (args.task != "general" or args.data) and label_rule_asked(args):
+        raise UsageError(
+            "--per-item and --allow-partial choose the general task's annotated items in the "
+            "store: they apply to 'eval --task general' without --data"
+        )
     ecfg = EvalConfig(
         run=cfg,
         task=args.task,
@@ -133,6 +144,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         scoring=args.scoring,
         limit=cfg.limit,
         structured=cfg.structured,
+        labels=labels,
     )
 
     on_run = announce("eval run", f"{args.task}/{args.strategy} with {{model}}", cfg.db)

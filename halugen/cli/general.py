@@ -179,22 +179,32 @@ def add_parsers(sub: Any) -> None:
         add_config_flag(a)
 
 
-def add_label_rule_flags(p: argparse.ArgumentParser) -> None:
-    """``--per-item`` / ``--allow-partial`` of the commands that resolve or export labels."""
+def add_label_rule_flags(
+    p: argparse.ArgumentParser, *, unasked: str = "leave them out and say how many"
+) -> None:
+    """``--per-item`` / ``--allow-partial`` of the commands that resolve, export or judge
+    labelled items; ``unasked``: what the command does with partial items by default."""
     p.add_argument(
         "--per-item",
         type=int,
         default=3,
         metavar="N",
-        help="labels an item needs to count as resolved (resolutions and HaluEval's general "
-        "layout); a released HaluEval label counts alone (default: 3, as 'annotate serve')",
+        help="labels an item needs to count as resolved (resolutions, HaluEval's general "
+        "layout, eval of the general task); a released HaluEval label counts alone "
+        "(default: 3, as 'annotate serve')",
     )
     p.add_argument(
         "--allow-partial",
         action="store_true",
         help="also take items with fewer labels; exports then give each record its label "
-        "count, n_labels (default: leave them out and say how many)",
+        f"count, n_labels (default: {unasked})",
     )
+
+
+def label_rule_asked(args: argparse.Namespace) -> bool:
+    """Whether ``--per-item`` or ``--allow-partial`` was given other than by default (for the
+    commands where they do not apply)."""
+    return bool(args.allow_partial) or args.per_item != 3
 
 
 def label_rule(args: argparse.Namespace) -> Any:
@@ -332,7 +342,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
                 general = formats.export_halueval_general(store, args.out, rule)
                 written, note = general.rows, rule.left_out(general.partial)
             else:
-                if args.allow_partial or args.per_item != 3:
+                if label_rule_asked(args):
                     raise UsageError(
                         f"--per-item and --allow-partial choose resolved items: "
                         f"--format {args.format} writes every label as it is, resolved or not"

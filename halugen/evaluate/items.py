@@ -36,6 +36,7 @@ __all__ = [
     "item_fields",
     "items_from_files",
     "items_from_store",
+    "partial_general_items",
     "read_halueval",
 ]
 
@@ -160,7 +161,8 @@ def general_items(
     store: Store, labels: LabelRule | None = None, partial: list[int] | None = None
 ) -> Iterator[tuple[EvalItem, int]]:
     """Annotated items with a resolved label and their label counts, resolved from the labels
-    as they are now; items ``labels`` leaves out (too few labels) are counted in ``partial``."""
+    as they are now; items with too few labels (``LabelRule.is_partial``) are counted in
+    ``partial``, and left out unless ``labels`` allows partial items."""
     from ..annotate.resolve import LabelRule, current_resolutions
 
     rule = labels or LabelRule()
@@ -170,11 +172,11 @@ def general_items(
             "GROUP BY item_id"
         )
     )
-    left_out = 0
+    n_partial = 0
     for entry in sorted(current_resolutions(store), key=lambda e: e.item_id):
         res = entry.resolution
+        n_partial += rule.is_partial(res.n_labels, entry.released)
         if not rule.admits(res.n_labels, entry.released):
-            left_out += 1
             continue
         fields = {
             "user_query": queries[entry.item_id],
@@ -183,14 +185,25 @@ def general_items(
         }
         yield _item("general", fields, entry.item_id, res.label == "yes"), res.n_labels
     if partial is not None:
-        partial.append(left_out)
+        partial.append(n_partial)
 
 
-def items_from_store(store: Store, task: str, *, gen_run: str | None = None) -> Iterator[EvalItem]:
-    """Accepted samples of ``task`` (general: annotated items with a resolved label, see
-    ``general_items``)."""
+def partial_general_items(store: Store, labels: LabelRule) -> int:
+    """How many annotated items have too few labels for ``labels`` (``LabelRule.is_partial``)."""
+    from ..annotate.resolve import current_resolutions
+
+    return sum(
+        labels.is_partial(e.resolution.n_labels, e.released) for e in current_resolutions(store)
+    )
+
+
+def items_from_store(
+    store: Store, task: str, *, gen_run: str | None = None, labels: LabelRule | None = None
+) -> Iterator[EvalItem]:
+    """Accepted samples of ``task`` (general: annotated items with a resolved label, those
+    ``labels`` admits, see ``general_items``)."""
     if task == "general":
-        yield from (item for item, _ in general_items(store))
+        yield from (item for item, _ in general_items(store, labels))
         return
     names = item_fields(task)
     where, params = "WHERE task = ?", [task]

@@ -17,6 +17,8 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
@@ -39,8 +41,11 @@ from ..store.rows import JudgementRow
 from ..tasks import get_task
 from ..tasks.stored import remember
 from . import judge
-from .items import items_from_files, items_from_store
+from .items import items_from_files, items_from_store, partial_general_items
 from .verdicts import parse_contrast, parse_verdict, verdict_from_logprobs
+
+if TYPE_CHECKING:
+    from ..annotate.resolve import LabelRule
 
 __all__ = ["EvalConfig", "EvalOutcome", "evaluate"]
 
@@ -55,6 +60,9 @@ class EvalConfig:
     scoring: str = "parse"  # parse | logprobs
     limit: int | None = None
     structured: str = "auto"  # ask for a JSON verdict: auto (when supported) | on | off
+    # the general task from the store: which annotated items count (--per-item,
+    # --allow-partial); None: the default rule, which refuses items with too few labels
+    labels: LabelRule | None = None
 
 
 @dataclass(frozen=True)
@@ -95,14 +103,25 @@ def _identity(cfg: EvalConfig, template: Template) -> dict[str, object]:
         "template": template.hash,
         # only when forced, so runs made before the option existed resume as they were
         **({"structured": cfg.structured} if cfg.structured != "auto" else {}),
+        # likewise: a run that took partly labelled items judged another set of items
+        **_labels_identity(cfg),
     }
+
+
+def _labels_identity(cfg: EvalConfig) -> dict[str, object]:
+    from ..annotate.resolve import LabelRule
+
+    labels = cfg.labels
+    if cfg.task != "general" or cfg.data or labels is None or labels == LabelRule():
+        return {}
+    return {"labels": {"per_item": labels.per_item, "allow_partial": labels.allow_partial}}
 
 
 def _items(cfg: EvalConfig, session: CallSession) -> Iterator[judge.EvalItem]:
     source = (
         items_from_files(list(cfg.data), cfg.task)
         if cfg.data
-        else items_from_store(session.store, cfg.task, gen_run=cfg.gen_run)
+        else items_from_store(session.store, cfg.task, gen_run=cfg.gen_run, labels=cfg.labels)
     )
     for n, item in enumerate(source):
         if cfg.limit is not None and n >= cfg.limit:
@@ -301,6 +320,23 @@ async def _feed(
         st.seeds_total[cfg.task] = total
 
 
+def _partial_items(cfg: EvalConfig) -> str | None:
+    """The general task from the store judges the items its label rule admits, as the
+    exports do: items with fewer labels than ``--per-item`` are an error unless
+    ``--allow-partial`` takes them; then the note saying how many."""
+    if cfg.task != "general" or cfg.data or not Path(cfg.run.db).exists():
+        return None
+    from ..annotate.resolve import LabelRule
+    from ..store.db import open_store
+
+    labels = cfg.labels or LabelRule()
+    with open_store(cfg.run.db, read_only=True) as store:
+        partial = partial_general_items(store, labels)
+    if partial and not labels.allow_partial:
+        raise UsageError(labels.refused(partial))
+    return labels.taken(partial)
+
+
 async def evaluate(
     cfg: EvalConfig,
     *,
@@ -325,6 +361,7 @@ async def evaluate(
     )
     if cfg.data:  # fail fast on unreadable input, before a run is opened
         next(iter(items_from_files(list(cfg.data), cfg.task)), None)
+    taken = _partial_items(cfg)  # likewise: partly labelled general items, refused unasked
     cfg = replace(cfg, run=await resolve_model(cfg.run, transport))  # before its identity
     if stage_by_stage(cfg.run):  # --batch: a pass per stage, each a run of this function
         settings = partial(with_run, cfg)  # each pass's run settings in this kind's
@@ -365,6 +402,8 @@ async def evaluate(
         except UsageError:
             raise
         session.notes.extend(session.capabilities.notes())
+        if taken:
+            session.notes.append(taken)
         session.store.writer.flush_blocking()
         judged = session.store.query(
             "SELECT count(*) FROM judgements WHERE run_id = ?", [session.run_id]

@@ -150,7 +150,7 @@ def write_task_data(
     selection = Selection(())
     if task != "general":
         selection = pick_sample_runs(store, filters, params, run=run, all_runs=all_runs)
-    partial: list[int] = []  # general items left out, counted as they are read
+    partial: list[int] = []  # general items with too few labels, counted as read
     sources: list[tuple[str, Iterator[dict[str, Any]], tuple[str, ...]]] = [
         (p.unit[0], _sample_items(store, p.unit[0], p, filters, params), p.runs)
         for p in sorted(selection.picked, key=lambda p: p.unit[0])

@@ -3,10 +3,10 @@
 Each table that rows are appended to has a record here (a ``NamedTuple``): its fields are the
 table's columns in order, without ``created_at``, which whoever commits stamps. A test checks
 every record against its table after the migrations. Records are plain tuples underneath, so
-they go to DuckDB exactly as the positional tuples of before did (still accepted while call
-sites move over): as a dict of NumPy object columns, which DuckDB scans directly and casts to
-the table's types, about 4x cheaper than Arrow arrays built from Python lists, and without
-pyarrow importing pandas (~80 MB) to check whether a list is a pandas object.
+they go to DuckDB exactly as the positional tuples of before did (the writer now takes only
+records and ``Statement``): as a dict of NumPy object columns, which DuckDB scans directly
+and casts to the table's types, about 4x cheaper than Arrow arrays built from Python lists,
+and without pyarrow importing pandas (~80 MB) to check whether a list is a pandas object.
 """
 
 from __future__ import annotations
@@ -542,7 +542,7 @@ _TABLE_OF: dict[type, str] = {record: table for record, table in RECORDS.items()
 
 
 def table_of(row: object) -> str | None:
-    """The table a record is appended to; None for anything else (a positional row)."""
+    """The table a record is appended to; None for anything else (a Statement, a mistake)."""
     return _TABLE_OF.get(type(row))
 
 

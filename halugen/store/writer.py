@@ -31,21 +31,17 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 import duckdb
 
 from .failures import write_error
 from .rows import Record, RowViews, Statement, insert_rows, table_of
 
-__all__ = ["Row", "StoreWriter", "WriterRow"]
+__all__ = ["StoreWriter", "WriterRow"]
 
-# The positional form the writer took before records (rows.py): (table, values in
-# TABLE_COLUMNS order without the trailing created_at), or ("sql", (query, params)). Still
-# accepted while the last call sites move over to records.
-Row = tuple[str, tuple[Any, ...]]
-# What a caller hands the writer: a record, a Statement, or a positional row.
-WriterRow = Record | Statement | Row
+# What a caller hands the writer: a record (rows.py) or a Statement.
+WriterRow = Record | Statement
 _Item = tuple[Sequence[WriterRow], asyncio.Future[None] | None]
 
 # the durable lane commits at once when this many writers wait (see the module docstring)
@@ -231,6 +227,9 @@ class StoreWriter:
     def _enqueue(
         self, lane: _Lane, rows: Sequence[WriterRow], fut: asyncio.Future[None] | None
     ) -> None:
+        for row in rows:  # our own code's mistake, told where it is made, not in a lane
+            if table_of(row) is None and not isinstance(row, Statement):
+                raise TypeError(f"the store writer takes records (rows.py) or a Statement: {row!r}")
         with self._idle:
             self._pending += 1
         lane.queue.append((rows, fut))
@@ -282,10 +281,7 @@ def _table_and_values(row: WriterRow) -> tuple[str, Any]:
     table = table_of(row)
     if table is not None:  # a record
         return table, row
-    if isinstance(row, Statement):
-        return "sql", row
-    positional = cast(Row, row)
-    return positional[0], positional[1]
+    return "sql", row  # a Statement: _enqueue let nothing else in
 
 
 def _resolve(

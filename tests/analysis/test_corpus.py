@@ -12,11 +12,12 @@ from halugen.errors import UsageError
 from halugen.records import fingerprint
 from halugen.store.db import open_store
 from halugen.store.migrations import TABLE_COLUMNS
+from halugen.store.rows import AnnotationItemRow, JudgementRow, SampleRow
 
 QA_FIELDS = ("knowledge", "question", "right_answer", "hallucinated_answer")
 
 
-def sample_row(run_id: str, task: str, i: int, **fields: str | None) -> tuple:
+def sample_row(run_id: str, task: str, i: int, **fields: str | None) -> SampleRow:
     values = dict.fromkeys(TABLE_COLUMNS["sample_rows"][:-1])
     values.update(
         run_id=run_id,
@@ -28,7 +29,7 @@ def sample_row(run_id: str, task: str, i: int, **fields: str | None) -> tuple:
         pattern="factualness",
     )
     values.update(fields)
-    return ("sample_rows", tuple(values.values()))
+    return SampleRow(**values)
 
 
 def qa_fields(i: int) -> dict[str, str]:
@@ -52,31 +53,13 @@ def judgement(
     shown: str,
     verdict: str,
     truth: bool | None = None,
-) -> tuple:
+) -> JudgementRow:
     if truth is None:  # samples: the truth is which answer was shown
         truth = shown in ("hallucinated", "both")
-    return (
-        "judgements",
-        (
-            run_id,
-            task,
-            key,
-            item_id,
-            "plain",
-            "m",
-            shown,
-            truth,
-            verdict,
-            None,
-            10,
-            verdict,
-            "ck",
-            "th",
-            1,
-            verdict,
-            None,
-        ),
-    )
+    return JudgementRow(
+        run_id, task, key, item_id, "plain", "m", shown, truth, verdict, None, 10, verdict,
+        "ck", "th", 1, verdict, None,
+    )  # fmt: skip
 
 
 @pytest.fixture
@@ -194,25 +177,16 @@ def test_eval_run_errors(store):
 
 def test_general_items_and_failures(store):
     rows = [
-        (
-            "annotation_items",
-            (
-                "pre1:a:0",
-                "preselect",
-                "pre1",
-                "What is a quasar?",
-                "A quasar is a kind of fish.",
-                None,
-            ),
+        AnnotationItemRow(
+            "pre1:a:0",
+            "preselect",
+            "pre1",
+            "What is a quasar?",
+            "A quasar is a kind of fish.",
+            None,
         ),
-        (
-            "annotation_items",
-            ("pre1:b:0", "preselect", "pre1", "Name a moon of Mars.", "Phobos.", None),
-        ),
-        (
-            "annotation_items",
-            ("halueval:7", "halueval", None, "Who wrote Emma?", "Jane Austen.", None),
-        ),
+        AnnotationItemRow("pre1:b:0", "preselect", "pre1", "Name a moon of Mars.", "Phobos.", None),
+        AnnotationItemRow("halueval:7", "halueval", None, "Who wrote Emma?", "Jane Austen.", None),
         # general truth is the human label: a "no" on a right response is no failure
         judgement("ev3", "general", "x1", "pre1:a:0", "response", "no", truth=True),
         judgement("ev3", "general", "x2", "pre1:b:0", "response", "no", truth=False),

@@ -12,6 +12,7 @@ from aiohttp.test_utils import TestServer
 
 from halugen.annotate.server import build_app
 from halugen.store.db import Store
+from halugen.store.rows import AnnotationItemRow
 
 RESPONSE = "The tower was finished in 1999 by Gustave Eiffel."
 TRICKY = "<script>alert(1)</script> & \"quotes\" 'x' <b>bold</b> \u2028 caf\u00e9 \U0001f5fc"
@@ -20,7 +21,7 @@ TRICKY = "<script>alert(1)</script> & \"quotes\" 'x' <b>bold</b> \u2028 caf\u00e
 def add_items(store: Store, items: list[tuple[str, str, str]]) -> None:
     store.writer.put(
         [
-            ("annotation_items", (item_id, "jsonl", None, query, response, None))
+            AnnotationItemRow(item_id, "jsonl", None, query, response, None)
             for item_id, query, response in items
         ]
     )

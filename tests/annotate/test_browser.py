@@ -21,6 +21,7 @@ import pytest
 
 from halugen.annotate.server import AnnotateServer, serve
 from halugen.store.db import open_store
+from halugen.store.rows import AnnotationItemRow
 
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="the playwright package is not installed (pip install playwright)"
@@ -78,9 +79,7 @@ def start_server(
 ) -> Served:
     """The annotation server on a free port in a thread of its own, over ``items``."""
     with open_store(db) as store:
-        store.writer.put(
-            [("annotation_items", (i, "jsonl", None, q, r, None)) for i, q, r in items]
-        )
+        store.writer.put([AnnotationItemRow(i, "jsonl", None, q, r, None) for i, q, r in items])
         store.writer.flush_blocking(10)
 
     loop = asyncio.new_event_loop()
@@ -603,6 +602,14 @@ def test_the_organiser_view(launch: Callable[..., Served], browser: Any) -> None
         ("w2", "yes"),
         ("w2", "yes"),
     ]
+    # the partial download has its own link, with what partial means beside it
+    partial = page.locator("#org-exports a[data-partial='1']")
+    expect(partial).to_have_attribute("href", "/api/organiser/export/halueval?allow_partial=1")
+    expect(partial).to_contain_text("partly labelled")
+    expect(partial.locator("xpath=..")).to_contain_text("fewer than 2 labels")
+    with page.expect_download() as info:
+        partial.click()
+    assert info.value.suggested_filename == "general_data_partial.json"
     # logging out closes the view
     page.click("#org-logout")
     expect(page.locator("#org-login")).to_be_visible()

@@ -11,6 +11,7 @@ from halugen.annotate.access import ORGANISER_KEY, make_tokens, split_tokens
 from halugen.annotate.assign import Assigner
 from halugen.annotate.organiser import overview
 from halugen.store.db import Store
+from halugen.store.rows import AnnotationRow
 
 from ._web import TRICKY, Annotator, add_items, run
 
@@ -27,6 +28,10 @@ def test_open_on_loopback_without_tokens(store: Store) -> None:
         async with org.session.get(server.make_url("/static/organiser.js")) as r:
             text = await r.text()
             assert r.status == 200 and "innerHTML" not in text
+            # the partial download's link says what partial means
+            assert "e.partial" in text and "fewer than" in text and "n_labels" in text
+        async with org.session.get(server.make_url("/organiser")) as r:
+            assert "partly labelled download" in await r.text()
 
     run(store, scenario)
 
@@ -128,11 +133,13 @@ def test_progress_disagreements_and_ties(store: Store) -> None:
         ]
         assert data["disagreements"][1]["query"] == "Tricky <b>query</b>"  # raw text
         assert data["tie_count"] == 2 and [t["item_id"] for t in data["ties"]] == ["i1", "i3"]
-        assert [e["url"] for e in data["exports"]] == [
-            "/api/organiser/export/jsonl",
-            "/api/organiser/export/labelstudio",
-            "/api/organiser/export/halueval",
+        assert [(e["url"], e["file"]) for e in data["exports"]] == [
+            ("/api/organiser/export/jsonl", "annotations.jsonl"),
+            ("/api/organiser/export/labelstudio", "labelstudio.json"),
+            ("/api/organiser/export/halueval", "general_data.json"),
+            ("/api/organiser/export/halueval?allow_partial=1", "general_data_partial.json"),
         ]
+        assert [e.get("partial", False) for e in data["exports"]] == [False, False, False, True]
 
         # settle i1: one more place; ann3 gets it and breaks the tie
         assert (await org.call("POST", "/api/organiser/extra-place", {"item_id": "nope"}))[0] == 404
@@ -156,8 +163,8 @@ def test_progress_disagreements_and_ties(store: Store) -> None:
 def test_a_split_item_with_a_free_place_is_not_a_tie_to_settle(store: Store) -> None:
     store.writer.put(
         [
-            ("annotations", ("i1", "a", "yes", "[]", None, "import")),
-            ("annotations", ("i1", "b", "no", "[]", None, "import")),
+            AnnotationRow("i1", "a", "yes", "[]", None, "import"),
+            AnnotationRow("i1", "b", "no", "[]", None, "import"),
         ]
     )
     store.writer.flush_blocking(10)
@@ -193,10 +200,14 @@ def test_exports(store: Store) -> None:
             general = [orjson.loads(line) for line in (await r.read()).splitlines()]
         # neither item has its 3 labels yet: HaluEval's layout holds resolved items only
         assert r.status == 200 and general == []
-        url = server.make_url("/api/organiser/export/halueval?allow_partial=1")
-        async with org.session.get(url) as r:
+        # the organiser page's partial link, as the overview gives it
+        _, data = await org.call("GET", "/api/organiser/overview")
+        (link,) = [e for e in data["exports"] if e.get("partial")]
+        async with org.session.get(server.make_url(link["url"])) as r:
             general = [orjson.loads(line) for line in (await r.read()).splitlines()]
+            disposition = r.headers["Content-Disposition"]
         assert r.status == 200
+        assert disposition == f'attachment; filename="{link["file"]}"'
         assert {(g["ID"], g["hallucination"], g["n_labels"]) for g in general} == {
             ("i1", "no", 1),
             ("i3", "yes", 2),
@@ -213,8 +224,8 @@ def test_overview_counts_reach_past_the_listed_rows(store: Store) -> None:
     rows = []
     for i in range(5):
         rows += [
-            ("annotations", (f"x{i:03}", "a", "yes", "[]", None, "import")),
-            ("annotations", (f"x{i:03}", "b", "no", "[]", None, "import")),
+            AnnotationRow(f"x{i:03}", "a", "yes", "[]", None, "import"),
+            AnnotationRow(f"x{i:03}", "b", "no", "[]", None, "import"),
         ]
     store.writer.put(rows)
     store.writer.flush_blocking(10)

@@ -80,10 +80,10 @@ def test_writer_failure_is_a_store_error(tmp_path):
 
     async def main() -> None:
         with pytest.raises(StoreError):
-            await store.writer.put_durable([("sql", ("INSERT INTO no_such_table VALUES (1)", []))])
+            await store.writer.put_durable([Statement("INSERT INTO no_such_table VALUES (1)", [])])
         with pytest.raises(StoreError):
             width = len(TABLE_COLUMNS["seed_outcomes"]) - 1
-            store.writer.put([("seed_outcomes", ("r",) * width)])
+            store.writer.put([SeedOutcomeRow(*(("r",) * width))])
 
     asyncio.run(main())
     with pytest.raises(StoreError):
@@ -100,15 +100,19 @@ def test_key_index():
     assert key_prefix("f" * 64) == -1
 
 
-def test_writer_takes_records_statements_and_positional_rows_together(tmp_path):
-    # positional rows stay accepted while the last call sites (llm/, batch/) move over
+def test_writer_takes_records_and_statements_together_and_nothing_else(tmp_path):
     store = open_store(tmp_path / "s.duckdb", serve_reads=False)
+    # the positional form of earlier versions is refused where it is handed over
+    positional = ("ledger", (1, 1, "r", "settle", 3, "k", "sample", "qa", "m", None))
+    for wrong in (positional, ("sql", ("UPDATE endpoint_facts SET context_window = 1", []))):
+        with pytest.raises(TypeError, match="takes records"):
+            store.writer.put([LedgerRow(9, 1, "r", "reserve", 1, "k", "s", "qa", "m", None), wrong])
     store.writer.put(
         [
             LedgerRow(1, 1, "r", "reserve", 5, "k", "sample", "qa", "m", None),
-            ("ledger", (1, 1, "r", "settle", 3, "k", "sample", "qa", "m", None)),
+            LedgerRow(1, 1, "r", "settle", 3, "k", "sample", "qa", "m", None),
             Statement("INSERT INTO endpoint_facts VALUES (?, ?, ?, ?, now())", ["u", "m", 8, "x"]),
-            ("sql", ("UPDATE endpoint_facts SET context_window = ?", [16])),
+            Statement("UPDATE endpoint_facts SET context_window = ?", [16]),
         ]
     )
     store.writer.flush_blocking()

@@ -9,6 +9,7 @@
     labelstudio: "Label Studio (labelstudio.json)",
     halueval: "HaluEval general (general_data.json)",
   };
+  const PARTIAL_NAME = "HaluEval general, partly labelled items too (general_data_partial.json)";
   let timer = null;
 
   const api = apiCall;  // api.js
@@ -76,6 +77,17 @@
       a.href = e.url;
       a.setAttribute("download", e.file);
       a.dataset.format = e.format;
+      if (e.partial) {
+        // what partial means, next to its link: the full download leaves these items out
+        a.dataset.partial = "1";
+        a.textContent = PARTIAL_NAME;
+        const why = document.createElement("span");
+        why.className = "muted";
+        why.textContent = " — also the items with fewer than " + data.per_item +
+          " labels, each record with its number of labels (n_labels)";
+        li.append(a, why);
+        return li;
+      }
       a.textContent = EXPORT_NAMES[e.format] || e.format;
       li.append(a);
       return li;
