@@ -17,9 +17,9 @@ options), and the record's data as labelled lines (``Knowledge: ...``, ``Right a
 comes last: after the reply format, whose lines then end at the first blank line (the
 layout halugen's own templates use, so that the fixed text is a prefix providers cache), or
 before it, the reply format ending the message. Which reply: ``Pattern`` and a label for the
-text (``Answer``, ``Response``, ``Claim``...) ask for a hallucination of the record's ``Right <label>`` (``mutate``),
-``Choice`` for the filter judge's pick among numbered candidates (``Answer 1``, ``Claim
-2``...), ``Verdict`` for a recognition Yes/No on the record's judged text, ``Hallucinated``
+text (``Answer``, ``Response``, ``Claim``...) ask for a hallucination of the record's
+``Right <label>`` (``mutate``), ``Choice`` for the filter judge's pick among numbered
+candidates (``Answer 1``, ``Claim 2``...), ``Verdict`` for a recognition Yes/No on the record's judged text, ``Hallucinated``
 for a contrast judge's pick of the hallucinated one of two numbered candidates; no reply
 format at all is a plain user query (``plain``).
 
