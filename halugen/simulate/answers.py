@@ -19,9 +19,9 @@ layout halugen's own templates use, so that the fixed text is a prefix providers
 before it, the reply format ending the message. Which reply: ``Pattern`` and a label for the
 text (``Answer``, ``Response``, ``Claim``...) ask for a hallucination of the record's
 ``Right <label>`` (``mutate``), ``Choice`` for the filter judge's pick among numbered
-candidates (``Answer 1``, ``Claim 2``...), ``Verdict`` for a recognition Yes/No on the record's judged text, ``Hallucinated``
-for a contrast judge's pick of the hallucinated one of two numbered candidates; no reply
-format at all is a plain user query (``plain``).
+candidates (``Answer 1``, ``Claim 2``...), ``Verdict`` for a recognition Yes/No on the
+record's judged text, ``Hallucinated`` for a contrast judge's pick of the hallucinated one of
+two numbered candidates; no reply format at all is a plain user query (``plain``).
 
 Any task's prompts are read this way, a task folder's included: the record's labels are
 first looked for among the usual ones (knowledge, question, document, ...), and when those
