@@ -493,7 +493,7 @@ def report(task: str, n: int, inter: Tally, batch: Tally, halueval: Tally) -> li
             s = max(t.samples, 1)
             lines.append(
                 f"    {stage:7s} {t.calls[stage] / s:4.2f} calls, fixed {t.fixed[stage] / s:6.0f} "
-                f"(cached {t.cached[stage] / s:6.0f}), record and reply format "
+                f"(cached {t.cached[stage] / s:6.0f}), record and what follows it "
                 f"{(t.prompt[stage] - t.fixed[stage]) / s:5.0f}, output {t.output[stage] / s:4.0f}"
             )
     return lines

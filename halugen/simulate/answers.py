@@ -10,16 +10,18 @@ into the text of one choice:
 * ``variant_key`` depends on the whole request and the choice index: what varies between
   choices and between otherwise identical requests with another ``seed``/``temperature``.
 
-Prompt shape: the final user message ends with a line ``Reply format:`` followed by one
+Prompt shape: the final user message holds a line ``Reply format:`` followed by one
 ``Label: <description>`` line per field of the reply (``<one of: a, b, c>`` lists the
-options); the record's data precedes it as labelled lines (``Knowledge: ...``,
-``Right answer: ...``, ``Answer 1: ...``), a value running to a blank line or the next
-label. Which reply: ``Pattern`` and a label for the text (``Answer``, ``Response``,
-``Claim``...) ask for a hallucination of the record's ``Right <label>`` (``mutate``),
-``Choice`` for the filter judge's pick among numbered candidates (``Answer 1``, ``Claim
-2``...), ``Verdict`` for a recognition Yes/No on the record's judged text, ``Hallucinated``
-for a contrast judge's pick of the hallucinated one of two numbered candidates; no reply
-format at all is a plain user query (``plain``).
+options), and the record's data as labelled lines (``Knowledge: ...``, ``Right answer:
+...``, ``Answer 1: ...``), a value running to a blank line or the next label. The record
+comes last: after the reply format, whose lines then end at the first blank line (the
+layout halugen's own templates use, so that the fixed text is a prefix providers cache), or
+before it, the reply format ending the message. Which reply: ``Pattern`` and a label for the
+text (``Answer``, ``Response``, ``Claim``...) ask for a hallucination of the record's
+``Right <label>`` (``mutate``), ``Choice`` for the filter judge's pick among numbered
+candidates (``Answer 1``, ``Claim 2``...), ``Verdict`` for a recognition Yes/No on the
+record's judged text, ``Hallucinated`` for a contrast judge's pick of the hallucinated one of
+two numbered candidates; no reply format at all is a plain user query (``plain``).
 
 Any task's prompts are read this way, a task folder's included: the record's labels are
 first looked for among the usual ones (knowledge, question, document, ...), and when those
@@ -106,7 +108,9 @@ class PromptInfo:
 
 
 def _split_format(text: str) -> tuple[str, list[str] | None]:
-    """(text before the last ``Reply format:``, the lines after it) or (text, None)."""
+    """(the message without its last ``Reply format:`` block, the block's lines after that
+    line) or (text, None). The block runs to the end of the message, or to the first blank
+    line after its own lines when more text (the record) follows it."""
     low = text.lower()
     at = low.rfind(_REPLY_FORMAT)
     if at < 0:
@@ -115,8 +119,19 @@ def _split_format(text: str) -> tuple[str, list[str] | None]:
     line_start = low.rfind("\n", 0, at) + 1
     if low[line_start:at].strip(" \t>*_#-"):
         return text, None
-    after = text[at + len(_REPLY_FORMAT) :]
-    return text[:line_start], after.splitlines()
+    lines = text[at + len(_REPLY_FORMAT) :].splitlines()
+    end = len(lines)
+    labelled = False
+    for i, line in enumerate(lines):
+        if line.strip():
+            labelled = True
+        elif labelled and any(rest.strip() for rest in lines[i:]):
+            end = i
+            break
+    before = text[:line_start]
+    if end < len(lines):  # the record follows the block: it ends what the scan reads
+        before += "\n" + "\n".join(lines[end:]).strip("\n")
+    return before, lines[:end]
 
 
 def _format_labels(lines: list[str]) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:

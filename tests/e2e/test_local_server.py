@@ -131,8 +131,8 @@ def test_a_reply_the_server_cut_to_fit_its_context_is_reported_as_that(
     simulator, hotpot_file, tmp_path
 ):
     # llama.cpp's way: no 400, the reply stops where the context is full
-    # QA prompts are 715 and 796 tokens here: 800 leaves the longer one a few tokens to reply
-    sim = simulator(context_window=800, shorten_to_fit=True)
+    # QA prompts are 710 and 805 tokens here: 810 leaves the longer one a few tokens to reply
+    sim = simulator(context_window=810, shorten_to_fit=True)
     db = tmp_path / "h.duckdb"
     cfg = _cfg(sim.base_url, hotpot_file(3), db, tasks=("qa",), model="halugen-sim",
                context_window=100_000)  # fmt: skip

@@ -160,7 +160,7 @@ def test_the_probe_is_sent_once_per_endpoint_and_model_across_sessions_and_comma
 ):
     sim = simulator(response_format="ignore")
     db = tmp_path / "h.duckdb"
-    seeds = hotpot_file(12)
+    seeds = hotpot_file(40)  # some seeds get two different candidates: the filter runs, and probes
     first = run(config(sim.base_url, seeds, db))
     assert first.exit_code == 0, first.message
     second = run(config(sim.base_url, seeds, db, fresh=True))  # another run, same endpoint

@@ -265,10 +265,12 @@ def test_jsonl_and_parquet_exports_with_filters(simulator, hotpot_file, tmp_path
 
 def test_editing_the_filter_prompt_reruns_only_filtering(simulator, hotpot_file, tmp_path):
     sim = simulator()
-    seeds = hotpot_file(12)
+    # enough seeds that some get two different candidates (those alone are filtered)
+    seeds = hotpot_file(40)
     db = tmp_path / "h.duckdb"
     first = run(config(sim.base_url, seeds, db))
     assert first.exit_code == 0
+    assert query(db, "SELECT count(*) FROM calls WHERE stage = 'filter'")[0][0] > 0
     before = sim.stats(keys=False)["requests"]
     prompts = tmp_path / "prompts"
     shutil.copytree(builtin_folder("qa") / "prompts", prompts / "qa")

@@ -55,6 +55,36 @@ def test_parse_judge_candidates_are_the_records_not_the_demos() -> None:
     assert info.candidates == ("1887", "1889")
 
 
+def test_parse_reads_a_record_that_follows_the_reply_format() -> None:
+    """halugen's templates put the reply format in the fixed text and the record last."""
+    text = (
+        "Example\n  Facts: The Rhine reaches the North Sea.\n  Correct: the North Sea\n\n"
+        "Reply format:\nPattern: <one of: comprehension, factualness>\n"
+        "Answer: <your hallucinated answer>\n\nThe record:\n"
+        f"Knowledge: {EIFFEL}\nQuestion: Who drew the first sketch?\n"
+        "Right answer: Maurice Koechlin"
+    )
+    info = parse_prompt(text)
+    assert info.kind == "hallucinate"
+    assert info.labels == ("Pattern", "Answer")
+    assert info.options["pattern"] == ("comprehension", "factualness")
+    assert info.fields == {
+        "knowledge": EIFFEL,
+        "question": "Who drew the first sketch?",
+        "right answer": "Maurice Koechlin",
+    }
+    judge = parse_prompt(
+        "Reply format:\nChoice: <the number of the answer you pick>\n\n"
+        f"Knowledge: {EIFFEL}\nQuestion: When?\nAnswer 1: 1887\nAnswer 2: 1889"
+    )
+    assert judge.kind == "choose"
+    assert judge.labels == ("Choice",)
+    assert judge.candidates == ("1887", "1889")
+    # a blank line between the heading and the format's lines does not end the block
+    spaced = parse_prompt("Reply format:\n\nChoice: <n>\n\nQuestion: q\nAnswer 1: a\nAnswer 2: b")
+    assert spaced.labels == ("Choice",) and spaced.candidates == ("a", "b")
+
+
 @pytest.mark.parametrize(
     ("tail", "kind"),
     [

@@ -33,6 +33,9 @@ FOLDERS = [
 # ("Reply format:" and one line per reply field) may follow: a model reads the shape of its
 # answer last, and so does the simulator.
 MAX_FIXED_AFTER_RECORD = 80
+# The built-in tasks' sampling and filter templates keep the reply format in the opening too
+# (it is cached with the rest): only the record's own labels follow its first field.
+MAX_FIXED_AFTER_RECORD_BUILTIN = 12
 MODELS = ("gpt-4o-mini", "gpt-4.1-mini")
 
 
@@ -113,7 +116,11 @@ def test_fixed_text_comes_before_the_record(name: str, spec: TaskSpec, stem: str
             assert at >= 0, f"{name}: fixed text not in the shared opening: {text[:60]!r}"
             pos = at
         after = sum(counter.count(text) for text in static_after)
-        assert after <= MAX_FIXED_AFTER_RECORD, (
+        laid_out = stem in (*spec.sample_templates, spec.filter_template)
+        most = (
+            MAX_FIXED_AFTER_RECORD_BUILTIN if spec.builtin and laid_out else MAX_FIXED_AFTER_RECORD
+        )
+        assert after <= most, (
             f"{name}: {after} tokens of fixed text follow the record; put instructions and "
             "demonstrations before it"
         )

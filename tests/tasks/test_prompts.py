@@ -163,7 +163,11 @@ def test_templates_need_exactly_the_seed_fields_and_the_filter_never_the_right_t
 
 @pytest.mark.parametrize("stem", STEMS)
 @pytest.mark.parametrize("task", TASKS)
-def test_rendered_template_is_complete_and_ends_with_the_reply_format(task: str, stem: str) -> None:
+def test_rendered_template_is_complete_and_gives_the_reply_format_before_the_record(
+    task: str, stem: str
+) -> None:
+    """The reply format is fixed text: it sits in the opening a provider caches, and the
+    record (what changes from call to call) ends the last message."""
     spec = spec_of(task)
     messages = render(task, stem)
     assert messages[0]["role"] == "system"
@@ -172,8 +176,11 @@ def test_rendered_template_is_complete_and_ends_with_the_reply_format(task: str,
         assert m["content"].strip()
         assert "{{" not in m["content"] and "}}" not in m["content"]
     last = messages[-1]["content"]
-    assert last.endswith(filter_format(spec) if stem == "filter" else sample_format(spec))
+    fmt = filter_format(spec) if stem == "filter" else sample_format(spec)
     assert last.count("Reply format:") == 1
+    assert fmt + "\n\n" in last
+    first_field = (spec.filter_context if stem == "filter" else spec.seed_fields)[0]
+    assert last.index(fmt) < last.index(f"{field_label(first_field)}: ")
 
 
 @pytest.mark.parametrize("stem", STEMS[:2])
@@ -181,8 +188,8 @@ def test_rendered_template_is_complete_and_ends_with_the_reply_format(task: str,
 def test_record_lines_come_last_and_once_in_the_final_message(task: str, stem: str) -> None:
     spec, seed = spec_of(task), SEEDS[task]
     last = render(task, stem)[-1]["content"]
-    record = "".join(f"{field_label(f)}: {seed[f]}\n" for f in spec.seed_fields)
-    assert last.endswith(record + "\n" + sample_format(spec))
+    record = "\n".join(f"{field_label(f)}: {seed[f]}" for f in spec.seed_fields)
+    assert last.endswith(record)
     # demonstrations never use the record's labelled-line layout in this message
     for label in (*map(field_label, spec.seed_fields), spec.reply_labels[0], "Pattern"):
         assert len(label_lines(last, label)) == 1, label
@@ -195,8 +202,8 @@ def test_filter_record_lines_come_last_and_hide_the_right_text(task: str) -> Non
     last = messages[-1]["content"]
     label = spec.candidate_label
     context = "".join(f"{field_label(f)}: {seed[f]}\n" for f in spec.filter_context)
-    shown = "".join(f"{label} {i}: {c}\n" for i, c in enumerate(CANDIDATES[task], 1))
-    assert last.endswith(context + shown + "\n" + filter_format(spec))
+    shown = "\n".join(f"{label} {i}: {c}" for i, c in enumerate(CANDIDATES[task], 1))
+    assert last.endswith(context + shown)
     for line in (*map(field_label, spec.filter_context), f"{label} 1", f"{label} 2"):
         assert len(label_lines(last, line)) == 1, line
     # the judge must never see the record's right text, however the values are built
@@ -204,6 +211,20 @@ def test_filter_record_lines_come_last_and_hide_the_right_text(task: str) -> Non
     assert render(task, "filter", hidden) == messages
     assert all("SENTINEL" not in m["content"] for m in messages)
     assert not label_lines(last, field_label(spec.right_field))
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_filter_says_what_to_pick_in_its_instructions_alone(task: str) -> None:
+    """The filter is never cached, so it carries no demonstrations: its system message says
+    what to pick (the candidate the record supports, the closest when none is), that exactly
+    one is picked, and the reply is the choice line; then the reply format and the record."""
+    spec = spec_of(task)
+    messages = render(task, "filter")
+    assert [m["role"] for m in messages] == ["system", "user"]
+    system = messages[0]["content"].casefold()
+    assert "numbered" in system and "closest" in system and "exactly one" in system
+    assert "choice line" in system
+    assert messages[1]["content"].startswith(filter_format(spec) + "\n\n")
 
 
 @pytest.mark.parametrize("stem", STEMS[:2])
