@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from ..errors import UsageError
 
 __all__ = [
+    "LOOPBACK_HOSTS",
     "ORGANISER_KEY",
     "check_bind",
     "is_loopback",
@@ -25,6 +26,8 @@ __all__ = [
 ]
 
 ORGANISER_KEY = "@organiser"
+# the Host headers a loopback-bound server answers (anything else: DNS rebinding)
+LOOPBACK_HOSTS: frozenset[str] = frozenset({"127.0.0.1", "localhost", "::1"})
 
 _NAME = re.compile(r"[\w .\-]{1,64}")  # \w on str: Unicode letters, digits and '_'
 

@@ -32,15 +32,15 @@ Bound to loopback by default; a non-loopback address needs ``allow_remote`` and 
 annotator (see ``make_tokens``). The organiser view needs the organiser token whenever
 tokens are in force (always, off loopback); without tokens, on loopback, it is open like the
 page itself.
+
+Starting, stopping and serving until a signal: serving.py; what a submitted label must look
+like: label_body.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
-import itertools
-import os
 import secrets
 import tempfile
 import time
@@ -50,18 +50,25 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import orjson
 from aiohttp import web
 
 from ..errors import HalugenError, UsageError
-from ..signals import until_signalled
-from ..store.db import Store, open_store
+from ..store.db import Store
 from ..store.rows import AnnotationExtraPlaceRow, AnnotationRow
-from .access import ORGANISER_KEY, check_bind, is_loopback, make_tokens, split_tokens, validate_name
+from .access import (
+    LOOPBACK_HOSTS,
+    ORGANISER_KEY,
+    check_bind,
+    is_loopback,
+    make_tokens,
+    split_tokens,
+    validate_name,
+)
 from .assign import DEFAULT_LEASE_SECONDS, Assigner, Leases
 from .guidelines import Guidelines, default_guidelines
 from .items import KINDS, LABELS
+from .label_body import LabelError, parse_label
 from .organiser import EXPORTS, PARTIAL_FILE, overview, wants_partial
 from .sessions import ANNOTATOR, ORGANISER, Session, Sessions, lease_journal, load_leases
 
@@ -70,26 +77,19 @@ __all__ = [
     "LABELS",
     "LOOPBACK_HOSTS",
     "ORGANISER_KEY",
-    "AnnotateServer",
     "LabelError",
     "build_app",
     "check_bind",
     "is_loopback",
     "make_tokens",
     "parse_label",
-    "run_server",
-    "serve",
     "split_tokens",
     "validate_name",
 ]
 
-LOOPBACK_HOSTS: frozenset[str] = frozenset({"127.0.0.1", "localhost", "::1"})
-
 COOKIE = "halugen_session"
 ORGANISER_COOKIE = "halugen_organiser"
 CSRF_HEADER = "X-Halugen"
-MAX_SPANS = 500
-MAX_NOTE = 4000
 _JSON = "application/json"
 _STATIC = {  # URL path -> (file in static/, content type)
     "/": ("index.html", "text/html; charset=utf-8"),
@@ -114,62 +114,6 @@ _SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
 }
-
-
-# -- labels --------------------------------------------------------------------------------
-class LabelError(ValueError):
-    """A label body that cannot be stored; the message is shown to the annotator."""
-
-
-def _offset(value: object, what: str) -> int:
-    if type(value) is not int:  # bool is an int subclass: refuse it too
-        raise LabelError(f"span {what} must be an integer")
-    return value
-
-
-def parse_label(body: object, response: str) -> tuple[str, list[dict[str, Any]], str | None]:
-    """Check a POST /api/label body against the stored response.
-
-    Returns (label, spans sorted by start with ``text`` cut from the response, note).
-    Offsets count Unicode code points of the stored response (Python string indices).
-    """
-    if not isinstance(body, dict):
-        raise LabelError("body must be a JSON object")
-    label = body.get("label")
-    if label not in LABELS:
-        raise LabelError("label must be 'yes' or 'no'")
-    raw_spans = body.get("spans", [])
-    if not isinstance(raw_spans, list):
-        raise LabelError("spans must be a list")
-    if len(raw_spans) > MAX_SPANS:
-        raise LabelError(f"at most {MAX_SPANS} spans")
-    spans: list[dict[str, Any]] = []
-    for s in raw_spans:
-        if not isinstance(s, dict):
-            raise LabelError("each span must be an object {start, end, kind}")
-        start, end = _offset(s.get("start"), "start"), _offset(s.get("end"), "end")
-        if not 0 <= start < end <= len(response):
-            raise LabelError(
-                f"span [{start}, {end}) is outside the response (0..{len(response)}) or empty"
-            )
-        kind = s.get("kind")
-        if kind not in KINDS:
-            raise LabelError(f"span kind must be one of {', '.join(KINDS)}")
-        spans.append({"start": start, "end": end, "text": response[start:end], "kind": kind})
-    spans.sort(key=lambda s: (s["start"], s["end"]))
-    for a, b in itertools.pairwise(spans):
-        if b["start"] < a["end"]:
-            raise LabelError(
-                f"spans [{a['start']}, {a['end']}) and [{b['start']}, {b['end']}) overlap"
-            )
-    if label == "no" and spans:
-        raise LabelError("a response marked not hallucinated cannot have hallucinated spans")
-    note = body.get("note")
-    if note is not None and not isinstance(note, str):
-        raise LabelError("note must be a string")
-    if note is not None and len(note) > MAX_NOTE:
-        raise LabelError(f"note longer than {MAX_NOTE} characters")
-    return label, spans, (note or None)
 
 
 # -- the app -------------------------------------------------------------------------------
@@ -589,139 +533,3 @@ async def _organiser_export(request: web.Request) -> web.StreamResponse:
             "Content-Disposition": f'attachment; filename="{name}"',
         },
     )
-
-
-# -- serving -------------------------------------------------------------------------------
-@dataclass
-class AnnotateServer:
-    """A running server: ``url`` to open, ``await close()`` to stop it."""
-
-    runner: web.AppRunner
-    host: str
-    port: int
-    store: Store
-    owns_store: bool
-    _resolver: Store | None = None  # what resolves for other processes (offer_resolve)
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/"
-
-    @property
-    def organiser_url(self) -> str:
-        return self.url + "organiser"
-
-    def offer_resolve(self) -> None:
-        """Let ``annotate resolve`` in another process resolve through this server (the
-        store's holder): on a cursor of its own, beside the page's writes."""
-        from .resolve import RESOLVE_ACTION, resolve_action
-
-        if self.store.is_live:
-            return
-        self._resolver = Store(self.store.path, self.store.conn.cursor())
-        if not self.store.offer(RESOLVE_ACTION, resolve_action(self._resolver)):
-            self._resolver.conn.close()
-            self._resolver = None
-
-    async def close(self) -> None:
-        from .resolve import RESOLVE_ACTION
-
-        if self._resolver is not None:
-            self.store.offer(RESOLVE_ACTION, None)  # waits for one that is running
-            with contextlib.suppress(duckdb.Error):
-                self._resolver.conn.close()  # before the store closes: the file is let go
-            self._resolver = None
-        try:
-            await self.runner.cleanup()
-            await self.store.writer.flush()  # leases journalled so far reach the store
-        finally:
-            if self.owns_store:
-                self.store.close()
-
-
-async def serve(
-    db: str | os.PathLike[str] | Store,
-    host: str = "127.0.0.1",
-    port: int = 8080,
-    *,
-    allow_remote: bool = False,
-    tokens: Mapping[str, str] | None = None,
-    per_item: int = 3,
-    lease_seconds: float = DEFAULT_LEASE_SECONDS,
-    organiser_token: str | None = None,
-    guidelines: Guidelines | None = None,
-) -> AnnotateServer:
-    """Start serving the annotation page for the store ``db`` (a path or an open Store).
-
-    ``port=0`` picks a free port (see ``.port``). A non-loopback ``host`` needs
-    ``allow_remote=True`` and ``tokens``; tokens given on loopback are enforced too.
-    ``tokens`` may hold the organiser token under ``ORGANISER_KEY`` (as the file of
-    ``annotate tokens`` does) or it may come as ``organiser_token``.
-    """
-    if tokens is not None:
-        tokens, from_file = split_tokens(tokens)
-        organiser_token = organiser_token or from_file
-    check_bind(host, allow_remote=allow_remote, tokens=tokens)
-    owns = not isinstance(db, Store)
-    store = open_store(db) if not isinstance(db, Store) else db
-    try:
-        allowed = None if not is_loopback(host) else LOOPBACK_HOSTS | {host.strip("[]").lower()}
-        app = build_app(
-            store,
-            per_item=per_item,
-            tokens=tokens,
-            allowed_hosts=allowed,
-            lease_seconds=lease_seconds,
-            organiser_token=organiser_token,
-            guidelines=guidelines,
-        )
-        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, host, port).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-    except BaseException:
-        if owns:
-            store.close()
-        raise
-    bound = runner.addresses[0][1]
-    server = AnnotateServer(runner, host, bound, store, owns)
-    server.offer_resolve()
-    return server
-
-
-def run_server(
-    db: str | os.PathLike[str] | Store,
-    host: str = "127.0.0.1",
-    port: int = 8080,
-    *,
-    allow_remote: bool = False,
-    tokens: Mapping[str, str] | None = None,
-    per_item: int = 3,
-    ready: Callable[[AnnotateServer], None] | None = None,
-    guidelines: Guidelines | None = None,
-) -> None:
-    """Serve until SIGINT/SIGTERM; ``ready(server)`` is called once listening. Prints nothing."""
-
-    async def main() -> None:
-        server = await serve(
-            db,
-            host,
-            port,
-            allow_remote=allow_remote,
-            tokens=tokens,
-            per_item=per_item,
-            guidelines=guidelines,
-        )
-        try:
-            if ready is not None:
-                ready(server)
-            await until_signalled()
-        finally:
-            await server.close()
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())

@@ -281,7 +281,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
         return 0
     if action == "serve":
         from ..annotate.guidelines import load_guidelines
-        from ..annotate.server import run_server
+        from ..annotate.serving import run_server
 
         guidelines = load_guidelines(args.guidelines) if args.guidelines else None
         tokens = None

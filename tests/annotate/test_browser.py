@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import pytest
 
-from halugen.annotate.server import AnnotateServer, serve
+from halugen.annotate.serving import AnnotateServer, serve
 from halugen.store.db import open_store
 from halugen.store.rows import AnnotationItemRow
 

@@ -17,9 +17,9 @@ from halugen.annotate.server import (
     is_loopback,
     make_tokens,
     parse_label,
-    serve,
     validate_name,
 )
+from halugen.annotate.serving import serve
 from halugen.errors import UsageError
 from halugen.store.db import Store, open_store
 

@@ -212,7 +212,7 @@ def test_a_new_tokens_file_ends_the_sessions_it_no_longer_allows(db: Path) -> No
 
 def test_a_served_store_keeps_sessions_across_serve_calls(tmp_path: Path) -> None:
     """The same through ``serve`` on a real port, as ``annotate serve`` runs it twice."""
-    from halugen.annotate.server import serve
+    from halugen.annotate.serving import serve
 
     db = tmp_path / "served.duckdb"
     with open_store(db) as s:
