@@ -130,11 +130,19 @@ def test_the_context_window_flag_wins(simulator, tmp_path):
 def test_a_reply_the_server_cut_to_fit_its_context_is_reported_as_that(
     simulator, hotpot_file, tmp_path
 ):
-    # llama.cpp's way: no 400, the reply stops where the context is full
-    # QA prompts are 710 and 805 tokens here: 810 leaves the longer one a few tokens to reply
-    sim = simulator(context_window=810, shorten_to_fit=True)
+    # llama.cpp's way: no 400, the reply stops where the context is full. A first run with
+    # room to spare gives the sampling prompts' sizes; a window of the longest plus a few
+    # tokens leaves it too little room to reply.
+    seeds = hotpot_file(3)
+    roomy = simulator()
+    probe = _cfg(roomy.base_url, seeds, tmp_path / "probe.duckdb", tasks=("qa",),
+                 model="halugen-sim", context_window=100_000)  # fmt: skip
+    assert _run(probe).status == "done"
+    sql = "SELECT max(prompt_tokens) FROM calls WHERE stage = 'sample'"
+    longest = _query(tmp_path / "probe.duckdb", sql)[0][0]
+    sim = simulator(context_window=longest + 5, shorten_to_fit=True)
     db = tmp_path / "h.duckdb"
-    cfg = _cfg(sim.base_url, hotpot_file(3), db, tasks=("qa",), model="halugen-sim",
+    cfg = _cfg(sim.base_url, seeds, db, tasks=("qa",), model="halugen-sim",
                context_window=100_000)  # fmt: skip
     outcome = _run(cfg)
     assert outcome.status in ("done", "incomplete"), outcome.message

@@ -49,7 +49,8 @@ def _onepass_examples() -> list[dict[str, str]]:
     examples = []
     for block in re.split(r"^Example ", user, flags=re.MULTILINE)[1:]:
         head = block.split("\n", 1)[0]
-        fields = {k: v.strip() for k, v in re.findall(r"^\s+(\w+): (.*)$", block, re.MULTILINE)}
+        lines = re.findall(r"^(Facts|Q|Correct|Hallucinated): (.*)$", block, re.MULTILINE)
+        fields = {k: v.strip() for k, v in lines}
         fields["pattern"] = re.match(r"\((\w+)", head).group(1)
         examples.append(fields)
     return examples
