@@ -43,6 +43,14 @@ def add_parsers(sub: Any) -> None:
         "per problem, naming the file and the key.",
     )
     check.add_argument("path", help="the task folder (or its task.toml)")
+    check.add_argument(
+        "--model",
+        help="also say how the sampling and filter openings fit this model's prompt cache: "
+        "their tokens, which variant the cache plan sends, what a warm call gets from cache",
+    )
+    check.add_argument(
+        "--price-card", help="the price card to read --model from (a bundled name or a path)"
+    )
 
 
 def cmd_task(args: argparse.Namespace) -> int:
@@ -88,7 +96,30 @@ def _check(args: argparse.Namespace) -> int:
         parts.append(f"guards {', '.join(guards) or 'none'}")
     parts.append(f"strategies {', '.join(spec.strategies)}")
     out.print("; ".join(parts))
+    if args.model:
+        _print_openings(spec, args.model, args.price_card)
     return 0
+
+
+def _print_openings(spec: Any, model: str, card: str | None) -> None:
+    from ..budget import find_price
+    from ..cachefit import fit_lines, opening_fits
+    from ..errors import UsageError
+    from ..tokens import get_counter
+
+    price = find_price(model, card=card)
+    if price is None:
+        raise UsageError(
+            f"no price card lists model {model!r}: give a model a card lists, or "
+            f"--price-card PATH with one that does"
+        )
+    counter = get_counter(price.tokenizer)
+    fits = opening_fits(spec, price, counter)
+    if not fits:
+        out.print(f"task {spec.name} only judges: no openings are sent to {model}")
+        return
+    for line in fit_lines(fits, price, counter):
+        out.print(line)
 
 
 COMMANDS = {"task": cmd_task}
