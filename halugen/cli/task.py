@@ -45,11 +45,16 @@ def add_parsers(sub: Any) -> None:
     check.add_argument("path", help="the task folder (or its task.toml)")
     check.add_argument(
         "--model",
+        "-m",
         help="also say how the sampling and filter openings fit this model's prompt cache: "
-        "their tokens, which variant the cache plan sends, what a warm call gets from cache",
+        "their tokens, which variant the cache plan sends, what a warm call gets from cache "
+        "(default: only the folder is checked)",
     )
     check.add_argument(
-        "--price-card", help="the price card to read --model from (a bundled name or a path)"
+        "--price-card",
+        metavar="NAME|FILE",
+        help="the price card to read --model from, a bundled card's name or a TOML file "
+        "(default: the first bundled card that lists the model)",
     )
 
 
