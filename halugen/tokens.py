@@ -21,7 +21,7 @@ import threading
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["EXACT_LIMIT", "TokenCounter", "get_counter", "utf8_length"]
+__all__ = ["EXACT_LIMIT", "TokenCounter", "get_counter", "load_encoding", "utf8_length"]
 
 log = logging.getLogger("halugen.tokens")
 
@@ -128,7 +128,8 @@ def _word_cut(cut: str) -> str:
     return cut.rstrip()
 
 
-def _load(name: str) -> Any | None:
+def load_encoding(name: str) -> Any | None:
+    """The tiktoken encoding ``name`` (its bundled copy first), or None where it cannot load."""
     try:
         import tiktoken
     except ImportError:  # pragma: no cover - tiktoken is a dependency
@@ -155,11 +156,11 @@ def _warn(message: str) -> None:
 @lru_cache(maxsize=16)
 def get_counter(tokenizer: str) -> TokenCounter:
     """The best counter available here for a tokenizer name from a price card."""
-    encode = _load(tokenizer)
+    encode = load_encoding(tokenizer)
     if encode is not None:
         return TokenCounter(tokenizer, encode, exact=True)
     for relative in _RELATIVES.get(tokenizer, ("cl100k_base",)):
-        encode = _load(relative)
+        encode = load_encoding(relative)
         if encode is not None:
             _warn(
                 f"tokenizer {tokenizer} cannot be loaded here (offline?); counting with "

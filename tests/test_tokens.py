@@ -126,7 +126,7 @@ def test_bundled_encoding_is_tried_before_a_download(monkeypatch: pytest.MonkeyP
     network, so it is asked for first; the download is the fallback."""
     import tiktoken
 
-    from halugen.tokens import _load
+    from halugen.tokens import load_encoding
 
     asked: list[str] = []
 
@@ -137,8 +137,8 @@ def test_bundled_encoding_is_tried_before_a_download(monkeypatch: pytest.MonkeyP
         raise ValueError(f"unknown encoding {name}")
 
     monkeypatch.setattr(tiktoken, "get_encoding", get_encoding)
-    assert _load("cl100k_base") == "bundled"
+    assert load_encoding("cl100k_base") == "bundled"
     assert asked == ["cl100k_base_offline"]
     asked.clear()
-    assert _load("o200k_base") is None
+    assert load_encoding("o200k_base") is None
     assert asked == ["o200k_base_offline", "o200k_base"]

@@ -80,7 +80,8 @@ class BatchService:
         self._ids = itertools.count(1)
         self._attempts: dict[bytes, int] = {}
         self._now = config.clock()
-        self.cache = PrefixCache(sim.config.cache)  # the batch engines' own, not the chat one's
+        # the batch engines' own cache, not the chat one's
+        self.cache = PrefixCache(sim.config.cache, sim.tokens)
         self.reset()
 
     # -- bookkeeping -----------------------------------------------------------------------

@@ -43,7 +43,7 @@ from typing import Any
 from ..errors import UsageError
 from ..prompts import PER_MESSAGE_TOKENS, PER_REQUEST_TOKENS
 from ..records import canonical_json
-from .tokens import BYTES_PER_TOKEN
+from .tokens import BYTE_RULE, TokenRule
 
 __all__ = [
     "CacheConfig",
@@ -147,8 +147,9 @@ class _Entry:
 class PrefixCache:
     """One provider's cache of prompt prefixes (per model, schema and ``prompt_cache_key``)."""
 
-    def __init__(self, config: CacheConfig) -> None:
+    def __init__(self, config: CacheConfig, rule: TokenRule = BYTE_RULE) -> None:
         self.config = config
+        self.rule = rule  # how the provider counts: where a prefix's tokens end
         # in memory, least recently used first; extended ("24h"), oldest first
         self._memory: OrderedDict[bytes, _Entry] = OrderedDict()
         self._extended: OrderedDict[bytes, _Entry] = OrderedDict()
@@ -188,7 +189,8 @@ class PrefixCache:
         self._sweep(now)
         namespace = _namespace(model, body)
         lengths = list(range(cfg.min_tokens, prompt_tokens + 1, cfg.step_tokens))
-        digests = prefix_digests(namespace, _roles(body, len(contents)), contents, lengths)
+        roles = _roles(body, len(contents))
+        digests = prefix_digests(namespace, roles, contents, lengths, self.rule)
         # a provider whose tokenizer counts more (usage_scale) reports more prompt tokens
         # than the text spans here: lengths past the text have no digest and are never hits
         lengths = lengths[: len(digests)]
@@ -283,7 +285,7 @@ class PrefixCache:
             self._minute = minute
             self._routes.clear()
         (route,) = prefix_digests(
-            namespace, _roles(body, len(contents)), contents, [cfg.route_tokens]
+            namespace, _roles(body, len(contents)), contents, [cfg.route_tokens], self.rule
         ) or [namespace]
         seen = self._routes.get(route, 0)
         self._routes[route] = seen + 1
@@ -306,7 +308,11 @@ def _namespace(model: str, body: dict[str, Any]) -> bytes:
 
 
 def prefix_digests(
-    namespace: bytes, roles: Sequence[str], contents: Sequence[str], lengths: Sequence[int]
+    namespace: bytes,
+    roles: Sequence[str],
+    contents: Sequence[str],
+    lengths: Sequence[int],
+    rule: TokenRule = BYTE_RULE,
 ) -> list[bytes]:
     """A digest of the first N tokens of the request, for each N in ``lengths`` (ascending).
 
@@ -322,7 +328,8 @@ def prefix_digests(
     for role, content in zip(roles, contents, strict=True):
         data = content.encode("utf-8", "surrogatepass")
         view = memoryview(data)
-        span = PER_MESSAGE_TOKENS + -(-len(data) // BYTES_PER_TOKEN)
+        ends = rule.ends(data)  # byte offset after each of the content's tokens
+        span = PER_MESSAGE_TOKENS + len(ends)
         tag = b"\x00" + role.encode("utf-8", "surrogatepass") + b"\x00"
         while i < len(lengths) and lengths[i] <= pos + PER_MESSAGE_TOKENS:  # in its framing
             part = h.copy()
@@ -334,7 +341,7 @@ def prefix_digests(
         running.update(tag + b"c")
         fed = 0
         while i < len(lengths) and lengths[i] <= pos + span:
-            cut = (lengths[i] - pos - PER_MESSAGE_TOKENS) * BYTES_PER_TOKEN
+            cut = min(ends[lengths[i] - pos - PER_MESSAGE_TOKENS - 1], len(data))
             running.update(view[fed:cut])
             fed = cut
             out.append(running.copy().digest())

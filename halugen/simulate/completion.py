@@ -15,7 +15,7 @@ from .config import SimConfig
 from .keys import key64, unit
 from .request import ChatBody
 from .structured import structured_text
-from .tokens import count_text, truncate_to_tokens
+from .tokens import BYTE_RULE, TokenRule
 
 __all__ = ["chat_completion", "provider_tokens"]
 
@@ -34,9 +34,11 @@ def chat_completion(
     digest: bytes,
     fault: str | None,
     cached_tokens: int = 0,
+    rule: TokenRule = BYTE_RULE,
 ) -> tuple[dict[str, Any], int]:
     """(the response body, its completion tokens) for ``req``: ``n_out`` choices, each
-    decided by the request's ``digest``; ``oracle`` holds normalised answer texts."""
+    decided by the request's ``digest``; ``oracle`` holds normalised answer texts; tokens
+    counted by ``rule``."""
     info = answers.with_record(answers.parse_prompt(req.last_user), req.contents[:-1])
     prompt_key = key64(cfg.seed, info.text)  # a follow-up: the record's message decides
     choices = []
@@ -78,8 +80,8 @@ def chat_completion(
         scale = cfg.usage_scale
         # max_tokens is in the provider's tokens: cut where its count reaches it
         limit = req.max_tokens if req.max_tokens is None else int(req.max_tokens / scale)
-        text, finish = _finish(reply.text, req.stop, limit)
-        completion_tokens += provider_tokens(count_text(text), scale)
+        text, finish = _finish(reply.text, req.stop, limit, rule)
+        completion_tokens += provider_tokens(rule.count(text), scale)
         choice: dict[str, Any] = {
             "index": i,
             "message": {"role": "assistant", "content": text},
@@ -107,14 +109,16 @@ def chat_completion(
     return payload, completion_tokens
 
 
-def _finish(text: str, stop: tuple[str, ...], max_tokens: int | None) -> tuple[str, str]:
+def _finish(
+    text: str, stop: tuple[str, ...], max_tokens: int | None, rule: TokenRule
+) -> tuple[str, str]:
     finish = "stop"
     if stop:
         cut = min((i for i in (text.find(s) for s in stop) if i >= 0), default=-1)
         if cut >= 0:
             text = text[:cut]
     if max_tokens is not None:
-        text, was_cut = truncate_to_tokens(text, max_tokens)
+        text, was_cut = rule.truncate(text, max_tokens)
         if was_cut:
             finish = "length"
     return text, finish

@@ -96,6 +96,9 @@ class SimConfig:
     served_models: tuple[str, ...] = ("halugen-sim",)  # GET /v1/models lists these
     # the provider's tokenizer counts this many times the byte rule's tokens (see above)
     usage_scale: float = 1.0
+    # what counts tokens: "bytes" (the byte rule, tokens.py) or a tiktoken encoding such as
+    # "cl100k_base", for a bill close to a provider's (slower: every request is encoded)
+    tokenizer: str = "bytes"
     down_after: int | None = None  # chat requests served before the server goes for good
     clock: Callable[[], float] = time.monotonic  # rate-limit time; inject a fake in tests
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep  # latency and hangs

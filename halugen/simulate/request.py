@@ -18,7 +18,7 @@ import orjson
 
 from ..llm.transport import HttpResponse
 from .structured import check_response_format
-from .tokens import count_prompt
+from .tokens import TokenRule, count_prompt
 
 __all__ = ["MAX_N", "BadRequest", "ChatBody", "error_response", "parse_body"]
 
@@ -79,7 +79,8 @@ def _int_param(body: Mapping[str, Any], name: str, low: int, high: int | None) -
     return value
 
 
-def parse_body(data: bytes) -> ChatBody:
+def parse_body(data: bytes, rule: TokenRule | None = None) -> ChatBody:
+    """The request in ``data``, its prompt tokens counted by ``rule`` (the byte rule)."""
     try:
         body = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -161,6 +162,6 @@ def parse_body(data: bytes) -> ChatBody:
         stop=stops,
         logprobs=logprobs,
         top_logprobs=top,
-        prompt_tokens=count_prompt(contents),
+        prompt_tokens=count_prompt(contents, rule),
         response_format=response_format,
     )

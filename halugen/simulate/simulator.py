@@ -61,6 +61,7 @@ from .keys import key64, mix, unit
 from .limits import Admission, RateLimits
 from .request import BadRequest, ChatBody, error_response, parse_body
 from .structured import REFUSED_FORMAT, UNSUPPORTED_FORMAT, FormatRefused
+from .tokens import token_rule
 from .words import normalise
 
 __all__ = [
@@ -103,7 +104,8 @@ class Simulator:
         self._in_flight = 0  # not reset: requests under way finish after a reset
         self._chat_seen = 0  # chat requests ever, for down_after (not reset either)
         self.down = False  # gone for good (down_after)
-        self.cache = PrefixCache(config.cache)  # survives reset(), as a provider's does
+        self.tokens = token_rule(config.tokenizer)  # how this provider counts
+        self.cache = PrefixCache(config.cache, self.tokens)  # survives reset(), as a provider's
         self.reset()
 
     # -- bookkeeping -----------------------------------------------------------------------
@@ -377,11 +379,13 @@ class Simulator:
     ) -> tuple[dict[str, Any], int]:
         """(the response body, its completion tokens) as this simulator answers ``req``; the
         Batch API answers its lines with it too."""
-        return chat_completion(self.config, self._oracle, req, n_out, digest, fault, cached_tokens)
+        return chat_completion(
+            self.config, self._oracle, req, n_out, digest, fault, cached_tokens, self.tokens
+        )
 
     def parse(self, body: bytes) -> ChatBody:
         """A request body as this provider reads it: prompt tokens by its own tokenizer."""
-        req = parse_body(body)
+        req = parse_body(body, self.tokens)
         if self.config.usage_scale != 1.0:
             req = replace(req, prompt_tokens=self._scaled(req.prompt_tokens))
         return req

@@ -11,7 +11,7 @@ from halugen.cachefit import APPROX_MARGIN, fit_lines, opening_fits
 from halugen.cli import main
 from halugen.tasks import get_task
 from halugen.tasks.base import TaskSpec
-from halugen.tokens import TokenCounter, _load, get_counter
+from halugen.tokens import TokenCounter, get_counter, load_encoding
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 FILLER = " tide"  # one cl100k token a time
@@ -47,7 +47,7 @@ def _spec(folder: Path) -> TaskSpec:
 
 def _approximate() -> TokenCounter:
     """cl100k_base standing in for o200k_base, as ``get_counter`` does offline."""
-    return TokenCounter("o200k_base~cl100k_base", _load("cl100k_base"), exact=False)
+    return TokenCounter("o200k_base~cl100k_base", load_encoding("cl100k_base"), exact=False)
 
 
 def test_a_padded_opening_past_the_minimum_is_sent_and_cached(tmp_path: Path) -> None:
