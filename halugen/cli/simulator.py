@@ -184,6 +184,14 @@ def add_parsers(sub: Any) -> None:
         "provider whose tokenizer counts more than the client's (1.6: 60%% more) (default: 1)",
     )
     sim.add_argument(
+        "--tokenizer",
+        default="bytes",
+        metavar="NAME",
+        help="count tokens (usage, limits, cached prefixes, replies cut at max_tokens) with "
+        "this tiktoken encoding, e.g. cl100k_base, for a bill close to a provider's; 'bytes' "
+        "is the fast byte rule, 4 bytes a token (default: bytes)",
+    )
+    sim.add_argument(
         "--down-after",
         type=int,
         metavar="N",
@@ -266,6 +274,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         seed=args.seed,
         garbage_rate=args.garbage_rate,
         usage_scale=args.usage_scale,
+        tokenizer=args.tokenizer,
         down_after=args.down_after,
         **kw,
     )

@@ -125,6 +125,10 @@ class SimConfig:
             raise UsageError(
                 f"simulator usage_scale must be between 0.1 and 10, not {self.usage_scale}"
             )
+        if self.tokenizer != "bytes":
+            from .tokens import token_rule  # the error names the encoding; tiktoken caches it
+
+            token_rule(self.tokenizer)
         if self.down_after is not None and self.down_after < 0:
             raise UsageError("simulator down_after must not be negative (or unset)")
         if self.auth not in ("bearer", "api-key"):

@@ -55,7 +55,21 @@ def test_a_bpe_rule_counts_cuts_and_ends_tokens_as_tiktoken_does() -> None:
 
 def test_an_unknown_tokenizer_is_a_usage_error_naming_it() -> None:
     with pytest.raises(UsageError, match="simulator tokenizer 'no_such_encoding' cannot be"):
-        Simulator(SimConfig(tokenizer="no_such_encoding"))
+        SimConfig(tokenizer="no_such_encoding")
+
+
+def test_simulate_command_takes_the_tokenizer(monkeypatch, capsys) -> None:
+    import halugen.simulate
+    from halugen.cli import main
+
+    seen: list[SimConfig] = []
+    monkeypatch.setattr(halugen.simulate, "run_server", lambda config, *a, **k: seen.append(config))
+    assert main(["simulate", "--tokenizer", "cl100k_base"]) == 0
+    assert main(["simulate"]) == 0
+    assert [c.tokenizer for c in seen] == ["cl100k_base", "bytes"]
+    assert main(["simulate", "--tokenizer", "no_such_encoding"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "simulator tokenizer 'no_such_encoding'" in err[0]
 
 
 def _request(record: str, *, max_tokens: int = 64) -> bytes:
