@@ -23,7 +23,8 @@ in-process simulator with OpenAI's prompt caching (``halugen.simulate.caching``)
 Costs are priced from the card (budgets/openai.toml) per call: prompt tokens minus cached ones
 at the input price, cached ones at the cached price, output at the output price; the Batch
 API at the card's discount. The gpt-4o-mini figures are checked against the simulator's own
-bill. Tokens are the simulator's (4 bytes a token); both sides are counted the same way.
+bill. The simulator counts with cl100k_base (``--tokenizer``; ``bytes`` is its fast byte rule,
+4 bytes a token); both sides are counted the same way.
 
 Seeds: the real samples in /work/shared/data read by halugen's readers (which build HaluEval's
 fields as its scripts do), written once to a table both sides read: QA from HaluEval's 500 QA
@@ -64,7 +65,7 @@ from halugen.records import Seed
 from halugen.seeds import read_seeds
 from halugen.simulate import SimConfig, Simulator
 from halugen.simulate.batch import BatchSimConfig, in_process_handlers
-from halugen.simulate.tokens import count_text
+from halugen.simulate.tokens import TokenRule, token_rule
 from halugen.tokens import get_counter
 
 MODELS = ("gpt-4o-mini", "gpt-4.1-mini")
@@ -250,10 +251,21 @@ class Tally:
         return batch_cost(price, total) if batch else total
 
 
+# How the simulator counts (usage, cached prefixes) and how openings are measured here: a BPE
+# encoding, so that the bill is close to what a provider's tokenizer would count; cl100k_base
+# is the one tiktoken has offline (OpenAI's o200k_base counts our openings 1-2% lower).
+# --tokenizer bytes gives the simulator's fast byte rule (4 bytes a token), as before.
+DEFAULT_TOKENIZER = "cl100k_base"
+TOKENIZER = DEFAULT_TOKENIZER
+RULE: TokenRule = token_rule(TOKENIZER)
+
+
 def _simulator(*, batch: bool) -> Simulator:
     if batch:
-        return Simulator(SimConfig(batch=BatchSimConfig(duration_s=5.0, clock=StepClock())))
-    return Simulator(SimConfig())
+        return Simulator(
+            SimConfig(tokenizer=TOKENIZER, batch=BatchSimConfig(duration_s=5.0, clock=StepClock()))
+        )
+    return Simulator(SimConfig(tokenizer=TOKENIZER))
 
 
 def run_halugen(task: str, table: Path, db: Path, *, batch: bool) -> tuple[Tally, dict]:
@@ -328,7 +340,7 @@ def _fixed_of(stage: str, request_json: str | None, openings: dict) -> int:
             )
             and contents[len(opening) - 1].startswith(opening[-1])
         ):
-            return sum(4 + count_text(text) for text in opening)
+            return sum(4 + RULE.count(text) for text in opening)
     return 0
 
 
@@ -358,10 +370,10 @@ def run_halueval(
             sid = _seed_id(seed.fields, task)
             text = real.get((sid, strategy)) or ours.get((sid, strategy)) or ""
             answers[(i, strategy)] = text
-            tally.add("sample", prompt, cached, count_text(text), fixed)
+            tally.add("sample", prompt, cached, RULE.count(text), fixed)
     filter_instruction = scripts.filter_instruction(task)
     fixed = _halueval_fixed(scripts, task, filter_fields, filter_instruction, filtering=True)
-    reply = count_text(scripts.filter_reply(task, 1))
+    reply = RULE.count(scripts.filter_reply(task, 1))
     for i, seed in enumerate(seeds):
         first, second = answers[(i, 0)], answers[(i, 1)]
         if first == second:
@@ -394,12 +406,12 @@ def _halueval_fixed(
     total = 0
     for a, b in zip(*builds, strict=True):
         if a == b:
-            total += 4 + count_text(a["content"])
+            total += 4 + RULE.count(a["content"])
             continue
         common = 0
         while a["content"][common] == b["content"][common]:
             common += 1
-        total += 4 + count_text(a["content"][:common])
+        total += 4 + RULE.count(a["content"][:common])
         break
     return total
 
@@ -500,6 +512,7 @@ def report(task: str, n: int, inter: Tally, batch: Tally, halueval: Tally) -> li
 
 
 def main() -> None:
+    global TOKENIZER, RULE
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "halueval", type=Path, help="the fetched RUCAIBox/HaluEval snapshot (git dir or checkout)"
@@ -509,7 +522,14 @@ def main() -> None:
     ap.add_argument(
         "--data", type=Path, default=SHARED, help="the seed samples (/work/shared/data)"
     )
+    ap.add_argument(
+        "--tokenizer",
+        default=DEFAULT_TOKENIZER,
+        help=f"what the simulator counts with: a tiktoken encoding, or bytes "
+        f"(default: {DEFAULT_TOKENIZER})",
+    )
     args = ap.parse_args()
+    TOKENIZER, RULE = args.tokenizer, token_rule(args.tokenizer)
     scripts = HaluEvalScripts(args.halueval)
     out: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
