@@ -27,7 +27,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from .budget import Ledger, format_usd
+from .budget import Ledger
+from .prices import format_usd
 from .progress_figures import NONE, RunFigures, format_eta
 from .progress_figures import count_text as _int
 from .progress_figures import share_text as _pct

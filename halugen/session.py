@@ -23,7 +23,7 @@ from rich.console import Console
 from . import __version__
 from ._groups import most_serious
 from .batch.planner import PassPlan, PlanningRunner, refuse_while_batches_live
-from .budget import Ledger, ModelPrice, find_price, usd_to_pusd
+from .budget import Ledger
 from .config import RunConfig
 from .endings import EXIT_CODES, closing
 from .errors import BudgetExhausted, HalugenError, RunStopping, UsageError
@@ -34,6 +34,7 @@ from .llm.outbox import Outbox
 from .llm.pool import EndpointPool
 from .llm.strategy import CallStrategy, Interactive, StageWriter
 from .llm.transport import AiohttpTransport, Transport
+from .prices import ModelPrice, find_price, usd_to_pusd
 from .records import fingerprint
 from .seeds.stamps import FileStamp, check_stamps, record_stamps
 from .signals import on_signals
