@@ -259,14 +259,14 @@ def cmd_preselect(args: argparse.Namespace) -> int:
 def cmd_annotate(args: argparse.Namespace) -> int:
     import orjson
 
-    from ..annotate import formats, items
+    from ..annotate import formats, items, labelstudio
     from ..store.db import open_store
 
     action = args.annotate_command
     if action is None:
         raise UsageError("annotate needs an action: serve, tokens, add, import, export, resolve")
     if action == "tokens":
-        from ..annotate.server import make_tokens
+        from ..annotate.access import make_tokens
 
         names = [n.strip() for n in args.annotators.split(",") if n.strip()]
         path = Path(args.out)
@@ -325,7 +325,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
             out.print(f"added {n} item(s) to annotate")
         elif action == "import":
             if args.format == "labelstudio":
-                n_items, n_labels = formats.import_labelstudio(store, args.file, skipped)
+                n_items, n_labels = labelstudio.import_labelstudio(store, args.file, skipped)
                 out.print(f"imported {n_items} item(s) and {n_labels} annotation(s)")
             elif args.format == "jsonl":
                 out.print(
@@ -348,7 +348,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
                         f"--format {args.format} writes every label as it is, resolved or not"
                     )
                 export = {
-                    "labelstudio": formats.export_labelstudio,
+                    "labelstudio": labelstudio.export_labelstudio,
                     "jsonl": formats.export_jsonl,
                 }[args.format]
                 written, note = export(store, args.out), None

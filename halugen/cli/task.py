@@ -65,7 +65,8 @@ def _new(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from ..tasks import BUILTIN_DIR, BUILTIN_TASKS
     from ..tasks.checks import GUARDS
-    from ..tasks.folder import TASK_FILE, check_folder
+    from ..tasks.folder import check_folder
+    from ..tasks.problems import TASK_FILE
 
     path = Path(args.path)
     if path.name == TASK_FILE:

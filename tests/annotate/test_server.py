@@ -11,14 +11,9 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestServer
 
+from halugen.annotate.access import check_bind, is_loopback, make_tokens, validate_name
 from halugen.annotate.assign import Assigner, Leases
-from halugen.annotate.server import (
-    check_bind,
-    is_loopback,
-    make_tokens,
-    parse_label,
-    validate_name,
-)
+from halugen.annotate.label_body import parse_label
 from halugen.annotate.serving import serve
 from halugen.errors import UsageError
 from halugen.store.db import Store, open_store
