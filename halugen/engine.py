@@ -32,7 +32,7 @@ from .prompts import load_template
 from .records import Seed
 from .seeds import expand_paths, formats_by_task, read_seeds
 from .seeds.stamps import stamp_files
-from .session import OnRun, call_session, drive, prepare_endpoint, resolve_price
+from .session import OnRun, call_session, drive, prepare_endpoint
 from .stages.context import GenContext, LoadedTask
 from .stages.seeds import SeedSource
 from .stats import RunStats
@@ -47,7 +47,6 @@ __all__ = [
     "generate",
     "generated_tasks",
     "load_tasks",
-    "resolve_price",
     "resolve_tasks",
 ]
 

@@ -25,7 +25,6 @@ from ._groups import most_serious
 from .batch.planner import PassPlan, PlanningRunner, refuse_while_batches_live
 from .budget import Ledger
 from .config import RunConfig
-from .endings import EXIT_CODES, closing
 from .errors import BudgetExhausted, HalugenError, RunStopping, UsageError
 from .llm.calls import CallRunner
 from .llm.capabilities import Capabilities
@@ -44,12 +43,10 @@ from .store.rows import LedgerRow
 from .tokens import TokenCounter, get_counter
 
 __all__ = [
-    "EXIT_CODES",
     "CallSession",
     "OnRun",
     "StopFlags",
     "call_session",
-    "closing",
     "drive",
     "prepare_endpoint",
     "resolve_model",

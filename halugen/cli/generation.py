@@ -75,7 +75,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from ..engine import load_tasks, resolve_price, resolve_tasks
+    from ..engine import load_tasks, resolve_tasks
     from ..estimate import estimate_ways
     from ..prices import format_usd
 
@@ -87,7 +87,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     cfg, files_of = resolve_tasks(cfg)
     import anyio
 
-    from ..session import resolve_model
+    from ..session import resolve_model, resolve_price
 
     cfg = anyio.run(resolve_model, cfg)  # asks the server which model, as every command does
     price, notes = resolve_price(cfg)
