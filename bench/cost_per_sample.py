@@ -63,7 +63,8 @@ from halugen.prices import ModelPrice, find_price
 from halugen.records import Seed
 from halugen.seeds import read_seeds
 from halugen.simulate import SimConfig, Simulator
-from halugen.simulate.batch import BatchSimConfig, in_process_handlers
+from halugen.simulate.batch import in_process_handlers
+from halugen.simulate.config import BatchSimConfig
 from halugen.simulate.tokens import count_text
 from halugen.tokens import get_counter
 

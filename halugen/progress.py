@@ -37,7 +37,7 @@ from .stats import RunStats, StageStats
 if TYPE_CHECKING:
     from .llm.limiter import LimiterSnapshot
 
-__all__ = ["BatchRow", "ProgressView", "abandoned_message", "format_eta", "stopping_message"]
+__all__ = ["BatchRow", "ProgressView", "abandoned_message", "stopping_message"]
 
 
 class BatchRow(NamedTuple):

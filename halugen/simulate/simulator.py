@@ -56,7 +56,7 @@ from ..llm.transport import HttpResponse
 from ..records import canonical_json
 from .caching import PrefixCache
 from .completion import chat_completion, provider_tokens
-from .config import FAULT_KINDS, RESPONSE_FORMAT_MODES, SimConfig
+from .config import SimConfig
 from .keys import key64, mix, unit
 from .limits import Admission, RateLimits
 from .request import BadRequest, ChatBody, error_response, parse_body
@@ -64,9 +64,6 @@ from .structured import REFUSED_FORMAT, UNSUPPORTED_FORMAT, FormatRefused
 from .words import normalise
 
 __all__ = [
-    "FAULT_KINDS",
-    "RESPONSE_FORMAT_MODES",
-    "SimConfig",
     "SimulatedDrop",
     "SimulatedRefusal",
     "Simulator",
