@@ -281,7 +281,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
         return 0
     if action == "serve":
         from ..annotate.guidelines import load_guidelines
-        from ..annotate.serving import run_server
+        from ..annotate.serving import ServeOptions, run_server
 
         guidelines = load_guidelines(args.guidelines) if args.guidelines else None
         tokens = None
@@ -290,14 +290,17 @@ def cmd_annotate(args: argparse.Namespace) -> int:
                 tokens = orjson.loads(Path(args.tokens).read_bytes())
             except (OSError, orjson.JSONDecodeError) as exc:
                 raise UsageError(f"--tokens {args.tokens}: {exc}") from None
-        run_server(
-            db_path(args),
-            args.host,
-            args.port,
+        options = ServeOptions(
+            host=args.host,
+            port=args.port,
             allow_remote=args.allow_remote,
             tokens=tokens,
             per_item=args.per_item,
             guidelines=guidelines,
+        )
+        run_server(
+            db_path(args),
+            options,
             ready=lambda server: print(
                 f"annotation page at {server.url} (organiser view: {server.organiser_url})",
                 flush=True,
