@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..llm.call_rows import call_log_row
+from ..llm.call_rows import LoggedCall, call_log_row
 from ..records import ChatResult
 from ..store.db import Store, now
 from ..store.rows import BatchLineRow, BatchRow, CallLogRow, LedgerRow, Statement
@@ -198,14 +198,11 @@ def line_log_row(
 ) -> CallLogRow:
     """The ``call_log`` row of a batch line: its answer, or why it has none (a batch line
     has no latency of its own)."""
+    call = LoggedCall(
+        line.call_id, line.custom_id, line.run_id, line.stage, line.task, line.model, line.seed_key
+    )
     return call_log_row(
-        call_id=line.call_id,
-        key=line.custom_id,
-        run_id=line.run_id,
-        stage=line.stage,
-        task=line.task,
-        model=line.model,
-        seed_key=line.seed_key,
+        call,
         status=status,
         est_prompt_tokens=line.est_prompt_tokens,
         cost=cost,

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from ..llm.call_rows import cached_log_row
+from ..llm.call_rows import LoggedCall, cached_log_row
 from ..llm.calls import CallFailure, CallRunner
 from ..llm.client import stored_result
 from ..records import ChatRequest, ChatResult
@@ -193,7 +193,8 @@ class PlanningRunner:
     ) -> None:
         call_id = self._next_call_id
         self._next_call_id += 1
-        log = cached_log_row(call_id, key, self.run_id, stage, task, model, seed_key, result)
+        call = LoggedCall(call_id, key, self.run_id, stage, task, model, seed_key)
+        log = cached_log_row(call, result)
         self._writer.put([log])
 
 

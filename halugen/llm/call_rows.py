@@ -4,6 +4,7 @@ answered from the store) and the ledger rows that close a reservation."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..errors import LLMError
 from ..records import ChatRequest, ChatResult
@@ -12,6 +13,7 @@ from ..store.rows import CallLogRow, LedgerRow
 
 __all__ = [
     "CallState",
+    "LoggedCall",
     "Where",
     "cached_log_row",
     "call_log_row",
@@ -46,15 +48,21 @@ class CallState:
     max_attempts: int = 1
 
 
+class LoggedCall(NamedTuple):
+    """Which call a ``call_log`` row is about (the row's first columns, ``key_prefix`` aside)."""
+
+    call_id: int
+    key: str
+    run_id: str
+    stage: str
+    task: str
+    model: str
+    seed_key: str
+
+
 def call_log_row(
+    call: LoggedCall,
     *,
-    call_id: int,
-    key: str,
-    run_id: str,
-    stage: str,
-    task: str,
-    model: str,
-    seed_key: str,
     status: str,
     est_prompt_tokens: int | None,
     cost: int,
@@ -76,14 +84,14 @@ def call_log_row(
     """
     fresh = answer is not None and not answer.from_cache
     return CallLogRow(
-        call_id,
-        key,
-        key_prefix(key),
-        run_id,
-        stage,
-        task,
-        model,
-        seed_key,
+        call.call_id,
+        call.key,
+        key_prefix(call.key),
+        call.run_id,
+        call.stage,
+        call.task,
+        call.model,
+        call.seed_key,
         status,
         answer.prompt_tokens if answer else None,
         answer.completion_tokens if answer else None,
@@ -115,13 +123,9 @@ def log_row(
 ) -> CallLogRow:
     """An interactive call's ``call_log`` row: with the answer, or with why it has none."""
     return call_log_row(
-        call_id=call.call_id,
-        key=call.key,
-        run_id=run_id,
-        stage=call.stage,
-        task=call.task,
-        model=call.request.model,
-        seed_key=call.seed_key,
+        LoggedCall(
+            call.call_id, call.key, run_id, call.stage, call.task, call.request.model, call.seed_key
+        ),
         status=status,
         est_prompt_tokens=call.est,
         cost=call.cost,
@@ -136,27 +140,12 @@ def log_row(
     )
 
 
-def cached_log_row(
-    call_id: int,
-    key: str,
-    run_id: str,
-    stage: str,
-    task: str,
-    model: str,
-    seed_key: str,
-    result: ChatResult,
-) -> CallLogRow:
+def cached_log_row(call: LoggedCall, result: ChatResult) -> CallLogRow:
     """The ``call_log`` row of a call answered from the store (``result``: the answer
     ``stored_result`` read, with the stored token counts), free and without a request of
     its own."""
     return call_log_row(
-        call_id=call_id,
-        key=key,
-        run_id=run_id,
-        stage=stage,
-        task=task,
-        model=model,
-        seed_key=seed_key,
+        call,
         status="cached",
         est_prompt_tokens=None,
         cost=0,

@@ -45,6 +45,7 @@ from ..tokens import TokenCounter
 from .calibration import FirstCallAlone
 from .call_rows import (
     CallState,
+    LoggedCall,
     Where,
     cached_log_row,
     close_row,
@@ -436,7 +437,8 @@ class CallRunner:
         self.writer.put(
             [
                 cached_log_row(
-                    call_id, key, self.run_id, stage, task, request.model, seed_key, result
+                    LoggedCall(call_id, key, self.run_id, stage, task, request.model, seed_key),
+                    result,
                 )
             ]
         )
