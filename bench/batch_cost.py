@@ -28,7 +28,8 @@ from halugen.config import BatchOptions, RunConfig
 from halugen.engine import generate
 from halugen.llm.transport import HandlerTransport
 from halugen.simulate import SimConfig, Simulator
-from halugen.simulate.batch import BatchSimConfig, in_process_handlers, with_batch_stats
+from halugen.simulate.batch import in_process_handlers, with_batch_stats
+from halugen.simulate.config import BatchSimConfig
 
 
 class StepClock:

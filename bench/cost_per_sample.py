@@ -57,14 +57,15 @@ from _common import SHARED
 from batch_cost import StepClock  # the batch service's clock: batches finish at once
 
 from halugen.batch.jobs import batch_cost
-from halugen.budget import ModelPrice, find_price
 from halugen.config import BatchOptions, RunConfig
 from halugen.engine import generate, load_tasks, plan_tasks
 from halugen.llm.transport import HandlerTransport
+from halugen.prices import ModelPrice, find_price
 from halugen.records import Seed
 from halugen.seeds import read_seeds
 from halugen.simulate import SimConfig, Simulator
-from halugen.simulate.batch import BatchSimConfig, in_process_handlers
+from halugen.simulate.batch import in_process_handlers
+from halugen.simulate.config import BatchSimConfig
 from halugen.simulate.tokens import TokenRule, token_rule
 from halugen.tokens import get_counter
 

@@ -14,7 +14,8 @@ __version__ = "0.1.0"
 
 # public name -> the module that defines it
 _WHERE: dict[str, str] = {
-    **dict.fromkeys(("Ledger", "ModelPrice", "find_price", "format_usd", "parse_budget"), "budget"),
+    "Ledger": "budget",
+    **dict.fromkeys(("ModelPrice", "find_price", "format_usd", "parse_budget"), "prices"),
     **dict.fromkeys(("RateLimit", "RetryPolicy", "RunConfig", "Sampling", "Timeouts"), "config"),
     **dict.fromkeys(("RunOutcome", "generate"), "engine"),
     **dict.fromkeys(
@@ -105,7 +106,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
-    from .budget import Ledger, ModelPrice, find_price, format_usd, parse_budget
+    from .budget import Ledger
     from .config import RateLimit, RetryPolicy, RunConfig, Sampling, Timeouts
     from .engine import RunOutcome, generate
     from .errors import (
@@ -123,6 +124,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         UsageError,
     )
     from .llm.transport import AiohttpTransport, HandlerTransport, HttpResponse, Transport
+    from .prices import ModelPrice, find_price, format_usd, parse_budget
     from .records import Candidate, ChatRequest, ChatResult, Judgement, Rejected, Sample, Seed
     from .seeds import read_seeds
     from .simulate import SimConfig, Simulator

@@ -1,7 +1,6 @@
 """The budget: the in-memory ledger that decides what fits, and the prompt-token margin.
 
-Amounts are picodollars, priced from the cards in prices.py (re-exported here, so
-``halugen.budget`` still names everything about money). The durable side of the ledger
+Amounts are picodollars, priced from the cards in prices.py. The durable side of the ledger
 (reservation rows committed before a request leaves) lives in the store; this object
 decides what fits.
 
@@ -29,36 +28,9 @@ from collections import deque
 from dataclasses import dataclass
 
 from .errors import BudgetExhausted
-from .prices import (
-    PUSD_PER_USD,
-    CacheRules,
-    ModelPrice,
-    PriceCard,
-    PriceDetails,
-    TierPrice,
-    find_price,
-    format_usd,
-    load_price_cards,
-    parse_budget,
-    usd_to_pusd,
-)
+from .prices import format_usd
 
-__all__ = [
-    "PUSD_PER_USD",
-    "CacheRules",
-    "Ledger",
-    "ModelPrice",
-    "PriceCard",
-    "PriceDetails",
-    "PromptMargin",
-    "Reservation",
-    "TierPrice",
-    "find_price",
-    "format_usd",
-    "load_price_cards",
-    "parse_budget",
-    "usd_to_pusd",
-]
+__all__ = ["Ledger", "PromptMargin", "Reservation"]
 
 
 class PromptMargin:

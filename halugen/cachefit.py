@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .budget import ModelPrice
 from .cacheplan import pads
 from .estimate import fixed_opening
+from .prices import ModelPrice
 from .prompts import Template
 from .tasks.base import TaskSpec
 from .tokens import TokenCounter

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from .budget import ModelPrice
 from .estimate import fixed_opening
+from .prices import ModelPrice
 from .prompts import Template
 from .stages.context import LoadedTask
 from .tokens import TokenCounter

@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .options import DEFAULT_BASE_URL, default
+from .options import default
 
 __all__ = [
     "AUTH_SCHEMES",
-    "DEFAULT_BASE_URL",
     "BatchOptions",
     "Endpoint",
     "RateLimit",

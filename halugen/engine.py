@@ -17,7 +17,7 @@ import orjson
 from rich.console import Console
 
 from .batch.run import run_in_batches, stage_by_stage
-from .budget import Ledger, ModelPrice, format_usd
+from .budget import Ledger
 from .cacheplan import plan_task
 from .config import RunConfig
 from .context_window import effective_window, requeue_context_rejections, window_learner
@@ -27,11 +27,12 @@ from .llm.capabilities import JSON_SCHEMA
 from .llm.endpoint import EndpointInfo, is_openai, takes_cache_key
 from .llm.transport import AiohttpTransport, Transport
 from .pipeline import run_pipeline
+from .prices import ModelPrice, format_usd
 from .prompts import load_template
 from .records import Seed
 from .seeds import expand_paths, formats_by_task, read_seeds
 from .seeds.stamps import stamp_files
-from .session import OnRun, call_session, drive, prepare_endpoint, resolve_price
+from .session import OnRun, call_session, drive, prepare_endpoint
 from .stages.context import GenContext, LoadedTask
 from .stages.seeds import SeedSource
 from .stats import RunStats
@@ -46,7 +47,6 @@ __all__ = [
     "generate",
     "generated_tasks",
     "load_tasks",
-    "resolve_price",
     "resolve_tasks",
 ]
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .budget import ModelPrice
 from .config import RunConfig
+from .prices import ModelPrice
 from .prompts import PER_MESSAGE_TOKENS, Template
 from .records import Seed
 from .seeds import read_seeds

@@ -27,7 +27,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from .budget import Ledger, format_usd
+from .budget import Ledger
+from .prices import format_usd
 from .progress_figures import NONE, RunFigures, format_eta
 from .progress_figures import count_text as _int
 from .progress_figures import share_text as _pct
@@ -36,7 +37,7 @@ from .stats import RunStats, StageStats
 if TYPE_CHECKING:
     from .llm.limiter import LimiterSnapshot
 
-__all__ = ["BatchRow", "ProgressView", "abandoned_message", "format_eta", "stopping_message"]
+__all__ = ["BatchRow", "ProgressView", "abandoned_message", "stopping_message"]
 
 
 class BatchRow(NamedTuple):

@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from .budget import Ledger, format_usd
+from .budget import Ledger
+from .prices import format_usd
 from .stats import RunStats, StageStats
 
 if TYPE_CHECKING:

@@ -23,9 +23,8 @@ from rich.console import Console
 from . import __version__
 from ._groups import most_serious
 from .batch.planner import PassPlan, PlanningRunner, refuse_while_batches_live
-from .budget import Ledger, ModelPrice, find_price, usd_to_pusd
+from .budget import Ledger
 from .config import RunConfig
-from .endings import EXIT_CODES, closing
 from .errors import BudgetExhausted, HalugenError, RunStopping, UsageError
 from .llm.calls import CallRunner
 from .llm.capabilities import Capabilities
@@ -34,6 +33,7 @@ from .llm.outbox import Outbox
 from .llm.pool import EndpointPool
 from .llm.strategy import CallStrategy, Interactive, StageWriter
 from .llm.transport import AiohttpTransport, Transport
+from .prices import ModelPrice, find_price, usd_to_pusd
 from .records import fingerprint
 from .seeds.stamps import FileStamp, check_stamps, record_stamps
 from .signals import on_signals
@@ -43,12 +43,10 @@ from .store.rows import LedgerRow
 from .tokens import TokenCounter, get_counter
 
 __all__ = [
-    "EXIT_CODES",
     "CallSession",
     "OnRun",
     "StopFlags",
     "call_session",
-    "closing",
     "drive",
     "prepare_endpoint",
     "resolve_model",

@@ -6,17 +6,16 @@ import asyncio
 
 import pytest
 
-from halugen.budget import (
+from halugen.budget import Ledger, PromptMargin
+from halugen.errors import BudgetExhausted, UsageError
+from halugen.prices import (
     PUSD_PER_USD,
-    Ledger,
     ModelPrice,
-    PromptMargin,
     find_price,
     format_usd,
     load_price_cards,
     parse_budget,
 )
-from halugen.errors import BudgetExhausted, UsageError
 from tests.virtual_time import run_virtual
 
 

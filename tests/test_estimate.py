@@ -16,11 +16,11 @@ import orjson
 import pytest
 
 from halugen.batch.jobs import batch_cost
-from halugen.budget import find_price, format_usd
 from halugen.cli import main
 from halugen.config import RateLimit, RetryPolicy, RunConfig
 from halugen.engine import generate, load_tasks
 from halugen.estimate import estimate_task, estimate_ways, expected_cached, fixed_opening
+from halugen.prices import find_price, format_usd
 from halugen.prompts import PER_MESSAGE_TOKENS, parse_template
 from halugen.simulate import CacheConfig
 from halugen.tasks import get_task

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 import pytest
 from rich.console import Console
 
-from halugen.budget import PUSD_PER_USD, Ledger
-from halugen.progress import ProgressView, format_eta
+from halugen.budget import Ledger
+from halugen.prices import PUSD_PER_USD
+from halugen.progress import ProgressView
+from halugen.progress_figures import format_eta
 from halugen.stats import RunStats
 
 T0 = 1000.0

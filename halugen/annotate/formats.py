@@ -1,8 +1,9 @@
 """Annotations in and out of the store, in the formats annotation teams use.
 
-**Label Studio JSON** (``export_labelstudio`` / ``import_labelstudio``): a JSON array of tasks,
-the shape Label Studio exports and imports. Each task holds ``data`` (``item_id``, ``query``,
-``response``) and one entry per annotator under ``annotations``, whose ``result`` has
+**Label Studio JSON** (labelstudio.py: ``export_labelstudio`` / ``import_labelstudio``): a
+JSON array of tasks, the shape Label Studio exports and imports. Each task holds ``data``
+(``item_id``, ``query``, ``response``) and one entry per annotator under ``annotations``,
+whose ``result`` has
 
 - a ``choices`` result ``hallucinated`` → ``response`` with ``Yes`` or ``No``;
 - one ``labels`` result ``spans`` → ``response`` per span: character offsets ``start``/``end``
@@ -82,20 +83,15 @@ from .items import (
     text_of,
 )
 from .labels import Annotation, _items, _keep_matching, _latest, _responses, insert_annotations
-from .labelstudio import LABELSTUDIO_CONFIG, export_labelstudio, import_labelstudio
 from .resolve import ItemResolution, LabelRule, current_resolutions
 from .spans import canonical_spans, check_spans, load_spans, locate_spans
 
 __all__ = [
-    "LABELSTUDIO_CONFIG",
     "GeneralExport",
     "export_halueval_general",
     "export_jsonl",
-    "export_labelstudio",
     "import_halueval_general",
     "import_jsonl",
-    "import_labelstudio",
-    "locate_spans",
 ]
 
 

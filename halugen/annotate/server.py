@@ -59,33 +59,16 @@ from ..store.rows import AnnotationExtraPlaceRow, AnnotationRow
 from .access import (
     LOOPBACK_HOSTS,
     ORGANISER_KEY,
-    check_bind,
-    is_loopback,
-    make_tokens,
-    split_tokens,
     validate_name,
 )
 from .assign import DEFAULT_LEASE_SECONDS, Assigner, Leases
 from .guidelines import Guidelines, default_guidelines
-from .items import KINDS, LABELS
+from .items import KINDS
 from .label_body import LabelError, parse_label
 from .organiser import EXPORTS, PARTIAL_FILE, overview, wants_partial
 from .sessions import ANNOTATOR, ORGANISER, Session, Sessions, lease_journal, load_leases
 
-__all__ = [
-    "KINDS",
-    "LABELS",
-    "LOOPBACK_HOSTS",
-    "ORGANISER_KEY",
-    "LabelError",
-    "build_app",
-    "check_bind",
-    "is_loopback",
-    "make_tokens",
-    "parse_label",
-    "split_tokens",
-    "validate_name",
-]
+__all__ = ["build_app"]
 
 COOKIE = "halugen_session"
 ORGANISER_COOKIE = "halugen_organiser"
@@ -501,7 +484,7 @@ async def _organiser_extra_place(request: web.Request) -> web.Response:
 
 
 async def _organiser_export(request: web.Request) -> web.StreamResponse:
-    from . import formats, resolve
+    from . import formats, labelstudio, resolve
 
     state = request.app[STATE]
     _organiser(request)
@@ -518,7 +501,7 @@ async def _organiser_export(request: web.Request) -> web.StreamResponse:
         if fmt == "jsonl":
             formats.export_jsonl(state.store, path)
         elif fmt == "labelstudio":
-            formats.export_labelstudio(state.store, path)
+            labelstudio.export_labelstudio(state.store, path)
         else:  # HaluEval's layout holds resolved labels: resolve first, as the CLI does
             # items with fewer labels than the server hands out are left out, unless the
             # organiser asks for them (?allow_partial=1; each record then has n_labels)

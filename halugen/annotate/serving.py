@@ -1,6 +1,6 @@
-"""A running annotation server: ``serve`` starts the app of server.py on a host and port
-(a store path or an open Store), ``AnnotateServer`` is its handle (URLs, ``close``), and
-``run_server`` serves until SIGINT/SIGTERM (``halugen annotate serve``)."""
+"""A running annotation server: ``serve`` starts the app of server.py for a store (a path or
+an open Store) as its ``ServeOptions`` say, ``AnnotateServer`` is its handle (URLs,
+``close``), and ``run_server`` serves until SIGINT/SIGTERM (``halugen annotate serve``)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,27 @@ from .assign import DEFAULT_LEASE_SECONDS
 from .guidelines import Guidelines
 from .server import build_app
 
-__all__ = ["AnnotateServer", "run_server", "serve"]
+__all__ = ["AnnotateServer", "ServeOptions", "run_server", "serve"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeOptions:
+    """How the page is served: where it listens, who may come in, how items are handed out.
+
+    ``port=0`` picks a free port. A non-loopback ``host`` needs ``allow_remote=True`` and
+    ``tokens``; tokens given on loopback are enforced too. ``tokens`` may hold the organiser
+    token under ``ORGANISER_KEY`` (as the file of ``annotate tokens`` does) or it may come as
+    ``organiser_token``.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    allow_remote: bool = False
+    tokens: Mapping[str, str] | None = None
+    per_item: int = 3
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
+    organiser_token: str | None = None
+    guidelines: Guidelines | None = None
 
 
 @dataclass
@@ -72,45 +92,33 @@ class AnnotateServer:
 
 
 async def serve(
-    db: str | os.PathLike[str] | Store,
-    host: str = "127.0.0.1",
-    port: int = 8080,
-    *,
-    allow_remote: bool = False,
-    tokens: Mapping[str, str] | None = None,
-    per_item: int = 3,
-    lease_seconds: float = DEFAULT_LEASE_SECONDS,
-    organiser_token: str | None = None,
-    guidelines: Guidelines | None = None,
+    db: str | os.PathLike[str] | Store, options: ServeOptions | None = None
 ) -> AnnotateServer:
-    """Start serving the annotation page for the store ``db`` (a path or an open Store).
-
-    ``port=0`` picks a free port (see ``.port``). A non-loopback ``host`` needs
-    ``allow_remote=True`` and ``tokens``; tokens given on loopback are enforced too.
-    ``tokens`` may hold the organiser token under ``ORGANISER_KEY`` (as the file of
-    ``annotate tokens`` does) or it may come as ``organiser_token``.
-    """
+    """Start serving the annotation page for the store ``db`` (a path or an open Store); the
+    port it got is ``.port``."""
+    options = options or ServeOptions()
+    host, tokens, organiser_token = options.host, options.tokens, options.organiser_token
     if tokens is not None:
         tokens, from_file = split_tokens(tokens)
         organiser_token = organiser_token or from_file
-    check_bind(host, allow_remote=allow_remote, tokens=tokens)
+    check_bind(host, allow_remote=options.allow_remote, tokens=tokens)
     owns = not isinstance(db, Store)
     store = open_store(db) if not isinstance(db, Store) else db
     try:
         allowed = None if not is_loopback(host) else LOOPBACK_HOSTS | {host.strip("[]").lower()}
         app = build_app(
             store,
-            per_item=per_item,
+            per_item=options.per_item,
             tokens=tokens,
             allowed_hosts=allowed,
-            lease_seconds=lease_seconds,
+            lease_seconds=options.lease_seconds,
             organiser_token=organiser_token,
-            guidelines=guidelines,
+            guidelines=options.guidelines,
         )
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
         await runner.setup()
         try:
-            await web.TCPSite(runner, host, port).start()
+            await web.TCPSite(runner, host, options.port).start()
         except BaseException:
             await runner.cleanup()
             raise
@@ -126,27 +134,14 @@ async def serve(
 
 def run_server(
     db: str | os.PathLike[str] | Store,
-    host: str = "127.0.0.1",
-    port: int = 8080,
+    options: ServeOptions | None = None,
     *,
-    allow_remote: bool = False,
-    tokens: Mapping[str, str] | None = None,
-    per_item: int = 3,
     ready: Callable[[AnnotateServer], None] | None = None,
-    guidelines: Guidelines | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM; ``ready(server)`` is called once listening. Prints nothing."""
 
     async def main() -> None:
-        server = await serve(
-            db,
-            host,
-            port,
-            allow_remote=allow_remote,
-            tokens=tokens,
-            per_item=per_item,
-            guidelines=guidelines,
-        )
+        server = await serve(db, options)
         try:
             if ready is not None:
                 ready(server)

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..store.db import Store, key_prefix, now
+from ..llm.call_rows import LoggedCall, call_log_row
+from ..records import ChatResult
+from ..store.db import Store, now
 from ..store.rows import BatchLineRow, BatchRow, CallLogRow, LedgerRow, Statement
 from .files import OutputLine
 
@@ -23,9 +25,9 @@ __all__ = [
     "LIVE_STATES",
     "LineRecord",
     "batch_row",
-    "call_log_row",
     "error_class",
     "ledger_row",
+    "line_log_row",
     "line_row",
     "lines_of",
     "live_batch_summary",
@@ -183,47 +185,34 @@ def ledger_row(line: LineRecord, event: str, pusd: int) -> LedgerRow:
     )
 
 
-def call_log_row(
+def line_log_row(
     line: LineRecord,
     *,
     status: str,
     cost: int,
     attempts: int,
-    http_status: int | None,
-    prompt_tokens: int | None = None,
-    completion_tokens: int | None = None,
-    cached_tokens: int | None = None,
-    usage_estimated: bool | None = None,
+    answer: ChatResult | None = None,
+    http_status: int | None = None,
     error_class: str | None = None,
     error: str | None = None,
-    finish_reason: str | None = None,
-    response_json: str | None = None,
 ) -> CallLogRow:
-    return CallLogRow(
-        line.call_id,
-        line.custom_id,
-        key_prefix(line.custom_id),
-        line.run_id,
-        line.stage,
-        line.task,
-        line.model,
-        line.seed_key,
-        status,
-        prompt_tokens,
-        completion_tokens,
-        cached_tokens,
-        usage_estimated,
-        line.est_prompt_tokens,
-        cost,
-        line.reserved_pusd,
-        None,
-        attempts,
-        http_status,
-        error_class,
-        error,
-        finish_reason,
-        line.request_json,
-        response_json,
+    """The ``call_log`` row of a batch line: its answer, or why it has none (a batch line
+    has no latency of its own)."""
+    call = LoggedCall(
+        line.call_id, line.custom_id, line.run_id, line.stage, line.task, line.model, line.seed_key
+    )
+    return call_log_row(
+        call,
+        status=status,
+        est_prompt_tokens=line.est_prompt_tokens,
+        cost=cost,
+        reserved=line.reserved_pusd,
+        attempts=attempts,
+        answer=answer,
+        http_status=http_status,
+        error_class=error_class,
+        error=error,
+        request_json=line.request_json,
     )
 
 

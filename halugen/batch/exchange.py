@@ -34,10 +34,10 @@ from typing import Any
 import orjson
 from rich.console import Console
 
-from ..budget import ModelPrice, find_price, format_usd
 from ..config import BatchOptions, RunConfig, Timeouts
 from ..errors import InputError, UsageError
 from ..llm.transport import AiohttpTransport, HttpResponse, Transport
+from ..prices import ModelPrice, find_price, format_usd
 from ..records import canonical_json
 from ..store.db import Store, open_store
 from ..store.writer import WriterRow
@@ -303,7 +303,7 @@ def _store_answers(
         if not out.ok:
             failed += 1
             rows.append(
-                book.call_log_row(
+                book.line_log_row(
                     line,
                     status="failed",
                     cost=0,
@@ -335,18 +335,12 @@ def _store_answers(
         rows.append(book.ledger_row(line, "batch_reserve", cost))
         rows.append(book.ledger_row(line, "settle", cost))
         rows.append(
-            book.call_log_row(
+            book.line_log_row(
                 line,
                 status=status,
                 cost=cost,
                 attempts=1,
-                http_status=200,
-                prompt_tokens=result.prompt_tokens,
-                completion_tokens=result.completion_tokens,
-                cached_tokens=result.cached_tokens,
-                usage_estimated=result.usage_estimated,
-                finish_reason=result.finish_reason,
-                response_json=result.raw.decode("utf-8", "replace"),
+                answer=result,
             )
         )
         imported += 1

@@ -30,12 +30,13 @@ from typing import Any, TypeVar
 import anyio
 import orjson
 
-from ..budget import Ledger, ModelPrice, PromptMargin, Reservation
+from ..budget import Ledger, PromptMargin, Reservation
 from ..config import BatchOptions, RetryPolicy
 from ..errors import AuthError, FatalCallError, HalugenError, RetryableError
 from ..llm.batch_client import BatchClient, BatchInfo
 from ..llm.calls import CallFailure
 from ..llm.retrying import retrying
+from ..prices import ModelPrice
 from ..progress import BatchRow
 from ..stats import RunStats
 from ..store.db import Store, now
@@ -431,18 +432,12 @@ class BatchJobs:
             self.stats.record_call(result.prompt_tokens + result.completion_tokens)
             return [
                 book.ledger_row(line, "settle", cost),
-                book.call_log_row(
+                book.line_log_row(
                     line,
                     status=status,
                     cost=cost,
                     attempts=attempts,
-                    http_status=200,
-                    prompt_tokens=result.prompt_tokens,
-                    completion_tokens=result.completion_tokens,
-                    cached_tokens=result.cached_tokens,
-                    usage_estimated=result.usage_estimated,
-                    finish_reason=result.finish_reason,
-                    response_json=result.raw.decode("utf-8", "replace"),
+                    answer=result,
                 ),
             ], cost
         rows: list[WriterRow] = [book.ledger_row(line, "release", 0)]
@@ -456,7 +451,7 @@ class BatchJobs:
             self.failures[key] = CallFailure(key, error_class, message, status_code)
             st.failed += 1
             rows.append(
-                book.call_log_row(
+                book.line_log_row(
                     line,
                     status="failed",
                     cost=0,
@@ -505,7 +500,7 @@ class BatchJobs:
             if lost:
                 rows.append(book.ledger_row(line, "lost", line.reserved_pusd))
                 rows.append(
-                    book.call_log_row(
+                    book.line_log_row(
                         line,
                         status="lost",
                         cost=line.reserved_pusd,

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..errors import UsageError
-from ..llm.calls import CallFailure, CallRunner, cached_log_row
+from ..llm.call_rows import LoggedCall, cached_log_row
+from ..llm.calls import CallFailure, CallRunner
 from ..llm.client import stored_result
 from ..records import ChatRequest, ChatResult
 from ..stats import RunStats
@@ -130,7 +130,7 @@ class PlanningRunner:
                 self.plan.answered += 1
                 if key not in self._mine:  # another run's answer: this run uses it once
                     self._mine.add(key)
-                    self._log_cached(key, stage, task, request.model, seed_key, row, result)
+                    self._log_cached(key, stage, task, request.model, seed_key, result)
                 return result
         filtered = self._filtered.get(key)
         if filtered is not None:
@@ -189,12 +189,12 @@ class PlanningRunner:
         task: str,
         model: str,
         seed_key: str,
-        row: tuple[Any, ...],
         result: ChatResult,
     ) -> None:
         call_id = self._next_call_id
         self._next_call_id += 1
-        log = cached_log_row(call_id, key, self.run_id, stage, task, model, seed_key, row, result)
+        call = LoggedCall(call_id, key, self.run_id, stage, task, model, seed_key)
+        log = cached_log_row(call, result)
         self._writer.put([log])
 
 

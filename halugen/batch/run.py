@@ -25,15 +25,17 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 import anyio
 from rich.console import Console
 
-from ..budget import Ledger, format_usd
+from ..budget import Ledger
 from ..config import BatchOptions, RunConfig, Timeouts
+from ..endings import EXIT_CODES
 from ..errors import HalugenError
 from ..llm.batch_client import BatchClient
 from ..llm.calls import CallFailure
 from ..llm.limiter import RateLimiter
 from ..llm.transport import AiohttpTransport, Transport
+from ..prices import format_usd
 from ..progress import ProgressView
-from ..session import EXIT_CODES, OnRun, resolve_price
+from ..session import OnRun, resolve_price
 from ..signals import on_signals
 from ..stats import RunStats
 from ..store.db import open_store

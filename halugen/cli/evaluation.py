@@ -152,7 +152,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..evaluate.report import report_tables, results_from_store
+    from ..evaluate.report import report_tables
+    from ..evaluate.results import results_from_store
     from ..store.db import open_store
 
     if args.plot:
@@ -184,7 +185,7 @@ def _report_json(rows: Any) -> str:
     """Every report row with all its metrics (ratios as fractions), and the paper's numbers."""
     import orjson
 
-    from ..evaluate.report import PAPER_FOOTNOTE, paper_reference
+    from ..evaluate.paper import PAPER_FOOTNOTE, paper_reference
 
     data = {"results": list(rows), "paper": paper_reference(), "paper_note": PAPER_FOOTNOTE}
     return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"

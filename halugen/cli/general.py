@@ -259,14 +259,14 @@ def cmd_preselect(args: argparse.Namespace) -> int:
 def cmd_annotate(args: argparse.Namespace) -> int:
     import orjson
 
-    from ..annotate import formats, items
+    from ..annotate import formats, items, labelstudio
     from ..store.db import open_store
 
     action = args.annotate_command
     if action is None:
         raise UsageError("annotate needs an action: serve, tokens, add, import, export, resolve")
     if action == "tokens":
-        from ..annotate.server import make_tokens
+        from ..annotate.access import make_tokens
 
         names = [n.strip() for n in args.annotators.split(",") if n.strip()]
         path = Path(args.out)
@@ -281,7 +281,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
         return 0
     if action == "serve":
         from ..annotate.guidelines import load_guidelines
-        from ..annotate.serving import run_server
+        from ..annotate.serving import ServeOptions, run_server
 
         guidelines = load_guidelines(args.guidelines) if args.guidelines else None
         tokens = None
@@ -290,14 +290,17 @@ def cmd_annotate(args: argparse.Namespace) -> int:
                 tokens = orjson.loads(Path(args.tokens).read_bytes())
             except (OSError, orjson.JSONDecodeError) as exc:
                 raise UsageError(f"--tokens {args.tokens}: {exc}") from None
-        run_server(
-            db_path(args),
-            args.host,
-            args.port,
+        options = ServeOptions(
+            host=args.host,
+            port=args.port,
             allow_remote=args.allow_remote,
             tokens=tokens,
             per_item=args.per_item,
             guidelines=guidelines,
+        )
+        run_server(
+            db_path(args),
+            options,
             ready=lambda server: print(
                 f"annotation page at {server.url} (organiser view: {server.organiser_url})",
                 flush=True,
@@ -325,7 +328,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
             out.print(f"added {n} item(s) to annotate")
         elif action == "import":
             if args.format == "labelstudio":
-                n_items, n_labels = formats.import_labelstudio(store, args.file, skipped)
+                n_items, n_labels = labelstudio.import_labelstudio(store, args.file, skipped)
                 out.print(f"imported {n_items} item(s) and {n_labels} annotation(s)")
             elif args.format == "jsonl":
                 out.print(
@@ -348,7 +351,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
                         f"--format {args.format} writes every label as it is, resolved or not"
                     )
                 export = {
-                    "labelstudio": formats.export_labelstudio,
+                    "labelstudio": labelstudio.export_labelstudio,
                     "jsonl": formats.export_jsonl,
                 }[args.format]
                 written, note = export(store, args.out), None

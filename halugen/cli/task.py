@@ -78,7 +78,8 @@ def _new(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from ..tasks import BUILTIN_DIR, BUILTIN_TASKS
     from ..tasks.checks import GUARDS
-    from ..tasks.folder import TASK_FILE, check_folder
+    from ..tasks.folder import check_folder
+    from ..tasks.problems import TASK_FILE
 
     path = Path(args.path)
     if path.name == TASK_FILE:
@@ -107,9 +108,9 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _print_openings(spec: Any, model: str, card: str | None) -> None:
-    from ..budget import find_price
     from ..cachefit import fit_lines, opening_fits
     from ..errors import UsageError
+    from ..prices import find_price
     from ..tokens import get_counter
 
     price = find_price(model, card=card)

@@ -32,11 +32,10 @@ from ..llm import structured
 from ..prompts import Template, load_template
 from ..tasks import BUILTIN_TASKS, get_task
 from ..tasks.base import TaskSpec
-from ..tasks.folder import STRATEGIES
+from ..tasks.schema import STRATEGIES
 
 __all__ = [
     "JUDGE_TASKS",
-    "STRATEGIES",
     "EvalItem",
     "again_template_name",
     "judge_template",

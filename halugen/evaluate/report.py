@@ -18,43 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .judge import STRATEGIES
+from ..tasks.schema import STRATEGIES
 from .metrics import Metrics
-from .paper import (
-    PAPER_CHATGPT,
-    PAPER_FOOTNOTE,
-    PAPER_LABEL,
-    PAPER_TABLE,
-    PAPER_TABLE8_BASELINE,
-    paper_label,
-    paper_reference,
-)
-from .results import (
-    SHAPES_PER_ROW,
-    TASK_TITLES,
-    ReplyShape,
-    ResultRow,
-    order_key,
-    reply_shape,
-    results_from_store,
-    row_key,
-)
+from .paper import PAPER_CHATGPT, PAPER_FOOTNOTE, PAPER_LABEL, paper_label
+from .results import SHAPES_PER_ROW, TASK_TITLES, ResultRow, order_key, row_key
 
-__all__ = [
-    "PAPER_CHATGPT",
-    "PAPER_FOOTNOTE",
-    "PAPER_LABEL",
-    "PAPER_TABLE",
-    "PAPER_TABLE8_BASELINE",
-    "ReplyShape",
-    "ResultRow",
-    "csv_table",
-    "paper_label",
-    "paper_reference",
-    "reply_shape",
-    "report_tables",
-    "results_from_store",
-]
+__all__ = ["csv_table", "report_tables"]
 
 _DASH = "—"
 _NOTE = (

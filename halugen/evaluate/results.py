@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from ..llm.replies import visible_text
-from .judge import STRATEGIES
+from ..tasks.schema import STRATEGIES
 from .metrics import Judged, Metrics, baselines, compute
 
 __all__ = [

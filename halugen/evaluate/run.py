@@ -25,17 +25,18 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from rich.console import Console
 
 from ..batch.run import run_in_batches, stage_by_stage, with_run
-from ..budget import format_usd
 from ..config import RunConfig
 from ..crew import crew_size, run_crew
+from ..endings import closing
 from ..errors import RunStopping, UsageError
 from ..llm.calls import CallFailure
 from ..llm.capabilities import JSON_SCHEMA, LOGPROBS, MODES
 from ..llm.endpoint import prompt_cache_key, takes_cache_key
 from ..llm.transport import Transport
+from ..prices import format_usd
 from ..prompts import Template, load_template
 from ..records import ChatRequest, ChatResult, fingerprint
-from ..session import CallSession, OnRun, call_session, closing, drive, resolve_model
+from ..session import CallSession, OnRun, call_session, drive, resolve_model
 from ..store.db import KeyIndex, key_prefix
 from ..store.rows import JudgementRow
 from ..tasks import get_task

@@ -23,7 +23,7 @@ from ..store.db import Store
 from .card_figures import baseline_lines, recognition_lines, task_spec
 from .card_header import SEED_LICENCES, CardFile, card_header, config_name
 
-__all__ = ["SEED_LICENCES", "CardFile", "card_text", "write_card"]
+__all__ = ["card_text", "write_card"]
 
 _FIELD_NOTES = {
     "run_id": "the generation run that made the sample",

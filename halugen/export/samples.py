@@ -21,7 +21,8 @@ from ..errors import UsageError
 from ..store.db import Store
 from ..tasks import get_task
 from ..tasks.columns import SAMPLE_COLUMNS, field_columns
-from .card import CardFile, write_card
+from .card import write_card
+from .card_header import CardFile
 from .selection import Selection, pick_runs, sql_error
 from .target import Target
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..budget import Ledger, ModelPrice, PromptMargin, Reservation, format_usd
+from ..budget import Ledger, PromptMargin, Reservation
 from ..config import RetryPolicy
 from ..errors import (
     AuthError,
@@ -35,6 +35,7 @@ from ..errors import (
     LLMError,
     RetryableError,
 )
+from ..prices import ModelPrice, format_usd
 from ..prompts import PER_MESSAGE_TOKENS, PER_REQUEST_TOKENS
 from ..records import ChatRequest, ChatResult
 from ..stats import RunStats, StageStats
@@ -44,6 +45,7 @@ from ..tokens import TokenCounter
 from .calibration import FirstCallAlone
 from .call_rows import (
     CallState,
+    LoggedCall,
     Where,
     cached_log_row,
     close_row,
@@ -56,7 +58,7 @@ from .pool import EndpointPool
 from .reach import Reachability
 from .retrying import retrying
 
-__all__ = ["CallFailure", "CallRunner", "cached_log_row"]
+__all__ = ["CallFailure", "CallRunner"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,7 +437,8 @@ class CallRunner:
         self.writer.put(
             [
                 cached_log_row(
-                    call_id, key, self.run_id, stage, task, request.model, seed_key, row, result
+                    LoggedCall(call_id, key, self.run_id, stage, task, request.model, seed_key),
+                    result,
                 )
             ]
         )

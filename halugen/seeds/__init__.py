@@ -10,9 +10,9 @@ register it in ``FORMATS`` here and give its keys and layouts to ``detect.SIGNAT
 A file no dataset layout fits, a Parquet or Arrow file, and every file when a mapping
 (``--map FIELD=COLUMN``) is given are read as a ``table`` (``table.py``): any task reads one,
 its columns named as the task's seed fields or mapped. A folder given as a seed path is a
-``save_to_disk`` dataset or a folder of Parquet shards (``table.dataset_files``). A task folder's
-seeds (a task no dataset layout belongs to) are always read as a table, its columns named by
-the task's fields or by its ``[seeds] map`` (``--map`` wins per field).
+``save_to_disk`` dataset or a folder of Parquet shards (``table_files.dataset_files``). A
+task folder's seeds (a task no dataset layout belongs to) are always read as a table, its
+columns named by the task's fields or by its ``[seeds] map`` (``--map`` wins per field).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from ..errors import InputError, UsageError
 from ..records import BadRecord, Seed
-from . import cnndm, halueval, hotpotqa, opendialkg, table
+from . import cnndm, halueval, hotpotqa, opendialkg, table, table_files
 from .detect import accepted_formats, detect_format, detect_layout
 from .jsonl import special_file_kind, special_file_message
 
@@ -160,7 +160,7 @@ def _plan(
     for path in expand_paths(paths):
         if fmt is not None:
             plan.append((path, fmt, None))
-        elif mapping or table.is_binary_table(path):
+        elif mapping or table_files.is_binary_table(path):
             plan.append((path, table.FORMAT, None))
         else:
             name, seen = detect_layout(path)
@@ -199,7 +199,7 @@ def _expand_one(given: str) -> list[str]:
     if os.path.isfile(path):
         return [path]
     if os.path.isdir(path):
-        files = table.dataset_files(path)
+        files = table_files.dataset_files(path)
         if files is None:
             raise InputError(
                 f"seed file {given} is a directory that holds neither Parquet shards nor a "

@@ -16,9 +16,9 @@ record has (a typo), or one that holds a whole struct, is an error naming the co
 exist; a row whose value is missing or empty is a ``BadRecord`` with its reason.
 
 A dataset saved with Hugging Face ``datasets.save_to_disk`` is a folder of Arrow IPC stream
-files (``data-00000-of-00002.arrow`` ...) named in its ``state.json``; ``dataset_files`` lists
-them, and a folder of Parquet shards as the Hub lays them out (``data/train-00000-of-00003
-.parquet``), so a folder can be given as ``--seeds``.
+files (``data-00000-of-00002.arrow`` ...) named in its ``state.json``; ``dataset_files``
+(table_files.py) lists them, and a folder of Parquet shards as the Hub lays them out
+(``data/train-00000-of-00003.parquet``), so a folder can be given as ``--seeds``.
 
 The parts: table_files.py (kinds of file, folders, pyarrow reading), table_columns.py (the
 columns a table has), table_values.py (a column's text in a row).
@@ -35,7 +35,7 @@ from ..records import BadRecord, Seed
 from .csvfile import iter_csv, normalise_column
 from .jsonl import RecordProblem, iter_records, kind_of
 from .table_columns import path_problem, table_shape
-from .table_files import arrow_rows, dataset_files, is_binary_table, table_kind
+from .table_files import arrow_rows, table_kind
 from .table_values import field_text
 
 __all__ = [
@@ -43,11 +43,8 @@ __all__ = [
     "FORMAT",
     "ID_FIELD",
     "check_table",
-    "dataset_files",
-    "is_binary_table",
     "parse_map",
     "read_table",
-    "table_kind",
 ]
 
 FORMAT = "table"

@@ -25,8 +25,9 @@ object behind an aiohttp server on loopback. Modules:
 from __future__ import annotations
 
 from .caching import CacheConfig
+from .config import FAULT_KINDS, SimConfig
 from .server import SIMULATOR, build_app, run_server, serve
-from .simulator import FAULT_KINDS, SimConfig, SimulatedDrop, SimulatedRefusal, Simulator
+from .simulator import SimulatedDrop, SimulatedRefusal, Simulator
 
 __all__ = [
     "FAULT_KINDS",

@@ -33,18 +33,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..llm.transport import HttpResponse
-from .batch_files import json_response, parse_multipart
+from .batch_files import json_response
 from .batch_jobs import BatchService
 from .config import BatchSimConfig
 from .request import error_response
 
 __all__ = [
-    "BatchService",
-    "BatchSimConfig",
     "add_batch_routes",
     "batch_service",
     "in_process_handlers",
-    "parse_multipart",
     "with_batch_stats",
 ]
 

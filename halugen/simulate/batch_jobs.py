@@ -27,6 +27,7 @@ from .batch_files import (
     parse_multipart,
 )
 from .caching import PrefixCache
+from .completion import chat_completion
 from .config import BatchSimConfig
 from .keys import key64, unit
 from .request import BadRequest, error_response
@@ -445,7 +446,9 @@ class BatchService:
         if sim.config.cache.caches_in_batch(req.model):
             cached = self.cache.serve(req.model, req.body, req.contents, req.prompt_tokens, when)
         # the simulator's own answer path: same texts, same usage as an interactive call
-        payload, completion_tokens = sim.completion(req, n_out, line.digest, None, cached)
+        payload, completion_tokens = chat_completion(
+            sim.config, sim.oracle, req, n_out, line.digest, None, cached, sim.tokens
+        )
         self._prompt_tokens += req.prompt_tokens
         self._completion_tokens += completion_tokens
         self._cached_tokens += cached

@@ -19,7 +19,8 @@ from aiohttp import web
 
 from ..signals import until_signalled
 from .batch import add_batch_routes, batch_service, with_batch_stats
-from .simulator import SimConfig, SimulatedDrop, SimulatedRefusal, Simulator
+from .config import SimConfig
+from .simulator import SimulatedDrop, SimulatedRefusal, Simulator
 
 __all__ = ["SIMULATOR", "build_app", "run_server", "serve"]
 

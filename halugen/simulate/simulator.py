@@ -56,7 +56,7 @@ from ..llm.transport import HttpResponse
 from ..records import canonical_json
 from .caching import PrefixCache
 from .completion import chat_completion, provider_tokens
-from .config import FAULT_KINDS, RESPONSE_FORMAT_MODES, SimConfig
+from .config import SimConfig
 from .keys import key64, mix, unit
 from .limits import Admission, RateLimits
 from .request import BadRequest, ChatBody, error_response, parse_body
@@ -65,9 +65,6 @@ from .tokens import token_rule
 from .words import normalise
 
 __all__ = [
-    "FAULT_KINDS",
-    "RESPONSE_FORMAT_MODES",
-    "SimConfig",
     "SimulatedDrop",
     "SimulatedRefusal",
     "Simulator",
@@ -94,8 +91,9 @@ class Simulator:
         self._queued = 0  # capacity mode: waiting for a slot now
         self._busy = 0  # being served now
         self._work_tasks: set[asyncio.Task[None]] = set()
-        # oracle keys compared in the normalised form the verdict lookup uses
-        self._oracle = (
+        # the oracle's keys in the normalised form the verdict lookup uses (chat_completion's
+        # ``oracle``, for the chat endpoint and the Batch API alike)
+        self.oracle = (
             {normalise(k): bool(v) for k, v in config.oracle.items()} if config.oracle else None
         )
         self._bearer = f"Bearer {config.api_key}" if config.api_key is not None else None
@@ -344,7 +342,9 @@ class Simulator:
 
         # the work is done from here on: the prompt's opening is read from and put in cache
         cached = self.cache.serve(req.model, req.body, req.contents, req.prompt_tokens, stamp)
-        payload, completion_tokens = self.completion(req, n_out, digest, fault, cached)
+        payload, completion_tokens = chat_completion(
+            self.config, self.oracle, req, n_out, digest, fault, cached, self.tokens
+        )
         self._bill(digest, req.prompt_tokens, completion_tokens, cached)
         data = orjson.dumps(payload)
         if fault is None:
@@ -368,20 +368,6 @@ class Simulator:
         if delay > 0:
             await cfg.sleep(delay / 1000.0)
         return response
-
-    def completion(
-        self,
-        req: ChatBody,
-        n_out: int,
-        digest: bytes,
-        fault: str | None,
-        cached_tokens: int = 0,
-    ) -> tuple[dict[str, Any], int]:
-        """(the response body, its completion tokens) as this simulator answers ``req``; the
-        Batch API answers its lines with it too."""
-        return chat_completion(
-            self.config, self._oracle, req, n_out, digest, fault, cached_tokens, self.tokens
-        )
 
     def parse(self, body: bytes) -> ChatBody:
         """A request body as this provider reads it: prompt tokens by its own tokenizer."""

@@ -16,7 +16,7 @@ from ..session import StopFlags
 from ..stats import RunStats
 from ..tasks.base import TaskSpec
 
-__all__ = ["GenContext", "LoadedTask", "StopFlags"]
+__all__ = ["GenContext", "LoadedTask"]
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ from ..errors import StoreError, StoreInUse, UnusableStore
 from .failures import damaged_store, is_locked, open_failure
 from .live import LiveConnection, connect_live
 from .live_server import Action, LiveReadServer
-from .migrations import MIGRATIONS, VIEWS
+from .migrations import MIGRATIONS
+from .views import VIEWS
 from .writer import StoreWriter
 
 __all__ = ["KeyIndex", "RunRow", "Store", "now", "open_store"]

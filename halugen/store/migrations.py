@@ -14,11 +14,7 @@ from __future__ import annotations
 
 from .initial_tables import INITIAL_TABLES
 
-# The column order of appended tables lives in rows.py (re-exported here).
-from .rows import TABLE_COLUMNS
-from .views import VIEWS
-
-__all__ = ["MIGRATIONS", "TABLE_COLUMNS", "VIEWS"]
+__all__ = ["MIGRATIONS"]
 
 # Long documents: how many tokens were cut to fit the model's context (NULL: none).
 _TRUNCATION = """

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from ..errors import UsageError
 from .base import TaskSpec
-from .folder import TASK_FILE, load_folder
+from .folder import load_folder
+from .problems import TASK_FILE
 
 __all__ = [
     "BUILTIN_DIR",

@@ -21,22 +21,8 @@ from pathlib import Path
 from .base import TaskSpec
 from .declaration import spec_from_files
 from .problems import PROMPTS, TASK_FILE, Problem, TaskFolderError
-from .schema import KINDS, STRATEGIES
-from .template_fields import spec_template_fields, template_fields
 
-__all__ = [
-    "KINDS",
-    "STRATEGIES",
-    "TASK_FILE",
-    "Problem",
-    "TaskFolderError",
-    "check_folder",
-    "load_folder",
-    "read_files",
-    "spec_from_files",
-    "spec_template_fields",
-    "template_fields",
-]
+__all__ = ["check_folder", "load_folder", "read_files"]
 
 
 _MAX_FILE = 1_000_000  # bytes: a template or declaration larger than this is a mistake

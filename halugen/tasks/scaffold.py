@@ -12,8 +12,9 @@ from pathlib import Path
 
 from ..errors import UsageError
 from . import BUILTIN_TASKS, TASK_NAMES, builtin_folder, get_task
-from .folder import PROMPTS, TASK_FILE, spec_template_fields
+from .problems import PROMPTS, TASK_FILE
 from .schema import TASK_NAME
+from .template_fields import spec_template_fields
 
 __all__ = ["new_folder"]
 

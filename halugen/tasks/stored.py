@@ -18,7 +18,7 @@ from ..errors import UsageError
 from ..store.rows import TaskFolderRow
 from . import BUILTIN_TASKS, get_task, is_task_path, known_tasks, register
 from .base import TaskSpec
-from .folder import spec_from_files
+from .declaration import spec_from_files
 
 __all__ = ["get_task_or_stored", "recall", "remember"]
 

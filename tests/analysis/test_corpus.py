@@ -11,8 +11,7 @@ from halugen.analysis import Topic, TopicReport, documents_for, latest_eval_run,
 from halugen.errors import UsageError
 from halugen.records import fingerprint
 from halugen.store.db import open_store
-from halugen.store.migrations import TABLE_COLUMNS
-from halugen.store.rows import AnnotationItemRow, JudgementRow, SampleRow
+from halugen.store.rows import TABLE_COLUMNS, AnnotationItemRow, JudgementRow, SampleRow
 
 QA_FIELDS = ("knowledge", "question", "right_answer", "hallucinated_answer")
 

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import pytest
 
-from halugen.annotate.serving import AnnotateServer, serve
+from halugen.annotate.serving import AnnotateServer, ServeOptions, serve
 from halugen.store.db import open_store
 from halugen.store.rows import AnnotationItemRow
 
@@ -89,7 +89,7 @@ def start_server(
     def run() -> None:
         asyncio.set_event_loop(loop)
         try:
-            box["server"] = loop.run_until_complete(serve(db, "127.0.0.1", 0, **serve_kwargs))
+            box["server"] = loop.run_until_complete(serve(db, ServeOptions(port=0, **serve_kwargs)))
         except BaseException as exc:
             box["error"] = exc
         finally:

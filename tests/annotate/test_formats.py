@@ -8,18 +8,20 @@ import orjson
 import pytest
 
 from halugen.annotate.formats import (
-    LABELSTUDIO_CONFIG,
     GeneralExport,
     export_halueval_general,
     export_jsonl,
-    export_labelstudio,
     import_halueval_general,
     import_jsonl,
-    import_labelstudio,
-    locate_spans,
 )
 from halugen.annotate.items import Item, append_rows, insert_items
+from halugen.annotate.labelstudio import (
+    LABELSTUDIO_CONFIG,
+    export_labelstudio,
+    import_labelstudio,
+)
 from halugen.annotate.resolve import LabelRule, resolve_all
+from halugen.annotate.spans import locate_spans
 from halugen.errors import InputError
 from halugen.store.db import open_store
 

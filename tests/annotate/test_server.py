@@ -11,15 +11,10 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestServer
 
+from halugen.annotate.access import check_bind, is_loopback, make_tokens, validate_name
 from halugen.annotate.assign import Assigner, Leases
-from halugen.annotate.server import (
-    check_bind,
-    is_loopback,
-    make_tokens,
-    parse_label,
-    validate_name,
-)
-from halugen.annotate.serving import serve
+from halugen.annotate.label_body import parse_label
+from halugen.annotate.serving import ServeOptions, serve
 from halugen.errors import UsageError
 from halugen.store.db import Store, open_store
 
@@ -65,9 +60,9 @@ def test_remote_bind_needs_flag_and_tokens(tmp_path: Path) -> None:
 
     db = tmp_path / "remote.duckdb"
     with pytest.raises(UsageError, match="--allow-remote"):
-        asyncio.run(serve(db, "0.0.0.0", 0))
+        asyncio.run(serve(db, ServeOptions(host="0.0.0.0", port=0)))
     with pytest.raises(UsageError, match="token"):
-        asyncio.run(serve(db, "0.0.0.0", 0, allow_remote=True))
+        asyncio.run(serve(db, ServeOptions(host="0.0.0.0", port=0, allow_remote=True)))
     assert not db.exists()  # refused before anything was opened
 
 
@@ -78,7 +73,7 @@ def test_serve_on_loopback_and_tokens_enforced(tmp_path: Path) -> None:
     tokens = {"ann1": "secret-token-1"}
 
     async def main() -> None:
-        server = await serve(db, "127.0.0.1", 0, tokens=tokens)
+        server = await serve(db, ServeOptions(port=0, tokens=tokens))
         try:
             assert server.port > 0 and server.url == f"http://127.0.0.1:{server.port}/"
             async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:

@@ -212,7 +212,7 @@ def test_a_new_tokens_file_ends_the_sessions_it_no_longer_allows(db: Path) -> No
 
 def test_a_served_store_keeps_sessions_across_serve_calls(tmp_path: Path) -> None:
     """The same through ``serve`` on a real port, as ``annotate serve`` runs it twice."""
-    from halugen.annotate.serving import serve
+    from halugen.annotate.serving import ServeOptions, serve
 
     db = tmp_path / "served.duckdb"
     with open_store(db) as s:
@@ -221,7 +221,7 @@ def test_a_served_store_keeps_sessions_across_serve_calls(tmp_path: Path) -> Non
     async def main() -> None:
         jar = aiohttp.CookieJar(unsafe=True)
         h = {"X-Halugen": "1"}
-        server = await serve(db, "127.0.0.1", 0)
+        server = await serve(db, ServeOptions(port=0))
         port = server.port
         try:
             async with (
@@ -231,7 +231,7 @@ def test_a_served_store_keeps_sessions_across_serve_calls(tmp_path: Path) -> Non
                 assert r.status == 200
         finally:
             await server.close()
-        server = await serve(db, "127.0.0.1", port)
+        server = await serve(db, ServeOptions(port=port))
         try:
             async with (
                 aiohttp.ClientSession(cookie_jar=jar) as http,

@@ -11,7 +11,8 @@ import orjson
 
 from halugen.llm.transport import HandlerTransport
 from halugen.simulate import SimConfig, Simulator
-from halugen.simulate.batch import BatchSimConfig, in_process_handlers, with_batch_stats
+from halugen.simulate.batch import in_process_handlers, with_batch_stats
+from halugen.simulate.config import BatchSimConfig
 from tests.conftest import hotpot_record
 
 

@@ -64,6 +64,32 @@ def assert_books_agree(db: Path, env: InProcess) -> dict[str, Any]:
     return stats
 
 
+# call_log columns that say what was answered: the same whether the answer came back from a
+# call or from a batch line (cost, latency, run_id and where the request body is kept differ;
+# the answer's body differs only by the time the simulator wrote it)
+ANSWER_COLUMNS = (
+    "key, key_prefix, stage, task, model, seed_key, status, prompt_tokens, completion_tokens, "
+    "cached_tokens, usage_estimated, est_prompt_tokens, attempts, http_status, error_class, "
+    """error, finish_reason, json_merge_patch(response_json, '{"created": null}')"""
+)
+
+
+def assert_same_call_rows(interactive_db: Path, batch_db: Path) -> None:
+    """Every call answered in both runs has the same call_log row, but for what a batch changes."""
+    sql = f"SELECT {ANSWER_COLUMNS} FROM call_log ORDER BY key"
+    rows_i, rows_b = query(interactive_db, sql), query(batch_db, sql)
+    assert len(rows_i) == len(rows_b) > 30
+    assert rows_b == rows_i
+    # a batch line has no latency of its own and keeps its request beside its answer
+    (line_latency,) = query(
+        batch_db, "SELECT count(latency_ms) FROM call_log JOIN batch_lines ON key = custom_id"
+    )[0]
+    assert line_latency == 0
+    sql = "SELECT key, request_json FROM calls ORDER BY key"
+    assert query(batch_db, sql) == query(interactive_db, sql)
+    assert query(batch_db, "SELECT count(*) FROM calls WHERE request_json IS NULL") == [(0,)]
+
+
 @pytest.mark.parametrize("response_format", ["honour", "ignore"])
 def test_batch_mode_makes_the_same_samples_at_half_the_price(tmp_path, response_format):
     """Also against a server that ignores response_format: the probe settles how the filter
@@ -92,6 +118,7 @@ def test_batch_mode_makes_the_same_samples_at_half_the_price(tmp_path, response_
 
     si = assert_books_agree(tmp_path / "i.duckdb", interactive)
     sb = assert_books_agree(tmp_path / "b.duckdb", batch)
+    assert_same_call_rows(tmp_path / "i.duckdb", tmp_path / "b.duckdb")
     # the one request to the chat endpoint is the structured-output probe, as interactive
     assert sb["requests"] == sb["billed_requests"] - sb["batch"]["billed_requests"] == 1
     probe_usd = sb["interactive_billed_usd"]

@@ -14,7 +14,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from halugen.simulate.batch import BatchSimConfig, with_batch_stats
+from halugen.simulate.batch import with_batch_stats
+from halugen.simulate.config import BatchSimConfig
 from tests.batch.support import BatchClock
 
 

@@ -8,7 +8,8 @@ import pytest
 
 from halugen.errors import FatalCallError, UsageError
 from halugen.llm.batch_client import BatchClient
-from halugen.simulate.batch import BatchSimConfig, parse_multipart
+from halugen.simulate.batch_files import parse_multipart
+from halugen.simulate.config import BatchSimConfig
 from tests.batch.support import BatchClock, in_process
 
 

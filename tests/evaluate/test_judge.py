@@ -9,7 +9,6 @@ import pytest
 from halugen.errors import UsageError
 from halugen.evaluate.judge import (
     JUDGE_TASKS,
-    STRATEGIES,
     EvalItem,
     again_template_name,
     judge_template,
@@ -23,6 +22,7 @@ from halugen.evaluate.judge import (
 from halugen.evaluate.verdicts import parse_contrast, parse_verdict
 from halugen.records import ChatRequest
 from halugen.tasks import builtin_folder, get_task
+from halugen.tasks.schema import STRATEGIES
 
 ITEMS = {
     "qa": EvalItem(

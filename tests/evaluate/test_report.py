@@ -10,17 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from halugen.evaluate.report import (
+from halugen.evaluate.paper import (
     PAPER_CHATGPT,
     PAPER_FOOTNOTE,
     PAPER_TABLE8_BASELINE,
-    csv_table,
     paper_label,
     paper_reference,
-    reply_shape,
-    report_tables,
-    results_from_store,
 )
+from halugen.evaluate.report import csv_table, report_tables
+from halugen.evaluate.results import reply_shape, results_from_store
 from halugen.store.db import open_store
 from halugen.tables import render_tables
 

@@ -10,7 +10,7 @@ import orjson
 
 from halugen.records import fingerprint
 from halugen.store.db import Store, open_store
-from halugen.store.migrations import TABLE_COLUMNS
+from halugen.store.rows import TABLE_COLUMNS
 
 T0 = datetime(2025, 1, 2, 3, 4, 5)
 

@@ -151,7 +151,7 @@ def test_report_plot_from_the_store(tmp_path, capsys):
 
 
 def test_rows_from_report_adds_the_papers_rows_for_what_was_measured(tmp_path):
-    from halugen.evaluate.report import results_from_store
+    from halugen.evaluate.results import results_from_store
 
     db = eval_store(tmp_path / "e.duckdb")
     with open_store(db, read_only=True) as store:

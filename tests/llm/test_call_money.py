@@ -19,12 +19,13 @@ from typing import Any
 
 import pytest
 
-from halugen.budget import Ledger, PromptMargin, find_price
+from halugen.budget import Ledger, PromptMargin
 from halugen.config import Endpoint, RetryPolicy
 from halugen.errors import EndpointUnreachable, Interrupted
 from halugen.llm.calls import CallFailure, CallRunner
 from halugen.llm.pool import EndpointPool
 from halugen.llm.transport import HandlerTransport
+from halugen.prices import find_price
 from halugen.records import ChatRequest, ChatResult
 from halugen.simulate import SimConfig, Simulator
 from halugen.stats import RunStats

@@ -119,3 +119,21 @@ def test_a_reply_cut_at_max_tokens_is_cut_by_the_encoding() -> None:
     assert choice["finish_reason"] == "length"
     assert rule.count(choice["message"]["content"]) <= 2
     assert body["usage"]["completion_tokens"] == rule.count(choice["message"]["content"])
+
+
+def test_batch_lines_are_counted_by_the_encoding_too() -> None:
+    from tests.batch.support import BatchClock, in_process
+
+    from .test_caching import _batch_run
+
+    rule = cl100k()
+    env = in_process(BatchClock(step=1.0), duration_s=2.0, sim={"tokenizer": "cl100k_base"})
+    records = ["Alpha: the Serin flows. " * 80, "Beta: the Orla flows. " * 80]
+    out = _batch_run(env, [orjson.loads(_request(r)) for r in records])
+    for record, line in zip(records, out, strict=True):
+        body = line["response"]["body"]
+        reply = body["choices"][0]["message"]["content"]
+        assert body["usage"]["completion_tokens"] == rule.count(reply)
+        assert body["usage"]["prompt_tokens"] == 4 + rule.count(STATIC) + 4 + rule.count(record) + 3
+    # gpt-4o-mini's batch lines get no cached input (OpenAI's rule, the simulator's default)
+    assert out[1]["response"]["body"]["usage"]["prompt_tokens_details"]["cached_tokens"] == 0

@@ -12,8 +12,9 @@ import orjson
 import pytest
 
 from halugen.store.db import open_store
-from halugen.store.migrations import MIGRATIONS, VIEWS
+from halugen.store.migrations import MIGRATIONS
 from halugen.store.rows import RECORDS, TABLE_COLUMNS, LedgerRow, SampleRow
+from halugen.store.views import VIEWS
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -9,8 +9,8 @@ import pytest
 
 from halugen.errors import StoreError
 from halugen.store.db import KeyIndex, key_prefix, open_store
-from halugen.store.migrations import MIGRATIONS, TABLE_COLUMNS
-from halugen.store.rows import BadRecordRow, LedgerRow, SeedOutcomeRow, Statement
+from halugen.store.migrations import MIGRATIONS
+from halugen.store.rows import TABLE_COLUMNS, BadRecordRow, LedgerRow, SeedOutcomeRow, Statement
 from halugen.store.writer import StoreWriter
 
 

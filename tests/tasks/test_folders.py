@@ -15,7 +15,8 @@ from halugen.errors import UsageError
 from halugen.prompts import load_template
 from halugen.tasks import BUILTIN_DIR, BUILTIN_TASKS, TASK_NAMES, get_task
 from halugen.tasks.checks import LengthRatio, MetaTalk
-from halugen.tasks.folder import TaskFolderError, check_folder, load_folder
+from halugen.tasks.folder import check_folder, load_folder
+from halugen.tasks.problems import TaskFolderError
 from halugen.tasks.scaffold import new_folder
 from halugen.tasks.stored import recall, remember
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from halugen.budget import ModelPrice, find_price
 from halugen.cacheplan import opening_cost, pads, planned
 from halugen.errors import ConfigError
+from halugen.prices import ModelPrice, find_price
 from halugen.prompts import PER_MESSAGE_TOKENS, Template, parse_template
 from halugen.tasks import BUILTIN_TASKS, TASK_NAMES, get_task
 from halugen.tasks.base import TaskSpec
