@@ -294,3 +294,13 @@ def test_a_damaged_parquet_file_is_an_input_error(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes()[:-30])
     with pytest.raises(InputError, match=r"cannot read .*cut\.parquet as Parquet"):
         read_seeds([str(path)], "qa", mapping=MAP)
+
+
+def test_a_key_literally_named_with_a_dot_wins_over_the_nested_path(tmp_path: Path) -> None:
+    # JSONL lets a record hold both {"answer.text": ...} and {"answer": {"text": ...}}; the
+    # column the user named is the literal key, so the nested path must not shadow it
+    path = tmp_path / "both.jsonl"
+    record = row(0, **{"answer.text": "Literal0"})
+    path.write_bytes(orjson.dumps(record) + b"\n")
+    (seed,) = seeds_of(list(read_seeds([str(path)], "qa", mapping=MAP)))
+    assert seed.fields["right_answer"] == "Literal0"
