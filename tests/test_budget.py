@@ -169,6 +169,27 @@ def test_cancelled_waiter_gives_its_place_back():
     run_virtual(main())
 
 
+def test_a_cancelled_head_waiter_lets_the_one_behind_it_in_at_once():
+    # FIFO: a small request waits behind a big one; when the big one is cancelled the small
+    # one fits now and must not wait for some unrelated settle to pump the queue
+    async def main() -> None:
+        ledger = Ledger(100)
+        first = await ledger.reserve(90)
+        big = asyncio.create_task(ledger.reserve(50))
+        await asyncio.sleep(0)
+        small = asyncio.create_task(ledger.reserve(5))
+        await asyncio.sleep(0)
+        assert not small.done()  # behind the big one
+        big.cancel()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert small.done() and ledger.reserved == 95
+        ledger.release(small.result())
+        ledger.release(first)
+
+    run_virtual(main())
+
+
 def test_unlimited_ledger_counts():
     async def main() -> None:
         ledger = Ledger(None)
