@@ -1,5 +1,5 @@
-"""Where the data directories (budgets/) live: in a wheel or in a checkout. (The built-in
-tasks' templates are inside the package: halugen/tasks/builtin/<task>/prompts/.)"""
+"""Where the data directories live: ``budgets/`` (price cards) and ``prompts/`` (the built-in
+task folders), in a wheel or in a checkout; both are found the same way."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ _PACKAGE = Path(__file__).resolve().parent
 
 
 def data_dir(name: str) -> Path:
-    """Return the directory of ``budgets``.
+    """Return the directory of ``budgets`` or ``prompts``.
 
     An installed wheel carries them under ``halugen/_data/``; an editable install or a
     checkout has them at the top of the repository.

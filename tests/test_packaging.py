@@ -49,9 +49,9 @@ def test_wheel_ships_prompts_and_price_cards(tmp_path):
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
     for task in ("qa", "dialogue", "summarization", "general"):
-        assert f"halugen/tasks/builtin/{task}/task.toml" in names
-        assert f"halugen/tasks/builtin/{task}/prompts/judge_plain.txt" in names
-    assert "halugen/tasks/builtin/qa/prompts/sample_onepass.txt" in names
+        assert f"halugen/_data/prompts/{task}/task.toml" in names
+        assert f"halugen/_data/prompts/{task}/prompts/judge_plain.txt" in names
+    assert "halugen/_data/prompts/qa/prompts/sample_onepass.txt" in names
     assert "halugen/_data/budgets/openai.toml" in names
     assert "halugen/examples/qa_seeds.json" in names
     # load a prompt and a price card from the unpacked wheel, not from the checkout

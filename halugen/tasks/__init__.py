@@ -1,7 +1,8 @@
 """The benchmark's tasks. A task is a folder (``task.toml`` + ``prompts/``); ``get_task``
 finds one by name or reads one from its path.
 
-The built-in tasks are folders under ``halugen/tasks/builtin/``. A user's folder is read,
+The built-in tasks are the folders of the top-level ``prompts/`` (found as ``budgets/`` is:
+``resources.data_dir``). A user's folder is read,
 checked (``folder.check_files``: every problem, one line each) and remembered by its name
 for the rest of the process, so the code that meets the name later (the stages, the
 store's rows, the exports) finds the same declaration. ``--task NAME|PATH`` goes through
@@ -15,6 +16,7 @@ from functools import cache
 from pathlib import Path
 
 from ..errors import UsageError
+from ..resources import data_dir
 from .base import TaskSpec
 from .folder import load_folder
 from .problems import TASK_FILE
@@ -30,7 +32,7 @@ __all__ = [
     "register",
 ]
 
-BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
+BUILTIN_DIR = data_dir("prompts")
 # the tasks halugen generates, in the order "--task all" runs them
 TASK_NAMES = ("qa", "dialogue", "summarization")
 # every built-in task, the general track (judged against human labels) included

@@ -5,7 +5,7 @@ it first, without calling anything: a missing or unknown key, a value of the wro
 field named nowhere, a guard or shape that does not exist, a pattern without a definition,
 a template that lacks a placeholder its fields need or names one no field gives. Each
 problem is one line naming the file and the key. The built-in tasks are folders read the
-same way (``halugen/tasks/builtin/``), so there is one way to define a task.
+same way (the top-level ``prompts/``), so there is one way to define a task.
 
 A folder is read into ``{relative path: text}`` first (``read_files``); a store keeps that
 mapping for the tasks its runs used, so a task can be read back from there as well.

@@ -120,7 +120,7 @@ def test_task_check_with_a_model_prints_the_openings(tmp_path: Path, capsys) -> 
 
 
 def test_a_local_card_model_is_never_padded(capsys) -> None:
-    folder = str(Path(__file__).resolve().parents[2] / "halugen" / "tasks" / "builtin" / "qa")
+    folder = str(Path(__file__).resolve().parents[2] / "prompts" / "qa")
     assert main(["task", "check", folder, "--model", "llama", "--price-card", "local"]) == 0
     out = capsys.readouterr().out
     assert "(the card gives it no cached input)" in out
@@ -130,7 +130,7 @@ def test_a_local_card_model_is_never_padded(capsys) -> None:
 
 @pytest.mark.parametrize("task", ["general"])
 def test_a_judging_only_task_has_no_openings(task: str, capsys) -> None:
-    folder = str(Path(__file__).resolve().parents[2] / "halugen" / "tasks" / "builtin" / task)
+    folder = str(Path(__file__).resolve().parents[2] / "prompts" / task)
     assert main(["task", "check", folder, "--model", "gpt-4o-mini"]) == 0
     assert "only judges: no openings are sent" in capsys.readouterr().out
 
