@@ -1,0 +1,40 @@
+"""The command that shows a store's samples in a browser: view."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .common import add_config_flag, add_setting, db_path, out
+
+
+def add_parsers(sub: Any) -> None:
+    view = sub.add_parser(
+        "view",
+        help="browse a store's samples in a local page (read only; live while a run holds it)",
+    )
+    add_setting(view, "db", help="the store to show")
+    view.add_argument("--store", dest="db", metavar="PATH", default=None, help="the same as --db")
+    view.add_argument(
+        "--port", type=int, default=8090, help="port on 127.0.0.1 (0: any free one) (default: 8090)"
+    )
+    view.add_argument("--open", action="store_true", help="open the page in the default browser")
+    add_config_flag(view)
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    from ..view.serving import ViewServer, run_server
+
+    def ready(server: ViewServer) -> None:
+        out.print(f"view of {path} at {server.url} (Ctrl-C stops it)")
+        if args.open:
+            import webbrowser
+
+            webbrowser.open(server.url)
+
+    path = db_path(args)
+    run_server(path, port=args.port, ready=ready)
+    return 0
+
+
+COMMANDS = {"view": cmd_view}
