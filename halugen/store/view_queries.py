@@ -71,7 +71,7 @@ SELECT s.run_id, s.task, s.seed_key, s.seed_id,
                      json_extract_string(s.fields_json, '$.dialogue_history'),
                      json_extract_string(s.fields_json, '$.document'),
                      s.fields_json), 240) AS preview,
-       s.created_at
+       s.source_file, s.source_line, s.created_at
 FROM seed s
 LEFT JOIN outcome o USING (run_id, task, seed_key)
 LEFT JOIN sample p USING (run_id, task, seed_key)
@@ -181,8 +181,8 @@ def _seeds_sql(verify: bool) -> str:
 def view_seeds(
     store: Store, where: SeedFilter, *, limit: int = 200, offset: int = 0
 ) -> tuple[int, list[dict[str, Any]]]:
-    """(how many seeds match, the page of them from ``offset``): newest run first, then in
-    the order the run listed its seeds. The verify filter matches nothing on a store
+    """(how many seeds match, the page of them from ``offset``): newest run first, then
+    by task and in the order of the seed files. The verify filter matches nothing on a store
     without verdicts, except ``unchecked``."""
     verify = verify_available(store)
     clause, params = where.where()
@@ -195,7 +195,7 @@ def view_seeds(
                guards, calls, cost_usd, verify, verify_reason, preview
         FROM ({base}) q
         ORDER BY (SELECT created_at FROM runs r WHERE r.run_id = q.run_id) DESC,
-                 created_at, task, seed_key
+                 task, source_file, source_line, seed_key
         LIMIT ? OFFSET ?
         """,
         [*params, limit, offset],
