@@ -133,7 +133,7 @@ async def _index(request: web.Request) -> web.StreamResponse:
         if not token_ok(request.query["token"], state.token):
             return json_error(403, "wrong token: open the address 'halugen view' printed")
         # the token leaves the address bar (and the history) once it is in the cookie
-        resp = web.HTTPSeeOther("/")
+        resp = web.Response(status=303, headers={"Location": "/"})
         resp.set_cookie(COOKIE, state.token, httponly=True, samesite="Strict", path="/")
         return resp
     return await _static(request)
