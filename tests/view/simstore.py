@@ -21,6 +21,13 @@ RIGHT = re.compile(r"^Right answer: (.*)$", re.MULTILINE)
 SEEDS = 8
 # the seeds whose candidates the guards turn down (their records' painters, Aldo Brun<i>)
 ARTIFACT_SEEDS = (1, 4)
+# a record whose question holds markup and a word longer than a phone's width: the page
+# must show both as text, and wrap the word
+TRICKY_SEED = 2
+TRICKY_QUESTION = (
+    "<img src=x onerror=alert(1)><b>Which</b> river flows through the town where the painter "
+    "Aldo Brun2 was born? " + "Serin2" * 20
+)
 
 
 @dataclass
@@ -54,6 +61,8 @@ def _artifacts_for_some(sim: Simulator) -> HandlerTransport:
 
 def make_sim_store(folder: Path, n: int = SEEDS) -> SimStore:
     records = [hotpot_record(i) for i in range(n)]
+    if n > TRICKY_SEED:
+        records[TRICKY_SEED]["question"] = TRICKY_QUESTION
     seeds = folder / "seeds.json"
     seeds.write_bytes(orjson.dumps(records))
     db = folder / "view.duckdb"
