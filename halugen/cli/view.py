@@ -14,7 +14,13 @@ def add_parsers(sub: Any) -> None:
         help="browse a store's samples in a local page (read only; live while a run holds it)",
     )
     add_setting(view, "db", help="the store to show")
-    view.add_argument("--store", dest="db", metavar="PATH", default=None, help="the same as --db")
+    view.add_argument(
+        "--store",
+        dest="db",
+        metavar="PATH",
+        default=None,
+        help="another name of --db (default: as --db)",
+    )
     view.add_argument(
         "--port", type=int, default=8090, help="port on 127.0.0.1 (0: any free one) (default: 8090)"
     )
