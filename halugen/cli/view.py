@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import threading
 from typing import Any
 
-from .common import add_config_flag, add_setting, db_path, out
+from .common import add_config_flag, add_setting, db_path, err, out
 
 
 def add_parsers(sub: Any) -> None:
@@ -34,13 +35,19 @@ def cmd_view(args: argparse.Namespace) -> int:
     def ready(server: ViewServer) -> None:
         out.print(f"view of {path} at {server.url} (Ctrl-C stops it)")
         if args.open:
-            import webbrowser
-
-            webbrowser.open(server.url)
+            # on a thread: a browser in this terminal (lynx) would otherwise stop the server
+            threading.Thread(target=_open_browser, args=(server.url,), daemon=True).start()
 
     path = db_path(args)
     run_server(path, port=args.port, ready=ready)
     return 0
+
+
+def _open_browser(url: str) -> None:
+    import webbrowser
+
+    if not webbrowser.open(url):
+        err.print("note: no browser found to open the page; open the address above yourself")
 
 
 COMMANDS = {"view": cmd_view}
