@@ -4,7 +4,7 @@ the filter's decision, its calls).
 
 Every query only reads, so it runs on a store opened read-only, on the file or through the
 process that holds it (``live.py``). A seed's cost is the money of its calls as the ``calls``
-view counts it (ledger first), so the page agrees with ``status``.
+view counts it (the ledger's), so the page agrees with ``status``.
 
 The verify flag is read from an optional relation (``VERIFY_RELATION``) that a verify stage
 writes: rows of ``(run_id, task, seed_key, flagged BOOLEAN, reason)``; a sample is flagged
@@ -58,8 +58,17 @@ turned_down AS (
     FROM candidate WHERE status <> 'ok' GROUP BY ALL
 ),
 money AS (
-    SELECT run_id, task, seed_key, count(*) AS calls, COALESCE(sum(cost_usd), 0) AS cost_usd
-    FROM calls WHERE seed_key IS NOT NULL AND seed_key <> '' GROUP BY ALL
+    -- the calls view's figures, from its two sources without its request bodies: a call is
+    -- a call_log row or a ledger reservation, its money the ledger's
+    SELECT run_id, task, seed_key, count(DISTINCT call_id) AS calls,
+           COALESCE(sum(pusd), 0) / 1e12 AS cost_usd
+    FROM (
+        SELECT run_id, task, seed_key, call_id, cost_pusd AS pusd FROM call_money
+        UNION ALL
+        SELECT run_id, task, seed_key, call_id, 0 FROM call_log
+    )
+    WHERE seed_key IS NOT NULL AND seed_key <> ''
+    GROUP BY ALL
 ){verify_cte}
 SELECT s.run_id, s.task, s.seed_key, s.seed_id,
        COALESCE(o.outcome, 'pending') AS outcome, o.stage, o.reason,
@@ -187,12 +196,13 @@ def view_seeds(
     verify = verify_available(store)
     clause, params = where.where()
     base = f"SELECT * FROM ({_seeds_sql(verify)}){clause}"
-    (total,) = store.query(f"SELECT count(*) FROM ({base})", params)[0]
+    # one pass: the page and, on each of its rows, how many matched
     rows = _dicts(
         store,
         f"""
         SELECT run_id, task, seed_key, seed_id, outcome, stage, reason, pattern, selected_by,
-               guards, calls, cost_usd, verify, verify_reason, preview
+               guards, calls, cost_usd, verify, verify_reason, preview,
+               count(*) OVER () AS matched
         FROM ({base}) q
         ORDER BY (SELECT created_at FROM runs r WHERE r.run_id = q.run_id) DESC,
                  task, source_file, source_line, seed_key
@@ -200,6 +210,12 @@ def view_seeds(
         """,
         [*params, limit, offset],
     )
+    if rows:
+        total = rows[0]["matched"]
+    else:  # an empty page: past the end, or nothing matched
+        (total,) = store.query(f"SELECT count(*) FROM ({base})", params)[0]
+    for row in rows:
+        del row["matched"]
     return int(total), rows
 
 
@@ -217,28 +233,49 @@ def view_facets(store: Store) -> dict[str, Any]:
         ORDER BY r.created_at DESC
         """,
     )
-    seeds = f"({_seeds_sql(verify)})"
-    tasks = store.query(f"SELECT task, count(*) FROM {seeds} GROUP BY 1 ORDER BY 1")
-    patterns = store.query(
-        f"SELECT pattern, count(*) FROM {seeds} WHERE pattern IS NOT NULL GROUP BY 1 ORDER BY 1"
-    )
-    outcomes = dict(store.query(f"SELECT outcome, count(*) FROM {seeds} GROUP BY 1"))
-    guards = store.query(
+    counts = store.query(
         f"""
-        SELECT reason, count(*) FROM (
-            SELECT seed_key, reason FROM {seeds} WHERE reason IS NOT NULL
+        WITH s AS MATERIALIZED ({_seeds_sql(verify)})
+        SELECT 'task' AS facet, task AS name, count(*)::DOUBLE AS n FROM s GROUP BY task
+        UNION ALL
+        SELECT 'pattern', pattern, count(*) FROM s WHERE pattern IS NOT NULL GROUP BY pattern
+        UNION ALL
+        SELECT 'outcome', outcome, count(*) FROM s GROUP BY outcome
+        UNION ALL
+        SELECT 'guard', reason, count(*) FROM (
+            SELECT run_id, task, seed_key, reason FROM s WHERE reason IS NOT NULL
             UNION
-            SELECT seed_key, unnest(guards) FROM {seeds}
-        ) GROUP BY 1 ORDER BY 2 DESC, 1
+            SELECT run_id, task, seed_key, unnest(guards) FROM s
+        ) GROUP BY reason
+        UNION ALL
+        SELECT 'cost_min', NULL, min(cost_usd) FROM s
+        UNION ALL
+        SELECT 'cost_max', NULL, max(cost_usd) FROM s
         """
     )
-    low, high = store.query(f"SELECT min(cost_usd), max(cost_usd) FROM {seeds}")[0]
+    by: dict[str, list[tuple[Any, float]]] = {}
+    for facet, name, n in counts:
+        by.setdefault(facet, []).append((name, n))
+
+    def named(facet: str, order: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        items = [(name, int(n)) for name, n in by.get(facet, [])]
+        if order is not None:
+            rank = {o: i for i, o in enumerate(order)}
+            items.sort(key=lambda item: rank.get(item[0], len(rank)))
+        elif facet == "guard":
+            items.sort(key=lambda item: (-item[1], item[0]))
+        else:
+            items.sort()
+        return [{"name": name, "n": n} for name, n in items]
+
+    low = by["cost_min"][0][1] if by.get("cost_min") else None
+    high = by["cost_max"][0][1] if by.get("cost_max") else None
     return {
         "runs": runs,
-        "tasks": [{"name": t, "n": n} for t, n in tasks],
-        "patterns": [{"name": p, "n": n} for p, n in patterns],
-        "outcomes": [{"name": o, "n": outcomes[o]} for o in _OUTCOMES if o in outcomes],
-        "guards": [{"name": g, "n": n} for g, n in guards],
+        "tasks": named("task"),
+        "patterns": named("pattern"),
+        "outcomes": named("outcome", _OUTCOMES),
+        "guards": named("guard"),
         "verify": list(_VERIFY_STATES) if verify else None,
         "cost": {"min": low or 0.0, "max": high or 0.0},
     }
@@ -250,15 +287,7 @@ def view_seed(store: Store, run_id: str, task: str, seed_key: str) -> dict[str, 
     ``candidates`` (the latest of each, with status and detail), ``decision`` (the filter's
     latest, or None), ``calls`` (every call made for it, oldest first), ``verify``."""
     key = [run_id, task, seed_key]
-    verify = verify_available(store)
-    head = _dicts(
-        store,
-        f"SELECT * FROM ({_seeds_sql(verify)}) WHERE run_id = ? AND task = ? AND seed_key = ?",
-        key,
-    )
-    if not head:
-        return None
-    record = _dicts(
+    records = _dicts(
         store,
         """
         SELECT seed_id, dataset, source_file, source_line, fields_json, truncated_tokens
@@ -266,7 +295,9 @@ def view_seed(store: Store, run_id: str, task: str, seed_key: str) -> dict[str, 
         ORDER BY created_at LIMIT 1
         """,
         key,
-    )[0]
+    )
+    if not records:
+        return None
     outcome = _dicts(
         store,
         """
@@ -311,10 +342,18 @@ def view_seed(store: Store, run_id: str, task: str, seed_key: str) -> dict[str, 
         """,
         key,
     )
-    row = head[0]
+    verify = None
+    if verify_available(store):
+        (flagged, reason), *_ = store.query(
+            f"SELECT bool_or(flagged), string_agg(DISTINCT reason, '; ') FILTER (WHERE flagged) "
+            f"FROM {VERIFY_RELATION} WHERE run_id = ? AND task = ? AND seed_key = ?",
+            key,
+        )
+        state = None if flagged is None else "flagged" if flagged else "passed"
+        verify = {"state": state, "reason": reason}
     return {
         "seed": {
-            **record,
+            **records[0],
             "run_id": run_id,
             "task": task,
             "seed_key": seed_key,
@@ -324,5 +363,5 @@ def view_seed(store: Store, run_id: str, task: str, seed_key: str) -> dict[str, 
         "candidates": candidates,
         "decision": decision[0] if decision else None,
         "calls": calls,
-        "verify": {"state": row["verify"], "reason": row["verify_reason"]} if verify else None,
+        "verify": verify,
     }

@@ -107,9 +107,13 @@ def build_app(
         except duckdb.Error as exc:
             return json_error(500, f"the store could not answer: {str(exc).splitlines()[0]}")
 
+    async def let_go(app: web.Application) -> None:
+        await asyncio.to_thread(reader.close)
+
     app = web.Application(middlewares=[guard])
     app[STATE] = state
     app.on_response_prepare.append(add_security_headers)
+    app.on_cleanup.append(let_go)
     app.router.add_get("/", _index)
     for path in _STATIC:
         if path != "/":

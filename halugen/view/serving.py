@@ -54,7 +54,10 @@ async def serve(
             f"(127.0.0.1, ::1 or localhost)"
         )
     reader = StoreReader(db)
-    await asyncio.to_thread(reader.read, lambda store: None)  # a path that is no store: now
+    try:  # a path that is no store is refused now, not at the first request
+        await asyncio.to_thread(reader.read, lambda store: None)
+    finally:
+        reader.close()
     token = secrets.token_urlsafe(24)
     app = build_app(reader, token=token, allowed_hosts=allowed_hosts_for(host))
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
