@@ -52,18 +52,21 @@ def view(sim_store: SimStore) -> Iterator[ViewServer]:
     loop.close()
 
 
-def seed_row(sim_store: SimStore, seed_id: str) -> dict[str, Any]:
-    """What the store says of one seed: its texts and the money of its calls."""
+@pytest.fixture(scope="module")
+def facts(sim_store: SimStore) -> dict[str, dict[str, Any]]:
+    """What the store says of each seed (its texts, the money of its calls), by seed id;
+    read before the view serves it (in this process the view's open file would be in the
+    way of another connection)."""
     with duckdb.connect(str(sim_store.db), read_only=True) as conn:
-        key, right, hallucinated = conn.execute(
-            "SELECT s.seed_key, p.right_answer, p.hallucinated_answer FROM seeds s "
-            "LEFT JOIN sample_rows p USING (run_id, task, seed_key) WHERE s.seed_id = ?",
-            [seed_id],
-        ).fetchone()
-        (cost,) = conn.execute(
-            "SELECT sum(cost_usd) FROM calls WHERE seed_key = ?", [key]
-        ).fetchone()
-    return {"right": right, "hallucinated": hallucinated, "cost": cost}
+        rows = conn.execute(
+            "SELECT s.seed_id, p.right_answer, p.hallucinated_answer, p.seed_key IS NOT NULL, "
+            "(SELECT sum(cost_usd) FROM calls c WHERE c.seed_key = s.seed_key) "
+            "FROM seeds s LEFT JOIN sample_rows p USING (run_id, task, seed_key)"
+        ).fetchall()
+    return {
+        seed_id: {"right": right, "hallucinated": hallucinated, "sampled": sampled, "cost": cost}
+        for seed_id, right, hallucinated, sampled, cost in rows
+    }
 
 
 def money(usd: float) -> str:
@@ -89,7 +92,9 @@ def selected_id(page: Any) -> str:
     return str(page.locator("#list li[aria-selected='true'] .preview").text_content())
 
 
-def test_filter_keys_and_a_seeds_story(view: ViewServer, browser: Any, sim_store: SimStore) -> None:
+def test_filter_keys_and_a_seeds_story(
+    facts: dict[str, dict[str, Any]], view: ViewServer, browser: Any
+) -> None:
     expect = sync_api.expect
     _, context = browser
     page, problems = open_page(context, view)
@@ -117,14 +122,7 @@ def test_filter_keys_and_a_seeds_story(view: ViewServer, browser: Any, sim_store
     page.select_option("#f-guard", "")
     expect(items).to_have_count(SEEDS - len(ARTIFACT_SEEDS))
     # the cost range: between the two dearest sampled seeds' costs, only the dearest is left
-    with duckdb.connect(str(sim_store.db), read_only=True) as conn:
-        costs = sorted(
-            c
-            for (c,) in conn.execute(
-                "SELECT sum(cost_usd) FROM calls WHERE seed_key IN "
-                "(SELECT seed_key FROM sample_rows) GROUP BY seed_key"
-            ).fetchall()
-        )
+    costs = sorted(f["cost"] for f in facts.values() if f["sampled"])
     top = sorted(set(costs))[-2:]
     page.fill("#f-cost-min", repr(sum(top) / 2))
     expect(items).to_have_count(costs.count(top[-1]))
@@ -150,7 +148,7 @@ def test_filter_keys_and_a_seeds_story(view: ViewServer, browser: Any, sim_store
     expect(page.locator("#list-view")).to_be_hidden()
     seed_id = page.locator("#d-title").text_content()
     assert seed_id and seed_id.startswith("rec")
-    row = seed_row(sim_store, seed_id)
+    row = facts[seed_id]
 
     # right vs hallucinated, the changed words marked, the texts whole
     expect(page.locator("#d-right")).to_have_text(row["right"])
