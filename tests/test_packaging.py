@@ -54,6 +54,7 @@ def test_wheel_ships_prompts_and_price_cards(tmp_path):
     assert "halugen/_data/prompts/qa/prompts/sample_onepass.txt" in names
     assert "halugen/_data/budgets/openai.toml" in names
     assert "halugen/examples/qa_seeds.json" in names
+    assert "halugen/view/static/view.js" in names  # the view page ships with the package
     # load a prompt and a price card from the unpacked wheel, not from the checkout
     target = tmp_path / "site"
     with zipfile.ZipFile(wheel) as zf:

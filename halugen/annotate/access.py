@@ -8,26 +8,22 @@ annotator name can take.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 import secrets
 from collections.abc import Iterable, Mapping
 
 from ..errors import UsageError
+from ..local_page import is_loopback
 
 __all__ = [
-    "LOOPBACK_HOSTS",
     "ORGANISER_KEY",
     "check_bind",
-    "is_loopback",
     "make_tokens",
     "split_tokens",
     "validate_name",
 ]
 
 ORGANISER_KEY = "@organiser"
-# the Host headers a loopback-bound server answers (anything else: DNS rebinding)
-LOOPBACK_HOSTS: frozenset[str] = frozenset({"127.0.0.1", "localhost", "::1"})
 
 _NAME = re.compile(r"[\w .\-]{1,64}")  # \w on str: Unicode letters, digits and '_'
 
@@ -75,16 +71,6 @@ def split_tokens(tokens: Mapping[str, object]) -> tuple[dict[str, str], str | No
         else:
             annotators[validate_name(key)] = value
     return annotators, organiser
-
-
-def is_loopback(host: str) -> bool:
-    h = host.strip().strip("[]").lower()
-    if h == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(h).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost: could resolve to anything
 
 
 def check_bind(host: str, *, allow_remote: bool, tokens: Mapping[str, str] | None) -> None:

@@ -40,13 +40,10 @@ like: label_body.py.
 from __future__ import annotations
 
 import asyncio
-import hmac
-import secrets
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -54,13 +51,19 @@ import orjson
 from aiohttp import web
 
 from ..errors import HalugenError, UsageError
+from ..local_page import (
+    JSON_TYPE,
+    LOOPBACK_HOSTS,
+    add_security_headers,
+    host_allowed,
+    json_error,
+    json_response,
+    load_static,
+    token_ok,
+)
 from ..store.db import Store
 from ..store.rows import AnnotationExtraPlaceRow, AnnotationRow
-from .access import (
-    LOOPBACK_HOSTS,
-    ORGANISER_KEY,
-    validate_name,
-)
+from .access import ORGANISER_KEY, validate_name
 from .assign import DEFAULT_LEASE_SECONDS, Assigner, Leases
 from .guidelines import Guidelines, default_guidelines
 from .items import KINDS
@@ -73,29 +76,19 @@ __all__ = ["build_app"]
 COOKIE = "halugen_session"
 ORGANISER_COOKIE = "halugen_organiser"
 CSRF_HEADER = "X-Halugen"
-_JSON = "application/json"
-_STATIC = {  # URL path -> (file in static/, content type)
-    "/": ("index.html", "text/html; charset=utf-8"),
-    "/organiser": ("organiser.html", "text/html; charset=utf-8"),
-    "/static/api.js": ("api.js", "text/javascript; charset=utf-8"),
-    "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
-    "/static/organiser.js": ("organiser.js", "text/javascript; charset=utf-8"),
-    "/static/style.css": ("style.css", "text/css; charset=utf-8"),
+_HTML = "text/html; charset=utf-8"
+_JS = "text/javascript; charset=utf-8"
+_SVG = "image/svg+xml"
+_STATIC = {  # URL path -> (package, file in its static/, content type)
+    "/": (__package__, "index.html", _HTML),
+    "/organiser": (__package__, "organiser.html", _HTML),
+    "/static/api.js": (__package__, "api.js", _JS),
+    "/static/app.js": (__package__, "app.js", _JS),
+    "/static/organiser.js": (__package__, "organiser.js", _JS),
+    "/static/style.css": (__package__, "style.css", "text/css; charset=utf-8"),
     # browsers ask for /favicon.ico whatever the page says; both answer with the icon
-    "/favicon.ico": ("favicon.svg", "image/svg+xml"),
-    "/static/favicon.svg": ("favicon.svg", "image/svg+xml"),
-}
-# The page loads nothing from elsewhere and runs no inline script: even a bug that put data
-# into the DOM as markup could not run it.
-_SECURITY_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-        "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
-    "Cache-Control": "no-store",
+    "/favicon.ico": (__package__, "favicon.svg", _SVG),
+    "/static/favicon.svg": (__package__, "favicon.svg", _SVG),
 }
 
 
@@ -121,16 +114,8 @@ class _State:
 STATE = web.AppKey("halugen_annotate", _State)
 
 
-def _json(data: object, status: int = 200) -> web.Response:
-    return web.Response(body=orjson.dumps(data), status=status, content_type=_JSON)
-
-
-def _error(status: int, message: str) -> web.Response:
-    return _json({"error": message}, status)
-
-
 def _fail(exc_type: type[web.HTTPException], message: str) -> web.HTTPException:
-    return exc_type(text=orjson.dumps({"error": message}).decode(), content_type=_JSON)
+    return exc_type(text=orjson.dumps({"error": message}).decode(), content_type=JSON_TYPE)
 
 
 async def _body(request: web.Request) -> Any:
@@ -145,22 +130,6 @@ def _annotator(request: web.Request) -> str:
     if session is None or session.role != ANNOTATOR or session.annotator is None:
         raise _fail(web.HTTPUnauthorized, "log in first")
     return session.annotator
-
-
-def _token_ok(given: object, expected: str | None) -> bool:
-    # compare even when nothing is expected, so timing does not tell which names exist
-    ok = hmac.compare_digest(
-        (given if isinstance(given, str) else "").encode(),
-        (expected if expected is not None else secrets.token_urlsafe(24)).encode(),
-    )
-    return ok and expected is not None
-
-
-def _load_static() -> dict[str, tuple[bytes, str]]:
-    folder = resources.files(__package__) / "static"
-    return {
-        path: (folder.joinpath(name).read_bytes(), ctype) for path, (name, ctype) in _STATIC.items()
-    }
 
 
 def build_app(
@@ -198,34 +167,25 @@ def build_app(
         allowed_hosts=frozenset(h.lower() for h in allowed_hosts)
         if allowed_hosts is not None
         else None,
-        static=_load_static(),
+        static=load_static(_STATIC),
         sessions=sessions,
         guidelines=guidelines if guidelines is not None else default_guidelines(),
     )
 
     @web.middleware
     async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
-        if state.allowed_hosts is not None:
-            try:
-                host = (request.url.host or "").strip("[]").lower()
-            except ValueError:
-                host = ""
-            if host not in state.allowed_hosts:
-                return _error(421, "unexpected Host header")
+        if not host_allowed(request, state.allowed_hosts):
+            return json_error(421, "unexpected Host header")
         if request.method == "POST" and request.headers.get(CSRF_HEADER) != "1":
-            return _error(403, f"missing {CSRF_HEADER} header")
+            return json_error(403, f"missing {CSRF_HEADER} header")
         try:
             return await handler(request)
         except HalugenError as exc:  # the store failed under a write: say so, keep serving
-            return _error(500, str(exc))
-
-    async def add_headers(request: web.Request, response: web.StreamResponse) -> None:
-        for k, v in _SECURITY_HEADERS.items():
-            response.headers.setdefault(k, v)
+            return json_error(500, str(exc))
 
     app = web.Application(middlewares=[guard], client_max_size=2 * 2**20)
     app[STATE] = state
-    app.on_response_prepare.append(add_headers)
+    app.on_response_prepare.append(add_security_headers)
     for path in _STATIC:
         app.router.add_get(path, _static)
     app.router.add_get("/api/session", _session)
@@ -253,7 +213,7 @@ async def _static(request: web.Request) -> web.Response:
 async def _session(request: web.Request) -> web.Response:
     state = request.app[STATE]
     session = state.sessions.get(request.cookies.get(COOKIE))
-    return _json(
+    return json_response(
         {
             "annotator": session.annotator if session and session.role == ANNOTATOR else None,
             "tokens_required": state.tokens is not None,
@@ -267,16 +227,16 @@ async def _login(request: web.Request) -> web.Response:
     state = request.app[STATE]
     body = await _body(request)
     if not isinstance(body, dict):
-        return _error(400, "body must be a JSON object")
+        return json_error(400, "body must be a JSON object")
     try:
         name = validate_name(body.get("annotator"))
     except UsageError as exc:
-        return _error(400, str(exc))
+        return json_error(400, str(exc))
     token = None
     if state.tokens is not None:
         token = body.get("token")
-        if not _token_ok(token, state.tokens.get(name)):
-            return _error(403, "unknown annotator or wrong token")
+        if not token_ok(token, state.tokens.get(name)):
+            return json_error(403, "unknown annotator or wrong token")
     return await _signed_in(request, Session(ANNOTATOR, name), token, COOKIE, {"annotator": name})
 
 
@@ -291,14 +251,14 @@ async def _signed_in(
     sid = await request.app[STATE].sessions.open(
         session, token, replaces=request.cookies.get(cookie)
     )
-    resp = _json(body)
+    resp = json_response(body)
     resp.set_cookie(cookie, sid, httponly=True, samesite="Strict", path="/")
     return resp
 
 
 async def _signed_out(request: web.Request, cookie: str, body: dict[str, Any]) -> web.Response:
     await request.app[STATE].sessions.close(request.cookies.get(cookie))
-    resp = _json(body)
+    resp = json_response(body)
     resp.del_cookie(cookie, path="/")
     return resp
 
@@ -307,7 +267,7 @@ async def _guidelines(request: web.Request) -> web.Response:
     state = request.app[STATE]
     if _organiser_or_none(request) is None:
         _annotator(request)  # the page's texts are for people who logged in
-    return _json(state.guidelines.as_dict())
+    return json_response(state.guidelines.as_dict())
 
 
 def _item_payload(state: _State, item_id: str, annotator: str) -> dict[str, Any] | None:
@@ -350,8 +310,8 @@ async def _next(request: web.Request) -> web.Response:
     if item_id is not None:
         payload = _item_payload(state, item_id, annotator)
         if payload is not None:
-            return _json(payload)
-    return _json({"done": True, "prev": state.assigner.last_labelled(annotator)})
+            return json_response(payload)
+    return json_response({"done": True, "prev": state.assigner.last_labelled(annotator)})
 
 
 async def _item(request: web.Request) -> web.Response:
@@ -359,11 +319,11 @@ async def _item(request: web.Request) -> web.Response:
     annotator = _annotator(request)
     item_id = request.match_info["item_id"]
     if not state.assigner.may_view(item_id, annotator):
-        return _error(404, "not one of your items")
+        return json_error(404, "not one of your items")
     payload = _item_payload(state, item_id, annotator)
     if payload is None:
-        return _error(404, "no such item")
-    return _json(payload)
+        return json_error(404, "no such item")
+    return json_response(payload)
 
 
 async def _label(request: web.Request) -> web.Response:
@@ -372,28 +332,28 @@ async def _label(request: web.Request) -> web.Response:
     body = await _body(request)
     item_id = body.get("item_id") if isinstance(body, dict) else None
     if not isinstance(item_id, str):
-        return _error(400, "item_id must be a string")
+        return json_error(400, "item_id must be a string")
     rows = state.store.query(
         "SELECT response FROM annotation_items WHERE item_id = ? ORDER BY created_at LIMIT 1",
         [item_id],
     )
     if not rows:
-        return _error(404, "no such item")
+        return json_error(404, "no such item")
     try:
         label, spans, note = parse_label(body, rows[0][0])
     except LabelError as exc:
-        return _error(400, str(exc))
+        return json_error(400, str(exc))
     assigner = state.assigner
     async with state.lock(annotator):
         if not assigner.may_label(item_id, annotator):
-            return _error(409, f"this item already has {assigner.per_item} annotators")
+            return json_error(409, f"this item already has {assigner.per_item} annotators")
         # hold the place while the row commits, so a concurrent /api/next cannot hand it out
         assigner.leases.grant(annotator, item_id)
         await state.store.writer.put_durable(
             [AnnotationRow(item_id, annotator, label, orjson.dumps(spans).decode(), note, "web")]
         )
         assigner.leases.release(annotator, item_id)  # the label holds the place now
-    return _json(
+    return json_response(
         {
             "saved": True,
             "item_id": item_id,
@@ -407,7 +367,7 @@ async def _label(request: web.Request) -> web.Response:
 
 async def _progress(request: web.Request) -> web.Response:
     state = request.app[STATE]
-    return _json(state.assigner.progress(_annotator(request)).as_dict())
+    return json_response(state.assigner.progress(_annotator(request)).as_dict())
 
 
 # -- the organiser view ----------------------------------------------------------------------
@@ -431,7 +391,7 @@ def _organiser(request: web.Request) -> None:
 
 async def _organiser_session(request: web.Request) -> web.Response:
     state = request.app[STATE]
-    return _json(
+    return json_response(
         {
             "organiser": _organiser_or_none(request) is not None,
             "token_required": not _organiser_open(state),
@@ -444,18 +404,18 @@ async def _organiser_login(request: web.Request) -> web.Response:
     state = request.app[STATE]
     body = await _body(request)
     if not isinstance(body, dict):
-        return _error(400, "body must be a JSON object")
+        return json_error(400, "body must be a JSON object")
     if _organiser_open(state):
-        return _json({"organiser": True})
+        return json_response({"organiser": True})
     if state.organiser_token is None:
-        return _error(
+        return json_error(
             403,
             f"this server has no organiser token: make the tokens file with 'halugen "
             f"annotate tokens' (it holds one under {ORGANISER_KEY!r}) and restart the server",
         )
     token = body.get("token")
-    if not _token_ok(token, state.organiser_token):
-        return _error(403, "wrong organiser token")
+    if not token_ok(token, state.organiser_token):
+        return json_error(403, "wrong organiser token")
     session = Session(ORGANISER, None)
     return await _signed_in(request, session, token, ORGANISER_COOKIE, {"organiser": True})
 
@@ -467,7 +427,7 @@ async def _organiser_logout(request: web.Request) -> web.Response:
 async def _organiser_overview(request: web.Request) -> web.Response:
     state = request.app[STATE]
     _organiser(request)
-    return _json(overview(state.assigner, known=state.tokens or ()))
+    return json_response(overview(state.assigner, known=state.tokens or ()))
 
 
 async def _organiser_extra_place(request: web.Request) -> web.Response:
@@ -476,11 +436,11 @@ async def _organiser_extra_place(request: web.Request) -> web.Response:
     body = await _body(request)
     item_id = body.get("item_id") if isinstance(body, dict) else None
     if not isinstance(item_id, str):
-        return _error(400, "item_id must be a string")
+        return json_error(400, "item_id must be a string")
     if not state.assigner._exists(item_id):
-        return _error(404, "no such item")
+        return json_error(404, "no such item")
     await state.store.writer.put_durable([AnnotationExtraPlaceRow(item_id)])
-    return _json({"item_id": item_id, "cap": state.assigner.cap(item_id)})
+    return json_response({"item_id": item_id, "cap": state.assigner.cap(item_id)})
 
 
 async def _organiser_export(request: web.Request) -> web.StreamResponse:
@@ -490,7 +450,7 @@ async def _organiser_export(request: web.Request) -> web.StreamResponse:
     _organiser(request)
     fmt = request.match_info["fmt"]
     if fmt not in EXPORTS:
-        return _error(404, f"no export format {fmt!r} (one of {', '.join(EXPORTS)})")
+        return json_error(404, f"no export format {fmt!r} (one of {', '.join(EXPORTS)})")
     name, ctype = EXPORTS[fmt]
     partial = fmt == "halueval" and wants_partial(request.query)
     if partial:

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 import duckdb
 from aiohttp import web
 
+from ..local_page import allowed_hosts_for
 from ..signals import until_signalled
 from ..store.db import Store, open_store
-from .access import LOOPBACK_HOSTS, check_bind, is_loopback, split_tokens
+from .access import check_bind, split_tokens
 from .assign import DEFAULT_LEASE_SECONDS
 from .guidelines import Guidelines
 from .server import build_app
@@ -105,12 +106,11 @@ async def serve(
     owns = not isinstance(db, Store)
     store = open_store(db) if not isinstance(db, Store) else db
     try:
-        allowed = None if not is_loopback(host) else LOOPBACK_HOSTS | {host.strip("[]").lower()}
         app = build_app(
             store,
             per_item=options.per_item,
             tokens=tokens,
-            allowed_hosts=allowed,
+            allowed_hosts=allowed_hosts_for(host),
             lease_seconds=options.lease_seconds,
             organiser_token=organiser_token,
             guidelines=options.guidelines,

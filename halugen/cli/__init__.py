@@ -3,7 +3,7 @@
 Exit codes (``endings.EXIT_CODES``): 0 done; 1 failure; 2 bad usage or input; 3 budget
 exhausted; 130 interrupted.
 One module per area: generation, data (the store), simulator, evaluation, audit, general,
-batch, task (task folders).
+batch, task (task folders), view.
 
 Building the parser imports no heavy module (``bench/cli_startup.py`` measures it, a test
 checks the import graph): every command imports what it needs inside its function. The
@@ -30,12 +30,12 @@ from typing import Any, NoReturn, TextIO, cast
 from .. import __version__
 from ..endings import EXIT_CODES
 from ..errors import HalugenError
-from . import audit, batch, data, evaluation, general, generation, simulator, task
+from . import audit, batch, data, evaluation, general, generation, simulator, task, view
 from .common import err, resolve_settings, store_failure
 
 __all__ = ["build_parser", "entry", "main"]
 
-_AREAS = (generation, evaluation, audit, general, data, simulator, batch, task)
+_AREAS = (generation, evaluation, audit, general, data, simulator, batch, task, view)
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     name: fn for area in _AREAS for name, fn in area.COMMANDS.items()
 }

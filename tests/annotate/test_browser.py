@@ -1,15 +1,10 @@
-"""The annotation page in a real headless browser (Debian's chromium driven by Playwright).
-
-Skipped when the ``playwright`` package or a ``chromium`` binary is missing; CI installs both
-(``apt-get install -y chromium``, ``pip install playwright``; no ``playwright install``).
-"""
+"""The annotation page in a real headless browser (Debian's chromium driven by Playwright;
+``tests/browser.py`` says when it is skipped)."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import shutil
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,30 +17,7 @@ import pytest
 from halugen.annotate.serving import AnnotateServer, ServeOptions, serve
 from halugen.store.db import open_store
 from halugen.store.rows import AnnotationItemRow
-
-sync_api = pytest.importorskip(
-    "playwright.sync_api", reason="the playwright package is not installed (pip install playwright)"
-)
-CHROMIUM = (
-    os.environ.get("HALUGEN_CHROMIUM")
-    or shutil.which("chromium")
-    or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-)
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="no chromium binary (apt-get install -y chromium, or set HALUGEN_CHROMIUM)",
-)
-
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from tests.browser import sync_api
 
 # an astral character before the span: JS counts it as 2 units, the store as 1 code point
 RESPONSE1 = (
@@ -136,19 +108,6 @@ def launch(tmp_path: Path) -> Iterator[Callable[..., Served]]:
 @pytest.fixture
 def served(launch: Callable[..., Served]) -> Served:
     return launch()
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=ARGS
-        )
-        context.set_default_timeout(15_000)
-        try:
-            yield p, context
-        finally:
-            context.close()
 
 
 def select_with_mouse(page: Any, start: int, end: int) -> None:

@@ -11,11 +11,12 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestServer
 
-from halugen.annotate.access import check_bind, is_loopback, make_tokens, validate_name
+from halugen.annotate.access import check_bind, make_tokens, validate_name
 from halugen.annotate.assign import Assigner, Leases
 from halugen.annotate.label_body import parse_label
 from halugen.annotate.serving import ServeOptions, serve
 from halugen.errors import UsageError
+from halugen.local_page import is_loopback
 from halugen.store.db import Store, open_store
 
 from ._web import TRICKY, Clock, add_items, latest, run
