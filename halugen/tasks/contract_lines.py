@@ -48,11 +48,12 @@ def missing_contract(template: Template, what: str) -> str:
     asks = re.compile(rf"^[ \t>*_#-]*{label}[ \t*_]*:|[\"'“`]{label}:", re.MULTILINE)
     if asks.search(_last_user_text(template)):
         return ""
-    example = (
-        f"{contract.label}: <the number of the one you pick>"
-        if contract.label != VERDICT.label
-        else f"{contract.label}: <Yes or No>"
-    )
+    if contract.label == VERDICT.label:
+        example = f"{contract.label}: <Yes or No>"
+    elif what.startswith("contrast"):
+        example = f"{contract.label}: <1 or 2, the one that contains hallucination>"
+    else:
+        example = f"{contract.label}: <the number of the one you pick>"
     return (
         f"the {what} template does not ask for the reply contract: end its last user "
         f'message with the line "{example}" (replies are read from that line only; see '
