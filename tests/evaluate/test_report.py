@@ -36,6 +36,7 @@ def render_csv(rows) -> str:
 
 
 T0 = datetime(2024, 5, 1, 12, 0, 0)
+_INSERT = f"INSERT INTO judgements VALUES ({', '.join('?' * 19)})"
 
 
 def _row(
@@ -123,7 +124,7 @@ def store(tmp_path: Path):
         # a run left out by the filter
         rows.append(_row("r3", "summarization", "s0", "plain", "model-c", True, "yes"))
         s.conn.executemany(
-            "INSERT INTO judgements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            _INSERT,
             rows,
         )
         yield s
@@ -310,7 +311,7 @@ def test_every_figure_says_which_reader_produced_it(tmp_path: Path) -> None:
         ]
         rows += [_row("r2", "qa", "q9", "plain", "model-a", True, "yes", reader=None)]
         s.conn.executemany(
-            "INSERT INTO judgements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            _INSERT,
             rows,
         )
         results = results_from_store(s)
