@@ -1,4 +1,10 @@
-"""Reading a recognition judge's reply: Yes / No / invalid, which of two, or P(Yes).
+"""The lenient reader of a recognition judge's reply: Yes / No / invalid, which of two, or
+P(Yes).
+
+``eval`` reads strictly by default (``readers``: the reply contract's line only); this
+interpreting reader is the opt-in ``eval --read lenient``, for replies to prompts that do not
+ask for the contract. ``verdict_from_logprobs`` serves both (its ``reader`` says which
+position is scored).
 
 HaluEval looked for the substrings "Yes" and "No" anywhere in the reply, so "Not", "None",
 "Note" and "I don't know" counted as No, and a reply with both words went to whichever the
