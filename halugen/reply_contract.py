@@ -13,7 +13,8 @@ The reader commits an answer only from that position:
   a colon, one allowed value; case, markdown emphasis around either part and one final
   ``.`` are ignored, being typography, not words);
 - or the reply is a JSON object (fenced or not) holding the contract's field with an
-  allowed value, and no other field that names a verdict;
+  allowed value, and no other field whose name could carry a verdict (``_VERDICT_KEY``:
+  ``{"verdict": "No", "hallucinated": true}`` says two things);
 - or the whole reply is one allowed value ("Yes", "**No**", "2.").
 
 Anything else is *unsure* (``None``): the reader never interprets prose, so a reply in a
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .llm.replies import json_value, visible_text
+from .llm.structured import json_schema_format
 
 __all__ = ["CHOICE_LABEL", "VERDICT", "VERDICT_LABEL", "Contract", "choice_contract"]
 
@@ -39,15 +41,30 @@ CHOICE_LABEL = "Choice"
 
 # Typography that may wrap a label or a value without changing a word of it.
 _EMPHASIS = "*_`"
+# A JSON key beside the contract's field that could hold an answer of its own.
+_VERDICT_KEY = re.compile(
+    r"verdict|hallucinat|correct|faithful|support|judg|label|answer|result|decision"
+    r"|conclusion|choice|pick|final|prediction|classification",
+    re.IGNORECASE,
+)
 _LINE = re.compile(r"^\s*(?:[>#]+\s*)?(?P<label>[^:：]{1,40}?)\s*[:：]\s*(?P<value>.*?)\s*$")
 
 
 def _bare(text: str) -> str:
-    """``text`` without emphasis marks around it, surrounding space and one final period."""
-    text = text.strip().strip(_EMPHASIS).strip()
+    """``text`` without emphasis marks around it (``** **Yes**``), surrounding space and
+    one final period."""
+    text = _unwrapped(text)
     if text.endswith("."):
-        text = text[:-1].rstrip().strip(_EMPHASIS).strip()
+        text = _unwrapped(text[:-1])
     return text
+
+
+def _unwrapped(text: str) -> str:
+    while True:
+        bare = text.strip().strip(_EMPHASIS).strip()
+        if bare == text:
+            return text
+        text = bare
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +101,16 @@ class Contract:
             "additionalProperties": False,
         }
 
+    def response_format(
+        self, name: str | None = None, *, reasoning: bool = False
+    ) -> dict[str, Any]:
+        """The OpenAI ``response_format`` asking for this contract as JSON (``llm.structured``);
+        ``reasoning``: a free ``reasoning`` field first, for a judge asked to think first (a
+        model writes the properties in schema order)."""
+        properties: dict[str, Any] = {"reasoning": {"type": "string"}} if reasoning else {}
+        properties[self.field] = self.schema()["properties"][self.field]
+        return json_schema_format(name or self.field, properties)
+
     def reask(self) -> str:
         """The short strict follow-up sent once when a reply could not be read."""
         return (
@@ -110,6 +137,8 @@ class Contract:
         keys = {str(k).casefold(): v for k, v in obj.items()}
         if self.field not in keys:
             return None
+        if any(k != self.field and _VERDICT_KEY.search(k) for k in keys):
+            return None  # a second answer beside the contract's: which one counts?
         raw = keys[self.field]
         if isinstance(raw, bool) or not isinstance(raw, str | int):
             return None

@@ -53,6 +53,14 @@ def add_parsers(sub: Any) -> None:
         default="parse",
         help="read the Yes/No verdict, or score P(Yes) from logprobs (default: parse)",
     )
+    ev.add_argument(
+        "--read",
+        choices=("strict", "lenient"),
+        default="strict",
+        help="how replies are read: strict takes only the reply contract's line (Verdict: "
+        "Yes|No, Choice: n), its JSON field or one word, and asks again once about anything "
+        "else; lenient interprets prose, for replies to prompts of your own (default: strict)",
+    )
     from .general import add_label_rule_flags
 
     # the general task's annotated items in the store: which count as labelled
@@ -142,6 +150,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         data=tuple(args.data or ()),
         gen_run=args.gen_run,
         scoring=args.scoring,
+        read=args.read,
         limit=cfg.limit,
         structured=cfg.structured,
         labels=labels,

@@ -1,17 +1,19 @@
 """Recognition judge: which template a (task, strategy) uses, what fills it, how it is asked.
 
 The templates are ``prompts/<task>/judge_<strategy>.txt``. Their final user message holds the
-record as labelled lines and ends with the reply-format block:
+record as labelled lines and ends with the reply-format block, whose last line is the reply
+contract (``reply_contract``; ``contract_for``):
 
 * ``plain`` / ``knowledge``: ``Verdict: <Yes or No>`` ("Yes" = contains hallucination);
 * ``cot``: ``Reasoning: <...>`` then ``Verdict: <Yes or No>``;
 * ``contrast``: both texts as ``Answer 1`` / ``Answer 2`` (``Response n`` / ``Summary n`` for
   dialogue and summarization; the template fields are ``answer_1`` / ``answer_2`` for every
-  task) and ``Hallucinated: <1 or 2>``.
+  task) and ``Choice: <1 or 2>``, the number of the hallucinated one.
 
-A reply the reader cannot read is followed once, in the same conversation, by
-``prompts/<task>/judge_again.txt`` (``judge_contrast_again.txt`` for contrast): a stricter
-instruction that asks for the reply-format line alone.
+Where the endpoint has structured outputs the same contract is asked as a JSON schema with
+an enum (``response_format``). A reply the reader cannot read is followed once, in the same
+conversation, by ``prompts/<task>/judge_again.txt`` (``judge_contrast_again.txt`` for
+contrast): a stricter instruction that quotes the contract and asks for its line alone.
 
 Which strategies apply: every one for qa and dialogue. For summarization the document is in
 every prompt already (a summary cannot be judged without it), so ``knowledge`` would be
@@ -28,16 +30,18 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..llm import structured
 from ..prompts import Template, load_template
+from ..reply_contract import VERDICT, Contract
 from ..tasks import BUILTIN_TASKS, get_task
 from ..tasks.base import TaskSpec
 from ..tasks.schema import STRATEGIES
+from .readers import CONTRAST
 
 __all__ = [
     "JUDGE_TASKS",
     "EvalItem",
     "again_template_name",
+    "contract_for",
     "judge_template",
     "judge_values",
     "max_tokens_for",
@@ -165,17 +169,24 @@ def max_tokens_for(strategy: str) -> int:
     return _COT_TOKENS if strategy == "cot" else _SHORT_TOKENS
 
 
-def response_format(strategy: str) -> dict[str, Any]:
-    """The JSON schema a judge of ``strategy`` is asked for when the endpoint supports it:
-    ``{"verdict"}``, ``{"reasoning", "verdict"}`` for cot, ``{"hallucinated"}`` for
-    contrast (``llm.structured``)."""
+def contract_for(strategy: str) -> Contract:
+    """The reply contract a judge of ``strategy`` ends with: ``Verdict: Yes|No``, or
+    ``Choice: 1|2`` (the hallucinated one) for contrast."""
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
+    return CONTRAST if strategy == "contrast" else VERDICT
+
+
+def response_format(strategy: str) -> dict[str, Any]:
+    """The JSON schema a judge of ``strategy`` is asked for when the endpoint supports it:
+    the contract's field as an enum (``{"verdict"}``, ``{"reasoning", "verdict"}`` for cot,
+    ``{"choice"}`` for contrast)."""
+    contract = contract_for(strategy)
     if strategy == "cot":
-        return structured.reasoned_verdict_format()
+        return contract.response_format("reasoned_verdict", reasoning=True)
     if strategy == "contrast":
-        return structured.contrast_format()
-    return structured.verdict_format()
+        return contract.response_format("contrast")
+    return contract.response_format("verdict")
 
 
 def request_params(strategy: str, *, logprobs: bool = False) -> dict[str, Any]:

@@ -2,9 +2,10 @@
 (``tables.py``).
 
 The rows are ``results_from_store``'s (results.py): one per (task, data source, model,
-strategy, scoring) -- what was judged (a file, a generation run, the store's samples), by
-whom, how, and whether the verdict was read from text or scored from logprobs -- so a row
-never pools different data or different scoring, and says which it is. ``report_tables``
+strategy, scoring, reader) -- what was judged (a file, a generation run, the store's
+samples), by whom, how, whether the verdict was read from text or scored from logprobs, and
+by which reader (strict: the reply contract; lenient: interpreted prose) -- so a row never
+pools different data, scoring or readers, and says which it is. ``report_tables``
 lays them out as one accuracy table (rows: strategy and model, columns: the four tasks, with
 HaluEval's ChatGPT numbers (paper.py) as a reference row under each strategy, named by the
 paper's table it comes from) followed by one table of all metrics per task, where invalid
@@ -29,7 +30,9 @@ _DASH = "—"
 _NOTE = (
     "Accuracy in %, invalid replies counted wrong (the paper's convention); ± is the half-width "
     "of the Wilson 95% interval. ChatGPT (HaluEval Table n): the paper's published numbers, for "
-    f"reference, from the table named. {PAPER_FOOTNOTE}"
+    f"reference, from the table named. {PAPER_FOOTNOTE} Verdicts read strictly (the reply "
+    'contract\'s line only) unless a label says "lenient read" (prose interpreted, '
+    "eval --read lenient)."
 )
 _REASK_NOTE = (
     "Invalid 1st: first replies the reader could not read; each was asked once more "
@@ -60,8 +63,10 @@ def _tasks(rows: Sequence[ResultRow]) -> list[str]:
     return [*TASK_TITLES, *extra]
 
 
-def _label(model: str, scoring: str, source: str = "") -> str:
-    label = model if scoring == "parse" else f"{model} ({scoring})"
+def _label(model: str, scoring: str, source: str = "", reader: str = "strict") -> str:
+    how = [scoring] if scoring != "parse" else []
+    how += [f"{reader} read"] if reader != "strict" else []
+    label = f"{model} ({', '.join(how)})" if how else model
     return f"{label} [{source}]" if source else label
 
 
@@ -73,20 +78,20 @@ def _summary(rows: Sequence[ResultRow]) -> list[tuple[str, str, dict[str, str]]]
     (a qa file and a dialogue file). When one task has several sources for the line, the
     line splits into one per source, named in its label: cells never pool sources.
     """
-    by_line: dict[tuple[str, str, str], list[ResultRow]] = {}
+    by_line: dict[tuple[str, str, str, str], list[ResultRow]] = {}
     for r in sorted(rows, key=row_key):
-        by_line.setdefault((r.strategy, r.model, r.scoring), []).append(r)
-    strategies = sorted({s for s, _, _ in by_line}, key=lambda s: order_key(s, STRATEGIES))
+        by_line.setdefault((r.strategy, r.model, r.scoring, r.reader), []).append(r)
+    strategies = sorted({s for s, _, _, _ in by_line}, key=lambda s: order_key(s, STRATEGIES))
     lines: list[tuple[str, str, dict[str, str]]] = []
     for strategy in strategies:
-        for (s, model, scoring), group in sorted(by_line.items()):
+        for (s, model, scoring, reader), group in sorted(by_line.items()):
             if s != strategy:
                 continue
             tasks = [r.task for r in group]
             if len(tasks) == len(set(tasks)):
                 lines.append(
                     (
-                        _label(model, scoring),
+                        _label(model, scoring, reader=reader),
                         strategy,
                         {r.task: _acc_cell(r.metrics) for r in group},
                     )
@@ -94,7 +99,7 @@ def _summary(rows: Sequence[ResultRow]) -> list[tuple[str, str, dict[str, str]]]
                 continue
             for source in dict.fromkeys(r.source for r in group):
                 cells = {r.task: _acc_cell(r.metrics) for r in group if r.source == source}
-                lines.append((_label(model, scoring, source), strategy, cells))
+                lines.append((_label(model, scoring, source, reader), strategy, cells))
         paper = PAPER_CHATGPT.get(strategy)
         if paper:
             cells = {t: f"{v:.2f}" for t, v in paper.items()}
@@ -110,6 +115,7 @@ _DETAIL_HEADERS = (
     "Model",
     "Strategy",
     "Scoring",
+    "Reader",
     "Source",
     "n",
     "Items",
@@ -127,7 +133,7 @@ _DETAIL_HEADERS = (
     "Always Yes",
     "Length only",
 )
-_FIRST_NUMBER = 4  # columns before it are text
+_FIRST_NUMBER = 5  # columns before it are text
 
 
 def _interval_note(m: Metrics) -> str:
@@ -149,6 +155,7 @@ def _detail(row: ResultRow) -> list[str]:
         row.model,
         row.strategy,
         row.scoring,
+        row.reader,
         row.source,
         str(m.n),
         str(row.items),
@@ -207,7 +214,7 @@ _SHAPE_FIRST_NUMBER = 5
 def _shape_lines(rows: Sequence[ResultRow]) -> list[list[str]]:
     lines = []
     for r in sorted(rows, key=row_key):
-        label = _label(r.model, r.scoring)
+        label = _label(r.model, r.scoring, reader=r.reader)
         for s in r.shapes:
             share = s.count / r.metrics.n if r.metrics.n else None
             task = TASK_TITLES.get(r.task, r.task)
@@ -221,6 +228,7 @@ _CSV_FIELDS = (
     "model",
     "strategy",
     "scoring",
+    "reader",
     "data_source",
     "n",
     "items",
@@ -254,7 +262,7 @@ def _num(value: float | None) -> str:
 
 
 def csv_table(rows: Sequence[ResultRow]) -> Any:
-    """One line per (task, data source, model, strategy, scoring), ratios as fractions (not
+    """One line per (task, data source, model, strategy, scoring, reader), ratios as fractions (not
     %), then the paper's reference numbers as lines with ``source`` = "paper", the model
     naming the paper's table, and only the accuracy filled (``source`` tells measured from
     published; ``data_source`` is what was judged; ``first_invalid`` and ``reasked`` count
@@ -278,6 +286,7 @@ def csv_table(rows: Sequence[ResultRow]) -> Any:
                 r.model,
                 r.strategy,
                 r.scoring,
+                r.reader,
                 r.source,
                 m.n,
                 r.items,

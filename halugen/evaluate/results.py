@@ -1,5 +1,7 @@
 """Recognition results read from the store: one ``ResultRow`` per (task, data source, model,
-strategy, scoring), with its metrics, baselines and most common first-reply shapes."""
+strategy, scoring, reader), with its metrics, baselines and most common first-reply shapes.
+The reader (``readers``: strict or lenient) is each judgement's own; rows written before it
+was recorded were read leniently and say so."""
 
 from __future__ import annotations
 
@@ -57,6 +59,7 @@ class ResultRow:
     # what was judged: "file: a.json", "run: <generation run>", "store: eval run <id>"
     source: str = ""
     scoring: str = "parse"  # parse (the verdict read from text) | logprobs (P(Yes))
+    reader: str = "strict"  # strict (the reply contract) | lenient (interpreted prose)
     items: int = 0  # distinct items among the judgements (one item may be shown both ways)
     first_invalid: int = 0  # judgements whose first reply was unreadable
     reasked: int = 0  # judgements asked a second time (an unreadable first reply)
@@ -97,12 +100,13 @@ def order_key(value: str, known: Sequence[str]) -> tuple[int, str]:
 
 
 def row_key(row: ResultRow) -> tuple[Any, ...]:
-    """The order rows are shown in: task, strategy, model, scoring, data source."""
+    """The order rows are shown in: task, strategy, model, scoring, reader, data source."""
     return (
         order_key(row.task, tuple(TASK_TITLES)),
         order_key(row.strategy, STRATEGIES),
         row.model,
         row.scoring,
+        row.reader,
         row.source,
     )
 
@@ -139,11 +143,13 @@ def _dialogue_clusters(cur: Any) -> dict[tuple[str, str], str]:
 
 
 def results_from_store(conn: Any, run_ids: Sequence[str] | None = None) -> list[ResultRow]:
-    """Rows for every (task, data source, model, strategy, scoring) in ``judgements``.
+    """Rows for every (task, data source, model, strategy, scoring, reader) in
+    ``judgements``.
 
     ``conn`` is a ``Store`` or a DuckDB connection; ``run_ids`` limits the runs read (None:
-    all). Runs pool into one row only when all five agree; within a row, the same item shown
-    the same way is counted once (the latest), so ``n`` counts distinct prompts. Judgements
+    all). Runs pool into one row only when all six agree (a figure never mixes readers);
+    within a row, the same item shown the same way is counted once (the latest), so ``n``
+    counts distinct prompts. Judgements
     of samples from one OpenDialKG dialogue share a cluster, and the accuracy interval then
     resamples dialogues (``metrics.cluster_bootstrap``).
     """
@@ -178,7 +184,8 @@ def results_from_store(conn: Any, run_ids: Sequence[str] | None = None) -> list[
     }
     clusters = _dialogue_clusters(cur)
     sql = (
-        "SELECT task, model, strategy, run_id, item_key, item_id, shown, truth, verdict, "
+        "SELECT task, model, strategy, COALESCE(reader, 'lenient'), run_id, item_key, item_id, "
+        "shown, truth, verdict, "
         "shown_length, created_at, COALESCE(asked, 1), COALESCE(first_verdict, verdict), "
         f"COALESCE(first_raw, raw) FROM judgements j {where} "
         # item order fixes the length baseline's folds: keys are hashes, unrelated to truth
@@ -187,15 +194,15 @@ def results_from_store(conn: Any, run_ids: Sequence[str] | None = None) -> list[
     cur.execute(sql, params)
     latest: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     while batch := cur.fetchmany(10_000):
-        for task, model, strategy, run_id, key, item_id, shown, *rest in batch:
+        for task, model, strategy, reader, run_id, key, item_id, shown, *rest in batch:
             source, scoring = sources[run_id]
-            group = (task, source, model, strategy, scoring)
+            group = (task, source, model, strategy, scoring, reader)
             # rows arrive oldest first: the last one written wins
             latest[(*group, key, shown)] = (run_id, key, item_id, *rest)
     groups: dict[tuple[str, ...], _Group] = {}
-    for (task, source, model, strategy, scoring, _, _), value in latest.items():
+    for (task, source, model, strategy, scoring, reader, _, _), value in latest.items():
         run_id, key, item_id, truth, verdict, length, _, asked, first, first_raw = value
-        g = groups.setdefault((task, source, model, strategy, scoring), _Group())
+        g = groups.setdefault((task, source, model, strategy, scoring, reader), _Group())
         cluster = clusters.get((task, item_id), "") if source.startswith(("run:", "store:")) else ""
         g.judged.append(Judged(bool(truth), verdict, length, cluster))
         g.runs.add(run_id)
@@ -213,6 +220,7 @@ def results_from_store(conn: Any, run_ids: Sequence[str] | None = None) -> list[
             runs=tuple(sorted(g.runs)),
             source=source,
             scoring=scoring,
+            reader=reader,
             items=len(g.keys),
             first_invalid=g.first_invalid,
             reasked=g.reasked,
@@ -223,7 +231,7 @@ def results_from_store(conn: Any, run_ids: Sequence[str] | None = None) -> list[
                 )[:SHAPES_PER_ROW]
             ),
         )
-        for (task, source, model, strategy, scoring), g in groups.items()
+        for (task, source, model, strategy, scoring, reader), g in groups.items()
     ]
     return sorted(rows, key=row_key)
 

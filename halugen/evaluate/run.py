@@ -2,11 +2,14 @@
 
 Per item, an RNG seeded by (eval seed, item key) decides which answer is shown (or, for
 the contrast strategy, their order); the model's verdict is parsed (or scored from
-logprobs) and stored with the truth in ``judgements``. A text verdict the reader cannot
-read is asked again once, in the same conversation, with a stricter instruction
-(``prompts/<task>/judge_again.txt``, ``judge_contrast_again.txt`` for contrast), as the
-filter does; the row keeps how often it was asked and the first reply's verdict, so the
-report counts first-reply invalids, re-asks and final invalids apart. Same budget,
+logprobs) and stored with the truth in ``judgements``. Replies are read strictly by default
+(``readers``: the reply contract's line, its JSON field or one word; anything else is
+unsure); ``--read lenient`` interprets prose instead, for replies to other prompts. A text
+verdict the reader cannot read is asked again once, in the same conversation, with a
+stricter instruction that quotes the contract (``prompts/<task>/judge_again.txt``,
+``judge_contrast_again.txt`` for contrast), as the filter does; the row keeps how often it
+was asked, the first reply's verdict and which reader read it, so the report counts
+first-reply invalids, re-asks and final invalids apart and names the reader. Same budget,
 limits, request keys and resume as generation: a resumed run skips items it has judged.
 """
 
@@ -43,7 +46,8 @@ from ..tasks import get_task
 from ..tasks.stored import remember
 from . import judge
 from .items import items_from_files, items_from_store, partial_general_items
-from .verdicts import parse_contrast, parse_verdict, verdict_from_logprobs
+from .readers import check_reader, read_pick, read_verdict
+from .verdicts import verdict_from_logprobs
 
 if TYPE_CHECKING:
     from ..annotate.resolve import LabelRule
@@ -61,6 +65,7 @@ class EvalConfig:
     scoring: str = "parse"  # parse | logprobs
     limit: int | None = None
     structured: str = "auto"  # ask for a JSON verdict: auto (when supported) | on | off
+    read: str = "strict"  # strict (the reply contract only) | lenient (interprets prose)
     # the general task from the store: which annotated items count (--per-item,
     # --allow-partial); None: the default rule, which refuses items with too few labels
     labels: LabelRule | None = None
@@ -104,6 +109,8 @@ def _identity(cfg: EvalConfig, template: Template) -> dict[str, object]:
         "template": template.hash,
         # only when forced, so runs made before the option existed resume as they were
         **({"structured": cfg.structured} if cfg.structured != "auto" else {}),
+        # likewise: the default reader is strict; a lenient run is another run
+        **({"read": cfg.read} if cfg.read != "strict" else {}),
         # likewise: a run that took partly labelled items judged another set of items
         **_labels_identity(cfg),
     }
@@ -193,13 +200,13 @@ async def _judge_one(
 
     def read(text: str) -> str:
         if cfg.strategy != "contrast":
-            return parse_verdict(text)
-        pick = parse_contrast(text)
+            return read_verdict(text, cfg.read)
+        pick = read_pick(text, cfg.read)
         return "invalid" if pick is None else ("yes" if (pick == 1) == hallucinated_first else "no")
 
     p_yes = None
     if logprobs and result.logprobs:
-        verdict, p_yes = verdict_from_logprobs(result.logprobs[0])
+        verdict, p_yes = verdict_from_logprobs(result.logprobs[0], reader=cfg.read)
     else:
         verdict = read(result.text)
     first_verdict, first_raw, asked = "", "", 1
@@ -296,6 +303,7 @@ async def _worker(
                         asked=judged.asked,
                         first_verdict=judged.first_verdict or judged.verdict,
                         first_raw=judged.first_raw or None,
+                        reader=cfg.read,
                     )
                 ]
             )
@@ -348,6 +356,7 @@ async def evaluate(
     cfg = replace(cfg, task=get_task(cfg.task).name)  # a task folder's path: its name
     if cfg.scoring not in ("parse", "logprobs"):
         raise UsageError(f"--scoring must be parse or logprobs, not {cfg.scoring!r}")
+    check_reader(cfg.read)
     if cfg.structured not in MODES:
         raise UsageError(f"--structured must be one of {', '.join(MODES)}, not {cfg.structured!r}")
     template = load_template(

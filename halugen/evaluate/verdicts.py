@@ -1,4 +1,10 @@
-"""Reading a recognition judge's reply: Yes / No / invalid, which of two, or P(Yes).
+"""The lenient reader of a recognition judge's reply: Yes / No / invalid, which of two, or
+P(Yes).
+
+``eval`` reads strictly by default (``readers``: the reply contract's line only); this
+interpreting reader is the opt-in ``eval --read lenient``, for replies to prompts that do not
+ask for the contract. ``verdict_from_logprobs`` serves both (its ``reader`` says which
+position is scored).
 
 HaluEval looked for the substrings "Yes" and "No" anywhere in the reply, so "Not", "None",
 "Note" and "I don't know" counted as No, and a reply with both words went to whichever the
@@ -41,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..llm.replies import json_object, json_value, labelled_lines, visible_text, without_marks
+from ..reply_contract import VERDICT
 from .statements import opens_with_word, polarity, word_polarity
 
 __all__ = ["label_kind", "parse_contrast", "parse_verdict", "verdict_from_logprobs"]
@@ -431,6 +438,8 @@ def parse_contrast(text: str | None) -> int | None:
 
 # "Verdict:", "#Your Judgement#:", and JSON's '"verdict": "' just before the verdict token.
 _AFTER_VERDICT = re.compile(r"(?:verdict|judge?ment)[\s*_#`'\"]*:[\s*_`'\"]*$", re.IGNORECASE)
+# the reply contract's label (or its JSON field) just before the verdict token
+_AFTER_CONTRACT = re.compile(r"(?<![\w-])verdict[\s*_`'\"]*:[\s*_`'\"]*$", re.IGNORECASE)
 _THINK_END = re.compile(r"</think>|</thinking>|</reasoning>", re.IGNORECASE)
 _DECORATION = " \t\r\n*_#`'\".:"
 
@@ -456,8 +465,8 @@ def _entries(logprobs: Any) -> Sequence[Any]:
 
 
 def _verdict_entry(entries: Sequence[Any]) -> Any | None:
-    """The token holding the verdict: the first word after the last "Verdict:", else the
-    first Yes/No token."""
+    """The lenient reader's verdict token: the first word after the last "Verdict:" (or
+    "Judgement:"), else the first Yes/No token."""
     text = ""
     after: int | None = None
     for i, entry in enumerate(entries):
@@ -480,15 +489,49 @@ def _verdict_entry(entries: Sequence[Any]) -> Any | None:
     return None
 
 
-def verdict_from_logprobs(logprobs: Any) -> tuple[str, float | None]:
+def _contract_entry(entries: Sequence[Any]) -> Any | None:
+    """The strict reader's verdict token: the one at the contract's position.
+
+    The reply the tokens spell must hold the contract (``reply_contract.VERDICT.read``:
+    its last line ``Verdict: Yes|No``, a JSON ``verdict`` field, or one word); the token
+    scored is the first word after the last ``Verdict:`` label, or the one word. A Yes or
+    No anywhere else in the reply is never scored.
+    """
+    tokens = [str(_get(entry, "token") or "") for entry in entries]
+    if VERDICT.read("".join(tokens)) is None:
+        return None
+    text = ""
+    after: int | None = None
+    for i, token in enumerate(tokens):
+        if token.strip(_DECORATION) and _AFTER_CONTRACT.search(text[-64:]):
+            after = i
+        text += token
+    if after is not None:
+        return entries[after]
+    start, text = 0, ""  # a one-word reply counts after a reasoning block, if any
+    for i, token in enumerate(tokens):
+        text += token
+        if _THINK_END.search(text[-24:]):
+            start, text = i + 1, ""
+    words = [i for i in range(start, len(tokens)) if tokens[i].strip(_DECORATION)]
+    if len(words) == 1:  # a one-word reply: that word is the contract's position
+        return entries[words[0]]
+    return None
+
+
+def verdict_from_logprobs(logprobs: Any, *, reader: str = "strict") -> tuple[str, float | None]:
     """("yes"|"no"|"invalid", P(Yes) normalised over Yes and No) from a choice's logprobs.
 
-    The probability mass of every alternative at the verdict position that reads as Yes
-    ("Yes", " yes", "YES") is set against that of No. Without a verdict token, or without
+    ``reader`` "strict" scores the token at the reply contract's position only
+    (``_contract_entry``); "lenient" (replies collected elsewhere, HaluEval's prompts) the
+    token after a "Verdict:"/"Judgement:" label, else the first Yes/No token. The
+    probability mass of every alternative at the verdict position that reads as Yes ("Yes",
+    " yes", "YES") is set against that of No. Without a verdict token, or without
     any Yes/No mass at it, the result is ("invalid", None). An exact tie is invalid.
     """
     entries = _entries(logprobs)
-    entry = _verdict_entry(entries) if entries else None
+    find = _contract_entry if reader == "strict" else _verdict_entry
+    entry = find(entries) if entries else None
     if entry is None:
         return "invalid", None
     alternatives: dict[str, float] = {}

@@ -20,8 +20,11 @@ before it, the reply format ending the message. Which reply: ``Pattern`` and a l
 text (``Answer``, ``Response``, ``Claim``...) ask for a hallucination of the record's
 ``Right <label>`` (``mutate``), ``Choice`` for the filter judge's pick among numbered
 candidates (``Answer 1``, ``Claim 2``...), ``Verdict`` for a recognition Yes/No on the
-record's judged text, ``Hallucinated`` for a contrast judge's pick of the hallucinated one of
-two numbered candidates; no reply format at all is a plain user query (``plain``).
+record's judged text, a ``Choice`` whose description names the hallucinated one ("<1 or 2,
+the one that contains hallucination>"; or an older ``Hallucinated`` line) for a contrast
+judge's pick of the hallucinated one of two numbered candidates; no reply format at all is a
+plain user query (``plain``). Judges are answered with the reply contract's line
+(``reply_contract``).
 
 Any task's prompts are read this way, a task folder's included: the record's labels are
 first looked for among the usual ones (knowledge, question, document, ...), and when those
@@ -31,8 +34,9 @@ do not give what the reply needs (the right text, the judged text, the candidate
 A follow-up in the same conversation ("I could not read your verdict: reply with the
 Verdict line only") asks for a verdict or a pick without the record: ``with_record`` finds
 the record in the earlier user message that asked the same, so the follow-up is answered
-about the same text. ``unreadable_verdict`` is what a judge writes when it hedges instead
-of answering; the simulator sends it as the first reply to a share of recognition prompts
+about the same text. ``unreadable_verdict`` is what a judge writes when it does not keep to
+the contract (a hedge, or a verdict in prose the strict reader does not interpret); the
+simulator sends it as the first reply to a share of recognition prompts
 (``SimConfig.unreadable_verdicts``), never to a follow-up.
 """
 
@@ -81,6 +85,8 @@ _DATA_LABEL = re.compile(
 # Any label, for the prompts of a task whose record labels are its own ("Passages: ...").
 _ANY_LABEL = re.compile(r"^[ \t>*_#-]*([A-Za-z][A-Za-z0-9 _-]{0,40}?)[ \t*_#]*:[ \t*_]*(.*)$")
 _FORMAT_LABEL = re.compile(r"^[ \t>*_#-]*([A-Za-z][A-Za-z0-9 _-]{0,40}?)[ \t*_#]*:[ \t]*(.*)$")
+# a Choice line asking for the wrong one of the candidates: a contrast judge's, not a filter's
+_PICKS_HALLUCINATED = re.compile(r"hallucinat|\bwrong\b|\bincorrect\b|\bfalse\b", re.I)
 _ONE_OF = re.compile(r"one of\s*:?\s*([^>\n]*)", re.IGNORECASE)
 _OPTION_SPLIT = re.compile(r"\s*(?:,|/|\||\bor\b)\s*")
 _NUMBERED = re.compile(r"^(?:answer|response|summary|candidate) (\d+)$")
@@ -132,6 +138,15 @@ def _split_format(text: str) -> tuple[str, list[str] | None]:
     if end < len(lines):  # the record follows the block: it ends what the scan reads
         before += "\n" + "\n".join(lines[end:]).strip("\n")
     return before, lines[:end]
+
+
+def _asks_hallucinated(lines: list[str]) -> bool:
+    """Does the format's ``Choice`` line ask for the hallucinated candidate?"""
+    for line in lines:
+        m = _FORMAT_LABEL.match(line)
+        if m and m.group(1).strip().lower() == "choice":
+            return _PICKS_HALLUCINATED.search(m.group(2)) is not None
+    return False
 
 
 def _format_labels(lines: list[str]) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
@@ -251,7 +266,7 @@ def parse_prompt(text: str) -> PromptInfo:
     labels, options = _format_labels(fmt_lines)
     low = {label.lower() for label in labels}
     if "choice" in low:
-        kind = "choose"
+        kind = "contrast" if _asks_hallucinated(fmt_lines) else "choose"
     elif "verdict" in low:
         kind = "verdict"
     elif "hallucinated" in low:
@@ -377,17 +392,22 @@ def garbage_reply(key: int) -> str:
     return pick(_GARBAGE, key, 41)
 
 
-# Hedges a careful reader cannot read as Yes or No.
+# Replies that break the reply contract: hedges a careful reader cannot read as Yes or No,
+# and verdicts stated in prose or after the contract line, which the strict reader leaves
+# unsure (never interprets) and so asks again.
 _UNREADABLE = (
     "It is possible that the text contains a hallucination, but I cannot be certain.",
     "I'm not sure; it could go either way.",
     "The text might be hallucinated.",
     "I cannot verify this without more context.",
+    "Having compared it with what I know, I would call this text accurate.",
+    "Verdict: Yes\nThough I am not fully sure about that.",
 )
 
 
 def unreadable_verdict(key: int) -> str:
-    """A recognition reply that hedges instead of giving a verdict (exercises the re-ask)."""
+    """A recognition reply off the contract: a hedge or a verdict in prose (exercises the
+    unsure reading and the re-ask)."""
     return pick(_UNREADABLE, key, 43)
 
 
@@ -468,13 +488,17 @@ def reply(
             oracle=oracle,
             judge_accuracy=judge_accuracy,
         )
-        decided = {"hallucinated": str(k)}
+        decided = {("choice" if "choice" in _lower(info.labels) else "hallucinated"): str(k)}
     elif info.kind == "hallucinate":
         decided = _hallucination(info, variant_key)
     else:
         decided = {}
     values = _values(info, decided, variant_key)
     return Reply(_render(info, values), word, confidence, values)
+
+
+def _lower(labels: tuple[str, ...]) -> set[str]:
+    return {label.lower() for label in labels}
 
 
 def _hallucination(info: PromptInfo, key: int) -> dict[str, str]:

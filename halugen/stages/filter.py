@@ -2,12 +2,13 @@
 
 The judge sees the candidates in an order drawn from an RNG seeded by (run seed, seed key)
 and never the right answer, so it picks the candidate closest to the truth. Identical or
-single valid candidates need no call. The judge is asked for ``{"choice": n}`` when the
+single valid candidates need no call. The judge is asked for the reply contract
+(``reply_contract.choice_contract``): ``{"choice": n}`` as a JSON schema with an enum when the
 session asks for JSON (``llm.capabilities``, settled before the first filter request), else
-for text; a reply that names
-no candidate is followed once by a stricter instruction in the same conversation
-(``prompts/<task>/filter_again.txt``) before the seed is rejected. Unparseable picks are
-recorded, never data.
+the last line ``Choice: n``. The pick is read strictly (``TaskSpec.parse_choice``): a reply
+off the contract is unsure, followed once by a stricter instruction quoting the contract in
+the same conversation (``prompts/<task>/filter_again.txt``) before the seed is rejected.
+Unsure picks are recorded, never data.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from ..errors import RunStopping
 from ..llm.calls import CallFailure
-from ..llm.structured import choice_format
 from ..prompts import Template, load_template
 from ..records import Candidate, ChatRequest, ChatResult, Judgement, Rejected, Sample, Seed
+from ..reply_contract import choice_contract
 from ..store.rows import FilterDecisionRow
 from ..tasks.base import normalise
 from .context import GenContext
@@ -100,7 +101,8 @@ async def _judge(
     )
     est = template.estimate_tokens(values, ctx.runner.counter)
     shown_idx = tuple(c.index for c in shown)
-    formatted = await ctx.capabilities.formatted(request, choice_format(len(shown)))
+    contract = choice_contract(len(shown))
+    formatted = await ctx.capabilities.formatted(request, contract.response_format())
     result: ChatResult | CallFailure
     if isinstance(formatted, CallFailure):
         result = formatted  # the probe it waited for got no answer: a failed call

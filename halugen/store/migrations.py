@@ -353,6 +353,14 @@ _RUN_CACHE_PLAN = """
 ALTER TABLE runs ADD COLUMN cache_plan VARCHAR;
 """
 
+# Which reader produced each recognition verdict: 'strict' (the reply contract only) or
+# 'lenient' (the interpreting reader, eval --read lenient). Rows written before were all read
+# by the interpreting reader, so they say 'lenient'.
+_JUDGEMENT_READER = """
+ALTER TABLE judgements ADD COLUMN reader VARCHAR;
+UPDATE judgements SET reader = 'lenient' WHERE reader IS NULL;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", INITIAL_TABLES),
     ("0002_views", ""),  # views only: see VIEWS
@@ -376,4 +384,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0020_run_bound_by", _RUN_BOUND_BY),
     ("0021_cost_views", ""),  # views only: cost_per_sample, seed_waste (VIEWS)
     ("0022_run_cache_plan", _RUN_CACHE_PLAN),
+    ("0029_judgement_reader", _JUDGEMENT_READER),
 )

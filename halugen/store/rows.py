@@ -198,6 +198,7 @@ class JudgementRow(NamedTuple):
     asked: int | None  # 2: the first reply was unreadable and the judge was asked again
     first_verdict: str | None  # the first reply's reading, when asked again
     first_raw: str | None  # the first reply, when asked again
+    reader: str | None = None  # strict | lenient: which reader read the verdict (None: lenient)
 
 
 class PreselectQueryRow(NamedTuple):

@@ -167,10 +167,18 @@ class TaskSpec:
         return lay_out_candidates(self, fields, answers)
 
     def parse_choice(self, text: str, answers: Sequence[str]) -> int | None:
-        """The judge's pick (1-based) among ``answers`` in shown order, or None."""
+        """The judge's pick (1-based) among ``answers`` in shown order by the reply contract
+        (``Choice: n``), or None (unsure); see ``steps.read_choice``."""
         from .steps import read_choice
 
-        return read_choice(self, text, answers)
+        return read_choice(text, answers)
+
+    def parse_choice_lenient(self, text: str, answers: Sequence[str]) -> int | None:
+        """The pick interpreted from prose, labels and candidate texts, or None; for replies
+        collected elsewhere (``steps.read_choice_lenient``), never the filter's reading."""
+        from .steps import read_choice_lenient
+
+        return read_choice_lenient(self, text, answers)
 
     def check_candidate(self, fields: Mapping[str, str], text: str) -> str:
         """ "" for a candidate that may become data, else the reason it may not."""
@@ -278,7 +286,7 @@ def parse_choice(text: str, answers: Sequence[str]) -> int | None:
     Accepted, in order: a ``Choice: <n>`` line; a reply that is just a number; a reply whose
     text equals exactly one of the answers (normalised). Anything ambiguous is None. The
     task-aware reader (several ``Choice:`` lines, number words, JSON, reasoning blocks) is
-    ``steps.read_choice``; this is its innermost step.
+    ``steps.read_choice_lenient``; this is its innermost step (the filter reads strictly).
     """
     n = len(answers)
     m = _CHOICE_LINE.search(text)

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..prompts import Template, parse_template
 from .base import TaskSpec
+from .contract_lines import missing_contract
 from .guard_settings import read_guards
 from .problems import PROMPTS, TASK_FILE, Problem
 from .schema import (
@@ -396,6 +397,9 @@ class _Reader(TableReader):
                     f"use: {', '.join(sorted(allowed)) or 'none'})",
                     file=rel,
                 )
+            no_contract = missing_contract(template, what)
+            if no_contract:
+                self.problem("", no_contract, file=rel)
             if what == "sampling":
                 low = text.casefold()
                 for p in patterns:

@@ -3,7 +3,8 @@
 * ``read_reply``: a sampling reply -> the candidate's text, the pattern it names, or why
   it is unusable (``replies.read_candidate`` with the task's labels and shape);
 * ``lay_out_candidates``: the filter template's values, candidates as numbered lines;
-* ``read_choice``: the filter judge's pick;
+* ``read_choice``: the filter judge's pick, read strictly by the reply contract
+  (``Choice: n``); ``read_choice_lenient`` interprets, for replies collected elsewhere;
 * ``check``: equality with the right text, then the task's guards (``checks``).
 
 Parsing is deliberately conservative: a reply whose text cannot be located by its label is
@@ -16,11 +17,12 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..llm.replies import json_object, visible_text
+from ..reply_contract import choice_contract
 from . import base
 from .base import ParsedCandidate, TaskSpec, normalise
 from .replies import read_candidate
 
-__all__ = ["check", "lay_out_candidates", "read_choice", "read_reply"]
+__all__ = ["check", "lay_out_candidates", "read_choice", "read_choice_lenient", "read_reply"]
 
 
 def read_reply(spec: TaskSpec, text: str) -> ParsedCandidate:
@@ -89,8 +91,23 @@ def _json_choice(obj: Mapping[str, object], n: int) -> int | None:
     return None
 
 
-def read_choice(spec: TaskSpec, text: str, answers: Sequence[str]) -> int | None:
-    """Which candidate (1-based) the judge picked, or None when the reply does not say clearly.
+def read_choice(text: str, answers: Sequence[str]) -> int | None:
+    """Which candidate (1-based) the judge picked by the reply contract, or None (unsure).
+
+    Only the contract counts (``reply_contract``): a last line ``Choice: n`` with n among
+    the candidates, a JSON ``{"choice": n}`` or a reply that is the number alone. "Choice:
+    Answer 2", a candidate's text, number words or a pick in prose are unsure: the filter
+    asks again once, quoting the contract, and a second unsure reply rejects the seed.
+    """
+    if not answers:
+        return None
+    value = choice_contract(len(answers)).read(text)
+    return None if value is None else int(value)
+
+
+def read_choice_lenient(spec: TaskSpec, text: str, answers: Sequence[str]) -> int | None:
+    """Which candidate (1-based) a reply picked, interpreted; None when it does not say
+    clearly. Not used by the filter (``read_choice`` is); kept for replies to other prompts.
 
     Invisible characters and reasoning blocks go first (``visible_text``). A JSON reply
     gives its ``choice``. Otherwise every ``Choice:`` line is read; the ones that name a

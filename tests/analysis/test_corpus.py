@@ -135,7 +135,7 @@ def test_latest_eval_run_is_the_default(store):
     key = qa_key(qa_fields(1))
     store.conn.execute(
         "INSERT INTO judgements VALUES ('ev2', 'qa', ?, 's1', 'plain', 'm', 'hallucinated', "
-        "true, 'no', NULL, 5, 'no', 'ck', 'th', ?, 1, 'no', NULL)",
+        "true, 'no', NULL, 5, 'no', 'ck', 'th', ?, 1, 'no', NULL, 'strict')",
         [key, datetime(2999, 1, 1)],
     )
     assert latest_eval_run(store.conn, "qa") == "ev2"
@@ -165,7 +165,7 @@ def test_eval_run_errors(store):
     # an eval run of HaluEval files judged items that are not samples in this store
     store.conn.execute(
         "INSERT INTO judgements VALUES ('files', 'dialogue', 'zz', 'f.json:1', 'plain', 'm', "
-        "'hallucinated', true, 'no', NULL, 5, 'no', 'ck', 'th', ?, 1, 'no', NULL)",
+        "'hallucinated', true, 'no', NULL, 5, 'no', 'ck', 'th', ?, 1, 'no', NULL, 'strict')",
         [datetime(2000, 1, 1)],
     )
     with pytest.raises(UsageError, match="judged none"):

@@ -47,6 +47,7 @@ def run_eval(
     strategy: str = "plain",
     scoring: str = "parse",
     structured: str = "auto",
+    read: str = "strict",
 ):
     cfg = RunConfig(
         tasks=("qa",),
@@ -67,6 +68,7 @@ def run_eval(
         data=(str(data),),
         scoring=scoring,
         structured=structured,
+        read=read,
     )
     return anyio.run(lambda: evaluate(ecfg))
 

@@ -84,7 +84,7 @@ CONTEXT_LABELS = {
 }
 VERDICT_FORMAT = "Reply format:\nVerdict: <Yes or No>"
 COT_FORMAT = "Reply format:\nReasoning: <your reasoning, step by step>\nVerdict: <Yes or No>"
-CONTRAST_FORMAT = "Reply format:\nHallucinated: <1 or 2>"
+CONTRAST_FORMAT = "Reply format:\nChoice: <1 or 2, the one that contains hallucination>"
 PATTERNS = {
     "qa": get_task("qa").patterns,
     "dialogue": get_task("dialogue").patterns,

@@ -36,6 +36,7 @@ def render_csv(rows) -> str:
 
 
 T0 = datetime(2024, 5, 1, 12, 0, 0)
+_INSERT = f"INSERT INTO judgements VALUES ({', '.join('?' * 19)})"
 
 
 def _row(
@@ -51,6 +52,7 @@ def _row(
     at: int = 0,
     first: str | None = None,  # the first reply's verdict when it was asked again
     raw: str | None = None,
+    reader: str | None = "strict",  # None: a row written before the reader was recorded
 ) -> list:
     shown = shown or ("both" if strategy == "contrast" else "hallucinated" if truth else "right")
     again = first is not None
@@ -73,6 +75,7 @@ def _row(
         2 if again else 1,
         first if again else verdict,
         "Maybe it is." if again else None,
+        reader,
     ]
 
 
@@ -121,7 +124,7 @@ def store(tmp_path: Path):
         # a run left out by the filter
         rows.append(_row("r3", "summarization", "s0", "plain", "model-c", True, "yes"))
         s.conn.executemany(
-            "INSERT INTO judgements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            _INSERT,
             rows,
         )
         yield s
@@ -179,12 +182,12 @@ def test_markdown_has_the_paper_table_with_reference_rows(store) -> None:
     # the details: accuracy with its interval, invalid rate, baselines
     detail = next(x for x in lines if x.startswith("| model-a | plain | parse |"))
     cells = [c.strip() for c in detail.strip("|").split("|")]
-    # each row says how it was scored and what was judged (a run the store has no record
-    # of is named as unknown)
-    assert cells[2:6] == ["parse", "unknown: run r1", "10", "10"]
-    assert cells[6] == "60.0 [31.3, 83.2]"
+    # each row says how it was scored, by which reader and what was judged (a run the
+    # store has no record of is named as unknown)
+    assert cells[2:7] == ["parse", "strict", "unknown: run r1", "10", "10"]
+    assert cells[7] == "60.0 [31.3, 83.2]"
     # accuracy of the valid, then first-reply invalids, re-asks and final invalids apart
-    assert cells[7:11] == ["66.7", "20.0", "2", "10.0"]
+    assert cells[8:12] == ["66.7", "20.0", "2", "10.0"]
     assert cells[-3:] == ["50.0", "50.0", "100.0"]
     contrast = next(x for x in lines if x.startswith("| model-b | contrast | parse |"))
     assert contrast.count("—") == 8  # Yes/No metrics and baselines do not apply
@@ -294,3 +297,29 @@ def test_reply_shapes_show_what_the_judges_wrote_and_how_it_was_read(store) -> N
 )
 def test_reply_shape(raw: str, shape: str) -> None:
     assert reply_shape(raw) == shape
+
+
+def test_every_figure_says_which_reader_produced_it(tmp_path: Path) -> None:
+    """Strict and lenient verdicts are never pooled into one figure; each row, the accuracy
+    table's label and the CSV name the reader; rows stored before the reader was recorded
+    were read by the interpreting reader and say lenient."""
+    with open_store(tmp_path / "eval.duckdb") as s:
+        rows = [_row("r1", "qa", f"q{i}", "plain", "model-a", i % 2 == 0, "yes") for i in range(4)]
+        rows += [
+            _row("r2", "qa", f"q{i}", "plain", "model-a", i % 2 == 0, "no", reader="lenient")
+            for i in range(4)
+        ]
+        rows += [_row("r2", "qa", "q9", "plain", "model-a", True, "yes", reader=None)]
+        s.conn.executemany(
+            _INSERT,
+            rows,
+        )
+        results = results_from_store(s)
+    assert [(r.reader, r.metrics.n) for r in results] == [("lenient", 5), ("strict", 4)]
+    md = render_markdown(results)
+    assert "| model-a | plain | 50.0 ±" in md  # strict: the default, unmarked
+    assert "| model-a (lenient read) | plain |" in md
+    assert "unless a label says" in md
+    assert any(line.startswith("| model-a | plain | parse | lenient |") for line in md.splitlines())
+    measured = [r for r in csv.DictReader(io.StringIO(render_csv(results))) if r["reader"]]
+    assert [r["reader"] for r in measured] == ["lenient", "strict"]

@@ -174,7 +174,9 @@ def test_logprobs_exact_tie_is_invalid_and_alternatives_rescue_an_odd_token() ->
         _entry(":", 0.9),
         _entry(" Probably", 0.4, {" Probably": 0.4, " No": 0.35, " Yes": 0.05}),
     ]
-    verdict, p = verdict_from_logprobs({"content": odd})
+    # the sampled reply is off the contract ("Verdict: Probably"): strictly, nothing to score
+    assert verdict_from_logprobs({"content": odd}) == ("invalid", None)
+    verdict, p = verdict_from_logprobs({"content": odd}, reader="lenient")
     assert verdict == "no" and p == pytest.approx(0.05 / 0.40)
 
 

@@ -226,6 +226,24 @@ BAD = {
         ("prompts/judge_cot.txt", None, None),
         "prompts/judge_cot.txt: missing: the cot judge template",
     ),
+    "judge template that does not ask for the verdict line": (
+        ("prompts/judge_plain.txt", "Verdict: <Yes or No>", "Answer yes or no."),
+        "prompts/judge_plain.txt: the plain judge template does not ask for the reply "
+        'contract: end its last user message with the line "Verdict: <Yes or No>"',
+    ),
+    "contrast template that asks for another label": (
+        (
+            "prompts/judge_contrast.txt",
+            "Choice: <1 or 2, the one that contains hallucination>",
+            "Hallucinated: <1 or 2>",
+        ),
+        "prompts/judge_contrast.txt: the contrast judge template does not ask for the reply "
+        'contract: end its last user message with the line "Choice: <1 or 2',
+    ),
+    "filter template without the choice line": (
+        ("prompts/pick.txt", "Choice: <the number of the definition you pick>", "Pick: <n>"),
+        "prompts/pick.txt: the filter template does not ask for the reply contract",
+    ),
     "not TOML": (
         ("task.toml", 'title = "Glossary"', "title = Glossary"),
         "task.toml: not valid TOML",

@@ -2,7 +2,9 @@
 
 ``request_keys.json`` was captured from the code before tasks became folders (the qa,
 summarization and general entries are still those; the dialogue entries were captured again
-when its patterns took HaluEval's meaning, a change of its templates made on purpose): every
+when its patterns took HaluEval's meaning, and the contrast judge entries of every task when
+contrast took the one reply contract, "Choice: 1|2", for "Hallucinated: 1|2": changes of
+templates made on purpose): every
 request a small run of each built-in task makes (sampling, filtering) and every judge
 request of each recognition strategy, as (stage, task, strategy, key, parameters, a hash of
 each message), with the template names and hashes that name a run. A store made before

@@ -101,10 +101,24 @@ def test_parse_candidate_does_not_compare_with_the_right_text(task: str) -> None
 
 
 @pytest.mark.parametrize(("task", "case"), _cases("CHOICES"), ids=_ids("CHOICES"))
-def test_parse_choice(task: str, case: tuple[str, int | None]) -> None:
+def test_parse_choice_lenient(task: str, case: tuple[str, int | None]) -> None:
     reply, expected = case
     shown = getattr(cases, f"{task.upper()}_SHOWN")
-    assert SPECS[task].parse_choice(reply, shown) == expected
+    assert SPECS[task].parse_choice_lenient(reply, shown) == expected
+
+
+@pytest.mark.parametrize(("task", "case"), _cases("CHOICES"), ids=_ids("CHOICES"))
+def test_parse_choice_commits_only_by_the_contract_and_never_to_another_pick(
+    task: str, case: tuple[str, int | None]
+) -> None:
+    """The filter reads strictly: on the same table, a pick is the careful reading's or
+    unsure (a reply the lenient reader had to interpret is asked again instead)."""
+    reply, expected = case
+    shown = getattr(cases, f"{task.upper()}_SHOWN")
+    got = SPECS[task].parse_choice(reply, shown)
+    assert got is None or got == expected
+    if got is None and expected is not None:
+        assert SPECS[task].parse_choice(f"Choice: {expected}", shown) == expected
 
 
 @pytest.mark.parametrize("task", list(SPECS))
@@ -117,7 +131,8 @@ def test_parse_choice_reads_json_and_skips_reasoning_and_invisible_characters(ta
     assert spec.parse_choice('{"choice": true}', shown) is None
     assert spec.parse_choice("<think>Choice: 1 looks wrong</think>\nChoice: 2", shown) == 2
     assert spec.parse_choice("\ufeffChoice:\u200b 3", shown) == 3
-    assert spec.parse_choice("Choice: three", shown) == 3
+    assert spec.parse_choice("Choice: three", shown) is None  # not the contract: unsure
+    assert spec.parse_choice_lenient("Choice: three", shown) == 3
     assert spec.parse_choice("Choice: 4", shown) is None
     assert spec.parse_choice("<think>Choice: 1", shown) is None  # all reasoning, no answer
 
@@ -135,7 +150,9 @@ def test_filter_values_number_candidates_one_per_line_and_hide_the_right_text(ta
     }
     assert "SECRET-RIGHT" not in "".join(values.values())
     for i, _ in enumerate(values["answers"].splitlines(), 1):
-        assert spec.parse_choice(f"Choice: {label} {i}", ["a", "b", "c"]) == i
+        assert spec.parse_choice(f"Choice: {i}", ["a", "b", "c"]) == i
+        assert spec.parse_choice(f"Choice: {label} {i}", ["a", "b", "c"]) is None  # unsure
+        assert spec.parse_choice_lenient(f"Choice: {label} {i}", ["a", "b", "c"]) == i
 
 
 @pytest.mark.parametrize(("task", "case"), _cases("FORMS"), ids=_ids("FORMS"))
@@ -187,7 +204,7 @@ def test_a_new_task_is_a_declaration_over_the_shared_steps() -> None:
         "source": "Le chat dort.",
         "answers": "Translation 1: The dog sleeps.\nTranslation 2: A cat naps.",
     }
-    assert spec.parse_choice("Choice: the second translation", ["a", "b"]) == 2
+    assert spec.parse_choice_lenient("Choice: the second translation", ["a", "b"]) == 2
     right = {"right_translation": "The cat sleeps."}
     assert spec.check_candidate(right, "the cat sleeps") == "equals_right_answer"
     assert spec.check_candidate(right, "The cat sleeps. It is black.") == "contains_right_answer"
