@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from ..tasks.columns import field_columns
 from .db import Store
 
-__all__ = ["FlaggedShare", "flagged_shares", "unchecked_samples", "verified_runs"]
+__all__ = [
+    "NOT_SUSPECT",
+    "FlaggedShare",
+    "flagged_in",
+    "flagged_shares",
+    "generation_runs",
+    "unchecked_samples",
+    "verified_runs",
+]
 
 
 def unchecked_samples(
@@ -103,6 +111,15 @@ ORDER BY s.run_id, s.task, whole DESC, pattern
     return out
 
 
+def generation_runs(store: Store) -> list[str]:
+    """The generation runs that stored samples, oldest first."""
+    rows = store.query(
+        "SELECT r.run_id FROM runs r WHERE r.kind = 'generate' AND EXISTS "
+        "(SELECT 1 FROM sample_rows s WHERE s.run_id = r.run_id) ORDER BY r.created_at"
+    )
+    return [str(r[0]) for r in rows]
+
+
 def verified_runs(store: Store, run_ids: Sequence[str]) -> set[str]:
     """The runs of ``run_ids`` at least one of whose samples has a check."""
     if not run_ids:
@@ -114,3 +131,23 @@ def verified_runs(store: Store, run_ids: Sequence[str]) -> set[str]:
         list(run_ids),
     )
     return {str(r[0]) for r in rows}
+
+
+# A predicate over the ``samples`` view: the samples an export takes by default (never
+# checked, or checked and passed).
+NOT_SUSPECT = "label_check IS DISTINCT FROM 'flagged'"
+
+
+def flagged_in(store: Store, run_ids: Sequence[str], task: str | None, where: str | None) -> int:
+    """How many samples of ``run_ids`` (and ``task``, and the user's ``where``) are flagged."""
+    if not run_ids:
+        return 0
+    clauses = [f"run_id IN ({', '.join('?' for _ in run_ids)})", "label_check = 'flagged'"]
+    params: list[str] = list(run_ids)
+    if task:
+        clauses.append("task = ?")
+        params.append(task)
+    if where:
+        clauses.append(f"({where})")
+    rows = store.query(f"SELECT count(*) FROM samples WHERE {' AND '.join(clauses)}", params)
+    return int(rows[0][0]) if rows else 0
