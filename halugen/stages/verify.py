@@ -150,11 +150,27 @@ class Verifier:
     async def check(self, item: VerifyItem) -> LabelCheckRow | None:
         """The check of ``item``; None when one of its calls waits for a batch."""
         spec = self.specs[item.task]
-        try:
-            hallucination = await self._ask(item, item.fields.get(spec.hallucinated_field, ""))
-            right = await self._ask(item, item.fields.get(spec.right_field, ""))
-        except _Deferred:
-            return None
+        texts = (
+            item.fields.get(spec.hallucinated_field, ""),
+            item.fields.get(spec.right_field, ""),
+        )
+        got: list[Answer | BaseException] = [Answer("failed"), Answer("failed")]
+
+        async def ask(i: int) -> None:  # both at once: a batch plans them in one pass
+            try:
+                got[i] = await self._ask(item, texts[i])
+            except (_Deferred, RunStopping) as exc:
+                got[i] = exc
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask, 0)
+            tg.start_soon(ask, 1)
+        for answer in got:
+            if isinstance(answer, RunStopping):
+                raise answer
+        hallucination, right = got
+        if not isinstance(hallucination, Answer) or not isinstance(right, Answer):
+            return None  # a question waits for a batch: a later pass checks the sample
         outcome, reason = outcome_of(hallucination, right)
         details = [a.detail for a in (hallucination, right) if a.detail]
         return LabelCheckRow(
