@@ -91,7 +91,8 @@ def export(store: Store, request: ExportRequest) -> ExportResult:
     if r.task is not None:  # a task folder's path: its task's name
         r = replace(r, task=get_task(r.task).name)
     where = r.where
-    if r.what == "samples" and r.task != "general" and not r.include_suspect:
+    harness = r.fmt in ("lm-eval", "inspect")  # write_task_data leaves suspects out itself
+    if r.what == "samples" and r.task != "general" and not r.include_suspect and not harness:
         where = without_suspects(r.where)
     common: _Chosen = {"task": r.task, "where": where, "run": r.run, "all_runs": r.all_runs}
     selection: Selection
@@ -110,7 +111,9 @@ def export(store: Store, request: ExportRequest) -> ExportResult:
         from .lm_eval import export_lm_eval
         from .recognition import write_task_data
 
-        written, selection = write_task_data(store, target.path, labels=r.labels, **common)
+        written, selection = write_task_data(
+            store, target.path, labels=r.labels, include_suspect=r.include_suspect, **common
+        )
         harness = export_lm_eval if r.fmt == "lm-eval" else export_inspect
         files = harness(target.path, written) if written else []
     else:
