@@ -194,3 +194,23 @@ def test_the_simulators_judge_is_deterministic_with_a_minority_of_flipped_verdic
     assert 0 < flipped < len(statements) * 0.25
     assert supported("Serin7", "The Serin7 flows through Vallona7")
     assert not supported("the Baltic Sea", "The Serin7 flows through Vallona7")
+
+
+def test_a_judge_model_the_runs_price_would_count_wrong_is_refused():
+    from halugen.config import RunConfig
+    from halugen.errors import UsageError
+    from halugen.prices import find_price
+    from halugen.stages.verify import check_judge_price
+
+    price = find_price("gpt-4o-mini")
+    assert price is not None
+    cfg = RunConfig(model="gpt-4o-mini", verify=True, verify_model="gpt-4o")
+    with pytest.raises(UsageError, match="priced differently"):
+        check_judge_price(cfg, price)
+    check_judge_price(RunConfig(model="gpt-4o-mini", verify=True), price)  # the run's model
+    given = RunConfig(
+        model="gpt-4o-mini", verify=True, verify_model="judge", price_in=1.0, price_out=2.0
+    )
+    own = find_price("gpt-4o-mini", price_in=1.0, price_out=2.0)
+    assert own is not None
+    check_judge_price(given, own)  # prices on the command line apply to both
