@@ -91,8 +91,8 @@ def export(store: Store, request: ExportRequest) -> ExportResult:
     if r.task is not None:  # a task folder's path: its task's name
         r = replace(r, task=get_task(r.task).name)
     where = r.where
-    harness = r.fmt in ("lm-eval", "inspect")  # write_task_data leaves suspects out itself
-    if r.what == "samples" and r.task != "general" and not r.include_suspect and not harness:
+    to_harness = r.fmt in ("lm-eval", "inspect")  # write_task_data leaves suspects out itself
+    if r.what == "samples" and r.task != "general" and not r.include_suspect and not to_harness:
         where = without_suspects(r.where)
     common: _Chosen = {"task": r.task, "where": where, "run": r.run, "all_runs": r.all_runs}
     selection: Selection
