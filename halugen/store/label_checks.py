@@ -20,6 +20,7 @@ __all__ = [
     "flagged_in",
     "flagged_shares",
     "generation_runs",
+    "latest_checks",
     "unchecked_samples",
     "verified_runs",
 ]
@@ -109,6 +110,14 @@ ORDER BY s.run_id, s.task, whole DESC, pattern
             )
         )
     return out
+
+
+def latest_checks(store: Store, run_id: str) -> list[tuple[str, str, str, str | None]]:
+    """(item key, task, outcome, reason) of each item's latest check in ``run_id``."""
+    rows = store.query(
+        "SELECT seed_key, task, outcome, reason FROM label_checks WHERE run_id = ?", [run_id]
+    )
+    return [(str(k), str(t), str(o), None if r is None else str(r)) for k, t, o, r in rows]
 
 
 def generation_runs(store: Store) -> list[str]:
