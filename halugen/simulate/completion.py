@@ -16,7 +16,7 @@ from .keys import key64, unit
 from .request import ChatBody
 from .structured import structured_text
 from .tokens import BYTE_RULE, TokenRule
-from .verify import verify_prompt, verify_reply
+from .verify import remember, verify_prompt, verify_reply
 
 __all__ = ["chat_completion", "provider_tokens"]
 
@@ -76,6 +76,7 @@ def chat_completion(
                 judge_accuracy=cfg.judge_accuracy,
                 unreadable=cfg.unreadable_verdicts,
             )
+        remember(info, reply)  # the verify judge knows the hallucinations it wrote
         if req.response_format is not None:
             reply = replace(
                 reply,
