@@ -32,6 +32,7 @@ from ..stages.verify import (
     verify_templates,
 )
 from ..store.label_checks import latest_checks
+from ..store.rows import LabelCheckRow
 from ..tables import TableData
 from ..tasks import get_task
 from .items import Item
@@ -119,13 +120,21 @@ async def verify_items(
             stats=session.stats,
         )
         todo = [i for i in dict((i.key, i) for i in wanted).values() if i.key not in done]
-        session.stats.words.update(seeds="items", sampled="checked", per="per item")
+        stats = session.stats
+        stats.words.update(seeds="items", sampled="checked", per="per item")
+        for task in templates:
+            stats.seeds_total[task] = sum(1 for i in todo if i.task == task)
+
+        def write(row: LabelCheckRow) -> None:
+            session.writer.put([row])
+            stats.bump(stats.sampled if row.outcome != "call_failed" else stats.failed, row.task)
+
         status, message = await drive(
             session,
             lambda: check_items(
                 verifier,
                 todo,
-                write=lambda row: session.writer.put([row]),
+                write=write,
                 flags=session.flags,
                 wanted=session.pool.wanted,
             ),
