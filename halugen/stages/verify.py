@@ -344,7 +344,27 @@ async def verify_run(
     if ctx.flags.stop_admitting:
         return notes
     items = await anyio.to_thread.run_sync(stored_items, store, ctx.run_id, verifier)
-    await check_items(
-        verifier, items, write=lambda row: ctx.writer.put([row]), flags=ctx.flags, wanted=wanted
-    )
+    outcomes: dict[str, int] = {}
+
+    def write(row: LabelCheckRow) -> None:
+        ctx.writer.put([row])
+        outcomes[row.outcome] = outcomes.get(row.outcome, 0) + 1
+
+    await check_items(verifier, items, write=write, flags=ctx.flags, wanted=wanted)
+    checked = outcomes.get("passed", 0) + outcomes.get("flagged", 0)
+    if checked or outcomes.get("call_failed"):
+        from ..label_noise import flagged_share
+
+        flagged = outcomes.get("flagged", 0)
+        failed = outcomes.get("call_failed", 0)
+        notes.append(
+            f"verify: {checked:,} sample(s) checked by {model} this session, {flagged:,} "
+            f"flagged ({flagged_share(flagged, checked)})"
+            + (
+                f"; {failed:,} not checked after call errors (a resume tries again)"
+                if failed
+                else ""
+            )
+            + "; per task and pattern in 'halugen status'"
+        )
     return notes

@@ -64,6 +64,8 @@ def test_verify_checks_every_sample_and_its_money_is_the_simulators_bill(
     assert verify_calls == sum(a for _, _, a in checks) >= 2 * samples
     flagged = _query(db, "SELECT count(*) FROM samples WHERE label_check = 'flagged'")[0][0]
     assert flagged == sum(o == "flagged" for o, _, _ in checks)
+    note = next(n for n in outcome.notes if n.startswith("verify: "))
+    assert f"{samples} sample(s) checked" in note and f"{flagged} flagged" in note
     # the ledger is the provider's bill, verify calls included
     assert _spent(db) == pytest.approx(sim.stats(keys=False)["billed_usd"], abs=1e-12)
 
