@@ -47,6 +47,7 @@ from ..store.db import Store
 from ..store.label_checks import unchecked_samples
 from ..store.rows import LabelCheckRow
 from ..tasks.base import TaskSpec
+from ..tasks.template_fields import VERIFY_TEMPLATE, VERIFY_TEXT
 from .context import GenContext
 
 __all__ = [
@@ -65,7 +66,6 @@ __all__ = [
     "verify_templates",
 ]
 
-VERIFY_TEMPLATE = "verify"  # prompts/<task>/verify.txt
 # room for the contract line, or '{"verdict": "Yes"}', whatever the judge's max_tokens says
 MIN_VERIFY_TOKENS = 32
 # why a sample is flagged, in the order they are looked for
@@ -221,7 +221,7 @@ class Verifier:
         """Is ``text`` supported by the item's knowledge? Asked once, and once more strictly
         when the reply holds no contract line."""
         template = self.templates[item.task]
-        values = {**item.fields, "text": text}
+        values = {**item.fields, VERIFY_TEXT: text}
         request = ChatRequest(
             model=self.model,
             messages=template.render(values),

@@ -4,6 +4,7 @@ outcome, the reasons a sample is flagged; and the simulator's verify judge."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -214,3 +215,22 @@ def test_a_judge_model_the_runs_price_would_count_wrong_is_refused():
     own = find_price("gpt-4o-mini", price_in=1.0, price_out=2.0)
     assert own is not None
     check_judge_price(given, own)  # prices on the command line apply to both
+
+
+def test_a_task_folders_verify_template_is_optional_and_never_shows_the_right_text(tmp_path):
+    import shutil
+
+    from halugen.tasks.folder import check_folder
+
+    source = Path(get_task("qa").folder)
+    folder = tmp_path / "qa_copy"
+    shutil.copytree(source, folder)
+    (folder / "prompts" / "verify.txt").unlink()
+    spec, problems = check_folder(folder, builtin=True)
+    assert problems == [] and spec is not None  # no verify.txt: labels not verified
+    text = (source / "prompts" / "verify.txt").read_text(encoding="utf-8")
+    (folder / "prompts" / "verify.txt").write_text(
+        text + "\nRight answer: {{right_answer}}\n", encoding="utf-8"
+    )
+    _, problems = check_folder(folder, builtin=True)
+    assert any("right_answer" in str(p) and "verify" in str(p) for p in problems), problems
