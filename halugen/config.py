@@ -129,6 +129,10 @@ class RunConfig:
     # it: llm/capabilities.py) | on | off. Not part of the identity: how the run asked is
     # recorded and kept by its later sessions
     structured: str = default("structured")
+    # the verify stage (stages/verify.py) and its judge model ("" or None: the run's model).
+    # Not part of the identity: verifying a run later resumes it and checks its samples
+    verify: bool = default("verify")
+    verify_model: str | None = default("verify_model")
     # None: interactive calls. Not part of the identity: a run may switch between batch and
     # interactive, and pays nothing twice (answers are found by request key either way)
     batch: BatchOptions | None = None
@@ -161,6 +165,11 @@ class RunConfig:
         if not self.endpoints:
             return self.base_url
         return "fleet: " + ", ".join(e.url for e in self.endpoints)
+
+    @property
+    def judge_model(self) -> str:
+        """The verify stage's judge model: ``--verify-model``, else the run's model."""
+        return self.verify_model or self.model
 
     @property
     def seed_mapping(self) -> dict[str, str] | None:

@@ -32,9 +32,10 @@ from .prompts import load_template
 from .records import Seed
 from .seeds import expand_paths, formats_by_task, read_seeds
 from .seeds.stamps import stamp_files
-from .session import OnRun, call_session, drive, prepare_endpoint
+from .session import OnRun, call_session, drive, prepare_endpoint, resolve_price
 from .stages.context import GenContext, LoadedTask
 from .stages.seeds import SeedSource
+from .stages.verify import check_judge_price, verify_run
 from .stats import RunStats
 from .store.db import Store
 from .tasks import TASK_NAMES, get_task
@@ -214,6 +215,7 @@ async def _generate(
     console: Console | None,
     on_run: OnRun | None,
 ) -> RunOutcome:
+    check_judge_price(cfg, resolve_price(cfg)[0])  # before the run opens
     files = expand_paths([path for paths in files_of.values() for path in paths])
     async with call_session(
         cfg,
@@ -306,12 +308,15 @@ async def _generate(
                 )
             )
             session.stats.seeds_total[task] = cfg.limit
-        status, message = await drive(
-            session,
-            lambda: run_pipeline(ctx, sources, wanted=session.pool.wanted),
-            progress=cfg.progress,
-            console=console,
-        )
+
+        async def pipeline() -> None:
+            await run_pipeline(ctx, sources, wanted=session.pool.wanted)
+            if cfg.verify:  # the stored samples' labels, checked by a judge
+                session.notes.extend(
+                    await verify_run(ctx, store, model=cfg.judge_model, wanted=session.pool.wanted)
+                )
+
+        status, message = await drive(session, pipeline, progress=cfg.progress, console=console)
         session.notes.extend(f"filter {note}" for note in session.capabilities.notes())
         store.writer.flush_blocking()
         return _finish(store, ctx, session.ledger, status, message, session.notes)

@@ -26,11 +26,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .config import RunConfig
+from .errors import ConfigError
 from .prices import ModelPrice
 from .prompts import PER_MESSAGE_TOKENS, Template
 from .records import Seed
 from .seeds import read_seeds
 from .stages.context import LoadedTask
+from .tasks.base import TaskSpec
 from .tokens import TokenCounter, get_counter
 
 __all__ = [
@@ -43,7 +45,19 @@ __all__ = [
 ]
 
 _PATTERN_LINE_TOKENS = 8  # "Pattern: factualness\nAnswer: " around the answer itself
-_JUDGE_REPLY_TOKENS = 4  # "Choice: 2"
+_JUDGE_REPLY_TOKENS = 4  # "Choice: 2", "Verdict: No"
+_MIN_VERIFY_TOKENS = 32  # stages/verify.py's MIN_VERIFY_TOKENS (not imported: a light module)
+
+
+def _verify_template(cfg: RunConfig, spec: TaskSpec) -> Template | None:
+    """The verify stage's template of ``spec`` when the run verifies (``--verify``) and
+    the task has one; priced at the run's model (a --verify-model on the same card)."""
+    if not cfg.verify:
+        return None
+    try:
+        return spec.template("verify", cfg.prompts_dir)
+    except ConfigError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -103,7 +117,8 @@ def estimate_task(
     cfg: RunConfig, task: LoadedTask, price: ModelPrice, files: list[str] | None = None
 ) -> TaskEstimate:
     """Every seed costs its sampling calls plus one filter call (an upper count: identical
-    candidates skip the filter). Typical output assumes answers as long as the right one."""
+    candidates skip the filter), and with ``--verify`` two verify calls (as if every seed
+    gave a sample). Typical output assumes answers as long as the right one."""
     return _estimate_variants(cfg, [task], price, files)[0]
 
 
@@ -119,6 +134,8 @@ def _estimate_variants(
     seeds = read_seeds(
         files or list(cfg.seeds), spec.name, fmt=cfg.seed_format, mapping=cfg.seed_mapping
     )
+    checking = _verify_template(cfg, spec)
+    verify_out = max(cfg.judge.max_tokens, _MIN_VERIFY_TOKENS)
     n_seeds = bad = 0
     for item in seeds:
         if not isinstance(item, Seed):
@@ -140,12 +157,21 @@ def _estimate_variants(
             est.output_tokens_typical += min(_JUDGE_REPLY_TOKENS, cfg.judge.max_tokens)
             est.output_tokens_max += cfg.judge.max_tokens
             est.calls += 1
+            if checking is not None:  # run --verify: two questions per sample (at most)
+                for text in (right, right):  # a hallucination is about as long as the right text
+                    values = {**item.fields, "text": text}
+                    est.prompt_tokens += checking.estimate_tokens(values, counter)
+                    est.output_tokens_typical += min(_JUDGE_REPLY_TOKENS, verify_out)
+                    est.output_tokens_max += verify_out
+                    est.calls += 1
     for task, est in zip(variants, ests, strict=True):
         est.seeds, est.bad_records = n_seeds, bad
         for template in (*task.sample_templates, task.filter_template):
             # a template used twice in a task (it is not, today) shares one opening
             n, _ = est.openings.get(template.name, (0, 0))
             est.openings[template.name] = (n + n_seeds, fixed_opening(template, counter))
+        if checking is not None:
+            est.openings[checking.name] = (2 * n_seeds, fixed_opening(checking, counter))
         est.cached_tokens = expected_cached(price, est.openings)
         est.cost_typical_pusd = price.cost(est.prompt_tokens, est.output_tokens_typical)
         est.cost_max_pusd = price.cost(est.prompt_tokens, est.output_tokens_max)

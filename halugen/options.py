@@ -89,6 +89,7 @@ GROUPS: dict[str, str] = {
     "run": "run",
     "resume": "resuming",
     "batch": "batch mode",
+    "verify": "label check",
 }
 
 SETTINGS: tuple[Setting, ...] = (
@@ -433,6 +434,33 @@ SETTINGS: tuple[Setting, ...] = (
         help="a plain progress line every few seconds instead of the live view",
         file_help="the live view on a terminal; false: a plain progress line every few seconds",
         example=False,
+    ),
+    # -- label check (the verify stage) -------------------------------------------------------
+    Setting(
+        name="verify",
+        kind=bool,
+        group="verify",
+        flags=("--verify",),
+        toml="verify",
+        const=True,
+        default=False,
+        help="after the filter, a judge checks each sample against its knowledge: the "
+        "hallucinated text must be unsupported, the right text supported; samples that fail "
+        "are flagged and left out of exports (docs/verify.md)",
+        file_help="check each sample's labels with a judge after the filter (run --verify)",
+        example=True,
+    ),
+    Setting(
+        name="verify_model",
+        kind=str,
+        group="verify",
+        flags=("--verify-model",),
+        toml="verify_model",
+        metavar="MODEL",
+        help="the judge model of --verify (another model than the generator's is better: "
+        "it does not share its blind spots); on the same endpoint",
+        default_text="the run's model",
+        example="gpt-4o",
     ),
     # -- resuming ----------------------------------------------------------------------------
     Setting(

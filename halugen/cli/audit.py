@@ -7,7 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .common import add_config_flag, add_setting, db_path, err, resolve_settings
+from .common import (
+    add_config_flag,
+    add_setting,
+    add_settings,
+    db_path,
+    err,
+    resolve_settings,
+    run_config,
+)
 from .data import add_format_flag
 
 
@@ -66,6 +74,18 @@ def add_parsers(sub: Any) -> None:
     )
     add_setting(
         au,
+        "verify",
+        help="instead of the classifiers: ask a judge model whether each hallucinated text "
+        "of the --data files is supported by its knowledge (it should not be) and each right "
+        "text is (it should be), and print the flagged share with its 95%% interval; a run "
+        "of its own in the store, budgeted and resumable (docs/verify.md)",
+    )
+    add_setting(au, "verify_model")
+    add_setting(au, "budget")
+    add_setting(au, "progress")
+    add_settings(au, "endpoint")
+    add_setting(
+        au,
         "db",
         help="the store: its samples are audited and the figures kept in audit_results (with "
         "--data, only a --db given here keeps them)",
@@ -101,6 +121,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from ..tasks import get_task, is_task_path
     from ..tasks.stored import recall
 
+    if resolve_settings(args).verify:
+        return _verify(args)
     measures = _measures(args.measures)
     if args.out and not args.balance:
         raise UsageError("--out writes a balanced set: give --balance with it")
@@ -202,3 +224,30 @@ def _balance(
 
 
 COMMANDS = {"audit": cmd_audit}
+
+
+def _verify(args: argparse.Namespace) -> int:
+    """``audit --verify --data FILE``: the verify stage's questions over the files."""
+    import anyio
+
+    from ..audit import items_from_file
+    from ..audit.verify import check_table, verify_items
+    from ..tables import render_tables
+
+    if not args.data:
+        raise UsageError(
+            "audit --verify checks files: give --data FILE (a run's own samples are checked "
+            "by 'halugen run --verify')"
+        )
+    if args.balance or args.run:
+        raise UsageError("audit --verify takes --data and --task only, not --balance or --run")
+    cfg = run_config(args)
+    items = [i for path in args.data for i in items_from_file(path, args.task)]
+    checks = anyio.run(lambda: verify_items(cfg, list(args.data), items, console=err))
+    render_tables([check_table(checks, ", ".join(args.data))], args.format)
+    status, message = (checks[0].status, checks[0].message) if checks else ("done", "")
+    if status != "done":  # budget used up, Ctrl-C: the same command continues
+        err.print(f"audit --verify {status}" + (f": {message}" if message else ""))
+    from ..endings import EXIT_CODES
+
+    return EXIT_CODES.get(status, 1)

@@ -34,7 +34,7 @@ def add_parsers(sub: Any) -> None:
         metavar="STAGE",
         help="only this stage's requests, e.g. sample or filter (default: every pending request)",
     )
-    add_settings(ex, "seeds", "sampling", "endpoint", "run", "resume")
+    add_settings(ex, "seeds", "sampling", "endpoint", "run", "resume", "verify")
 
     im = bsub.add_parser(
         "import",

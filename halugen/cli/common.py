@@ -337,6 +337,8 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
         long_documents=take("long_documents"),
         prompts_dir=Path(prompts) if prompts else None,
         structured=take("structured"),
+        verify=bool(take("verify")),
+        verify_model=take("verify_model") or None,
         batch=batch_options(take),
     )
 

@@ -95,6 +95,12 @@ def add_parsers(sub: Any) -> None:
     exp.add_argument(
         "--no-card", action="store_true", help="no dataset card (README.md) beside the files"
     )
+    exp.add_argument(
+        "--include-suspect",
+        action="store_true",
+        help="also the samples the verify stage flagged (run --verify): a hallucination "
+        "judged supported by its knowledge, a right text judged unsupported (default: left out)",
+    )
     from .general import add_label_rule_flags
 
     add_label_rule_flags(exp)  # general-track items: how many labels make one resolved
@@ -147,7 +153,9 @@ def status_tables(store: Any) -> list[TableData]:
         if found:
             values = [list(r.values()) for r in found]
             tables.append(TableData(title, list(found[0]), values, name=name, caption=caption))
-    return tables
+    from ..label_noise import label_check_tables
+
+    return tables + label_check_tables(store)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -221,6 +229,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         task=args.task,
         where=args.where,
         card=not args.no_card,
+        include_suspect=args.include_suspect,
         labels=label_rule(args),
     )
     with open_store(db_path(args), read_only=True) as store:

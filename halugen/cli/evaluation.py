@@ -169,10 +169,15 @@ def cmd_report(args: argparse.Namespace) -> int:
         from ..figures.canvas import figure_format
 
         figure_format(args.plot)  # a bad extension fails before any work
+    from ..label_noise import label_check_tables
+
     with open_store(db_path(args), read_only=True) as store:
         rows = results_from_store(store.conn, args.run)
+        checks = label_check_tables(store)  # the labels' noise, as the verify stage found it
     if not rows:
         out.print("no judgements yet: run 'halugen eval' first")
+        if checks and args.format not in ("csv", "json"):
+            render_tables(checks, args.format)
         return 0
     if args.plot:
         from ..figures.accuracy import plot_accuracy, rows_from_report
@@ -186,7 +191,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     elif args.format == "json":
         sys.stdout.write(_report_json(rows))
     else:
-        render_tables(report_tables(rows), args.format)
+        render_tables(report_tables(rows) + checks, args.format)
     return 0
 
 

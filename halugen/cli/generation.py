@@ -15,7 +15,7 @@ from .data import add_format_flag
 
 def add_parsers(sub: Any) -> None:
     run = sub.add_parser("run", help="generate samples (resumes the same run when repeated)")
-    add_settings(run, "seeds", "sampling", "endpoint", "run", "resume", "batch")
+    add_settings(run, "seeds", "sampling", "endpoint", "run", "resume", "batch", "verify")
 
     est = sub.add_parser(
         "estimate",
@@ -23,7 +23,7 @@ def add_parsers(sub: Any) -> None:
         description="Projected cost of 'halugen run' with the same settings, from the seeds "
         "and prompts alone: no call is made.",
     )
-    add_settings(est, "seeds", "sampling", "endpoint", "run")
+    add_settings(est, "seeds", "sampling", "endpoint", "run", "verify")
     est.add_argument(
         "--acceptance",
         type=float,

@@ -31,6 +31,7 @@ from ..tasks.stored import recall
 from .halueval import export_halueval, halueval_layout
 from .judgements import JUDGEMENT_COLUMNS, export_judgements
 from .selection import Selection
+from .suspects import suspect_note, without_suspects
 from .target import Target, resolve_target
 
 __all__ = [
@@ -56,6 +57,8 @@ class ExportRequest:
     task: str | None = None
     where: str | None = None
     card: bool = True  # the dataset card beside jsonl / parquet / csv samples
+    # samples the verify stage flagged are left out unless this is set (export/suspects.py)
+    include_suspect: bool = False
     labels: LabelRule = field(
         default_factory=LabelRule
     )  # which general-track items count as resolved
@@ -87,7 +90,11 @@ def export(store: Store, request: ExportRequest) -> ExportResult:
     recall(store)  # the task folders the store's runs used, for their fields
     if r.task is not None:  # a task folder's path: its task's name
         r = replace(r, task=get_task(r.task).name)
-    common: _Chosen = {"task": r.task, "where": r.where, "run": r.run, "all_runs": r.all_runs}
+    where = r.where
+    to_harness = r.fmt in ("lm-eval", "inspect")  # write_task_data leaves suspects out itself
+    if r.what == "samples" and r.task != "general" and not r.include_suspect and not to_harness:
+        where = without_suspects(r.where)
+    common: _Chosen = {"task": r.task, "where": where, "run": r.run, "all_runs": r.all_runs}
     selection: Selection
     if r.what == "judgements":
         target = resolve_target(r.out, default=f"judgements.{r.fmt}")
@@ -104,7 +111,9 @@ def export(store: Store, request: ExportRequest) -> ExportResult:
         from .lm_eval import export_lm_eval
         from .recognition import write_task_data
 
-        written, selection = write_task_data(store, target.path, labels=r.labels, **common)
+        written, selection = write_task_data(
+            store, target.path, labels=r.labels, include_suspect=r.include_suspect, **common
+        )
         harness = export_lm_eval if r.fmt == "lm-eval" else export_inspect
         files = harness(target.path, written) if written else []
     else:
@@ -112,7 +121,10 @@ def export(store: Store, request: ExportRequest) -> ExportResult:
 
         target = resolve_target(r.out, default=f"samples.{r.fmt}")
         files, selection = export_sample_files(store, target, r.fmt, card=r.card, **common)
-    return ExportResult(tuple(files), selection.notes, r.what)
+    notes = selection.notes
+    if r.what == "samples" and not r.include_suspect and selection.picked:
+        notes += suspect_note(store, selection.runs, r.task, r.where)
+    return ExportResult(tuple(files), notes, r.what)
 
 
 def _general(store: Store, r: ExportRequest) -> ExportResult:

@@ -20,6 +20,7 @@ import orjson
 
 from .. import __version__
 from ..store.db import Store
+from .card_checks import label_check_section
 from .card_figures import baseline_lines, recognition_lines, task_spec
 from .card_header import SEED_LICENCES, CardFile, card_header, config_name
 
@@ -249,6 +250,7 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
         if base_lines
         else ["No QA, dialogue or summarization rows to measure."]
     )
+    body += ["", *label_check_section(store, sorted({r for f in files for r in f.runs}))]
     recognition = [line for f in files for line in recognition_lines(store, f)]
     if recognition:
         body += [

@@ -31,6 +31,7 @@ from ..tasks import get_task
 from ..tasks.columns import field_columns
 from .samples import pick_sample_runs, sample_filters
 from .selection import Picked, Selection
+from .suspects import without_suspects
 
 __all__ = [
     "HARNESS_STRATEGIES",
@@ -141,12 +142,15 @@ def write_task_data(
     run: str | None,
     all_runs: bool,
     labels: LabelRule | None = None,
+    include_suspect: bool = False,
 ) -> tuple[list[TaskData], Selection]:
     """``<task>.jsonl`` in ``directory`` for every task with samples (and for ``general``
     when annotated items have resolved labels); returns what was written."""
     if task is not None:
         get_task(task)  # UsageError for a task neither built in nor a folder's
-    filters, params = sample_filters(None if task == "general" else task, where)
+    # samples the verify stage flagged are left out unless asked for (export/suspects.py)
+    samples_where = where if include_suspect else without_suspects(where)
+    filters, params = sample_filters(None if task == "general" else task, samples_where)
     selection = Selection(())
     if task != "general":
         selection = pick_sample_runs(store, filters, params, run=run, all_runs=all_runs)

@@ -16,6 +16,7 @@ from .keys import key64, unit
 from .request import ChatBody
 from .structured import structured_text
 from .tokens import BYTE_RULE, TokenRule
+from .verify import remember, verify_prompt, verify_reply
 
 __all__ = ["chat_completion", "provider_tokens"]
 
@@ -39,7 +40,8 @@ def chat_completion(
     """(the response body, its completion tokens) for ``req``: ``n_out`` choices, each
     decided by the request's ``digest``; ``oracle`` holds normalised answer texts; tokens
     counted by ``rule``."""
-    info = answers.with_record(answers.parse_prompt(req.last_user), req.contents[:-1])
+    checking = verify_prompt(req.last_user, req.contents[:-1])  # the verify stage's judge
+    info = checking or answers.with_record(answers.parse_prompt(req.last_user), req.contents[:-1])
     prompt_key = key64(cfg.seed, info.text)  # a follow-up: the record's message decides
     choices = []
     completion_tokens = 0
@@ -55,7 +57,9 @@ def chat_completion(
             )
             continue
         variant_key = key64(cfg.seed, digest, i)
-        if (
+        if checking is not None:
+            reply = verify_reply(checking, prompt_key, structured=req.response_format is not None)
+        elif (
             cfg.garbage_rate > 0
             and info.kind != "plain"
             and req.response_format is None  # a schema constrains the reply's form
@@ -72,6 +76,7 @@ def chat_completion(
                 judge_accuracy=cfg.judge_accuracy,
                 unreadable=cfg.unreadable_verdicts,
             )
+        remember(info, reply)  # the verify judge knows the hallucinations it wrote
         if req.response_format is not None:
             reply = replace(
                 reply,

@@ -353,6 +353,31 @@ _RUN_CACHE_PLAN = """
 ALTER TABLE runs ADD COLUMN cache_plan VARCHAR;
 """
 
+# The verify stage (stages/verify.py, `run --verify`): per sample, whether a judge found the
+# hallucinated text supported by the knowledge (it must not be) and the right text supported
+# (it must be). A sample may be checked again (a failed call, another judge model): the
+# label_checks view keeps the latest check of each sample.
+_LABEL_CHECKS = """
+CREATE TABLE label_check_rows (
+    run_id VARCHAR NOT NULL,
+    task VARCHAR NOT NULL,
+    seed_key VARCHAR NOT NULL,
+    model VARCHAR NOT NULL,            -- the judge model that was asked
+    outcome VARCHAR NOT NULL,          -- passed | flagged | call_failed
+    reason VARCHAR,                    -- hallucination_supported | right_unsupported | unsure
+    hallucination_verdict VARCHAR,     -- supported | unsupported | unsure | failed
+    right_verdict VARCHAR,             -- the same, for the right text
+    asked INTEGER,                     -- calls made for the two questions (2 to 4)
+    hallucination_key VARCHAR,         -- request keys of the last call of each question
+    right_key VARCHAR,
+    template_hash VARCHAR,
+    hallucination_raw VARCHAR,
+    right_raw VARCHAR,
+    detail VARCHAR,
+    created_at TIMESTAMP NOT NULL
+);
+"""
+
 # Which reader produced each recognition verdict: 'strict' (the reply contract only) or
 # 'lenient' (the interpreting reader, eval --read lenient). Rows written before were all read
 # by the interpreting reader, so they say 'lenient'.
@@ -384,5 +409,6 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0020_run_bound_by", _RUN_BOUND_BY),
     ("0021_cost_views", ""),  # views only: cost_per_sample, seed_waste (VIEWS)
     ("0022_run_cache_plan", _RUN_CACHE_PLAN),
+    ("0023_label_checks", _LABEL_CHECKS),  # and the label_checks view, samples' columns (VIEWS)
     ("0029_judgement_reader", _JUDGEMENT_READER),
 )

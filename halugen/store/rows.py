@@ -40,6 +40,7 @@ __all__ = [
     "EndpointFactRow",
     "FilterDecisionRow",
     "JudgementRow",
+    "LabelCheckRow",
     "LedgerRow",
     "PreselectDroppedRow",
     "PreselectQueryRow",
@@ -175,6 +176,26 @@ class FilterDecisionRow(NamedTuple):
     call_key: str | None
     template_hash: str | None
     raw: str | None
+    detail: str | None
+
+
+class LabelCheckRow(NamedTuple):
+    """A row of ``label_check_rows`` (the verify stage's check of one sample)."""
+
+    run_id: str
+    task: str
+    seed_key: str
+    model: str
+    outcome: str
+    reason: str | None
+    hallucination_verdict: str | None
+    right_verdict: str | None
+    asked: int | None
+    hallucination_key: str | None
+    right_key: str | None
+    template_hash: str | None
+    hallucination_raw: str | None
+    right_raw: str | None
     detail: str | None
 
 
@@ -468,6 +489,7 @@ Record = (
     | CallRequestRow
     | CandidateRow
     | FilterDecisionRow
+    | LabelCheckRow
     | JudgementRow
     | PreselectQueryRow
     | PreselectResponseRow
@@ -502,6 +524,7 @@ RECORDS: dict[type[NamedTuple], str] = {
     CallRequestRow: "call_requests",
     CandidateRow: "candidates",
     FilterDecisionRow: "filter_decisions",
+    LabelCheckRow: "label_check_rows",
     JudgementRow: "judgements",
     PreselectQueryRow: "preselect_queries",
     PreselectResponseRow: "preselect_responses",

@@ -9,16 +9,33 @@ __all__ = ["VIEWS"]
 # -- views: the SQL surface (README "The store"), in the order they depend on each other ---
 # Each is (name, SELECT); db.py re-creates them, in one transaction, after migrating.
 VIEWS: tuple[tuple[str, str], ...] = (
+    # The verify stage's latest check of each sample (a failed call or another judge model
+    # may check a sample again). flagged: the hallucinated text was judged supported by the
+    # knowledge, or the right text unsupported, or the judge stayed unsure.
+    (
+        "label_checks",
+        """
+SELECT run_id, task, seed_key, model AS judge_model, outcome, reason,
+       hallucination_verdict, right_verdict, asked, hallucination_key, right_key,
+       template_hash, hallucination_raw, right_raw, detail, created_at
+FROM label_check_rows
+QUALIFY row_number() OVER (PARTITION BY run_id, task, seed_key ORDER BY created_at DESC) = 1
+""",
+    ),
     (
         "samples",
         """
-SELECT run_id, task, seed_id, seed_key, pattern, template, template_hash,
-       filter_template_hash, selected_by, model, dataset, source_file, source_line,
-       knowledge, question, right_answer, hallucinated_answer,
-       dialogue_history, right_response, hallucinated_response,
-       document, right_summary, hallucinated_summary, length_ratio, truncated_tokens,
-       created_at, extra_json
-FROM sample_rows
+SELECT s.run_id, s.task, s.seed_id, s.seed_key, s.pattern, s.template, s.template_hash,
+       s.filter_template_hash, s.selected_by, s.model, s.dataset, s.source_file,
+       s.source_line, s.knowledge, s.question, s.right_answer, s.hallucinated_answer,
+       s.dialogue_history, s.right_response, s.hallucinated_response,
+       s.document, s.right_summary, s.hallucinated_summary, s.length_ratio,
+       s.truncated_tokens, s.created_at, s.extra_json,
+       -- the verify stage's word on the labels: passed | flagged | NULL (not verified)
+       CASE WHEN c.outcome IN ('passed', 'flagged') THEN c.outcome END AS label_check,
+       CASE WHEN c.outcome = 'flagged' THEN c.reason END AS flag_reason
+FROM sample_rows s
+LEFT JOIN label_checks c USING (run_id, task, seed_key)
 """,
     ),
     (

@@ -30,7 +30,7 @@ from .schema import (
     TableReader,
 )
 from .shapes import SHAPES
-from .template_fields import CANDIDATES_FIELD, CONTRAST_FIELDS, template_fields
+from .template_fields import CANDIDATES_FIELD, CONTRAST_FIELDS, OPTIONAL, template_fields
 
 __all__ = ["spec_from_files"]
 
@@ -376,7 +376,8 @@ class _Reader(TableReader):
             rel = f"{PROMPTS}/{stem}.txt"
             text = self.files.get(rel)
             if text is None:
-                self.problem("", f"missing: the {what} template", file=rel)
+                if stem not in OPTIONAL:
+                    self.problem("", f"missing: the {what} template", file=rel)
                 continue
             try:
                 template = parse_template(f"{self.data.get('name', '')}/{stem}", text)

@@ -11,6 +11,9 @@ __all__ = [
     "CANDIDATES_FIELD",
     "CONTRAST_FIELDS",
     "COUNT_FIELD",
+    "OPTIONAL",
+    "VERIFY_TEMPLATE",
+    "VERIFY_TEXT",
     "spec_template_fields",
     "template_fields",
 ]
@@ -20,6 +23,10 @@ CANDIDATES_FIELD = "answers"  # the filter's numbered candidates
 COUNT_FIELD = "count"  # filter_again: how many candidates were shown
 CONTRAST_FIELDS = ("answer_1", "answer_2")
 AGAIN_TEMPLATE = "filter_again"
+VERIFY_TEMPLATE = "verify"  # the verify stage's question (stages/verify.py)
+VERIFY_TEXT = "text"  # verify: the text asked about (the hallucinated one, then the right one)
+# templates a task may leave out: without verify.txt its labels are reported not verified
+OPTIONAL = frozenset({VERIFY_TEMPLATE})
 
 
 def template_fields(
@@ -51,6 +58,8 @@ def template_fields(
         candidates = {CANDIDATES_FIELD, *filter_context}
         wanted.append((filter_stem, candidates, candidates, "filter"))
         wanted.append((AGAIN_TEMPLATE, set(), {COUNT_FIELD}, "filter re-ask"))
+        grounds = {VERIFY_TEXT, knowledge} if knowledge else {VERIFY_TEXT}
+        wanted.append((VERIFY_TEMPLATE, grounds, {VERIFY_TEXT, *seed} - {right}, "verify"))
     for strategy in strategies:
         judged = set(CONTRAST_FIELDS) if strategy == "contrast" else {shown}
         need = {*judge_context, *judged}

@@ -1,0 +1,72 @@
+"""``audit --verify --data FILE`` against the simulator: the verify questions over
+HaluEval-layout files (a mechanics check: the simulator's judge is not a real one)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from halugen.cli import main
+
+DATA = Path(__file__).parent / "data"
+FILES = [str(DATA / f"{t}_data.json") for t in ("qa", "dialogue", "summarization")]
+
+
+def _audit(sim_url: str, db: Path, *extra: str) -> int:
+    return main(
+        [
+            "audit",
+            "--verify",
+            "--data",
+            *FILES,
+            "--base-url",
+            sim_url,
+            "--api-key",
+            "x",
+            "-m",
+            "gpt-4o-mini",
+            "--db",
+            str(db),
+            "--no-progress",
+            *extra,
+        ]
+    )
+
+
+def test_audit_verify_checks_every_pair_of_halueval_files_and_pays_once(
+    simulator, tmp_path, capsys
+):
+    sim = simulator()
+    db = tmp_path / "a.duckdb"
+    assert _audit(sim.base_url, db, "--format", "json") == 0
+    rows = json.loads(capsys.readouterr().out)
+    by_task = {r["task"]: r for r in rows}
+    assert set(by_task) == {"qa", "dialogue", "summarization"}
+    assert by_task["qa"]["items"] == by_task["qa"]["checked"] == "4"
+    assert by_task["qa"]["flagged share (95% CI)"].endswith("%)")
+    with duckdb.connect(str(db), read_only=True) as conn:
+        checks = conn.execute(
+            "SELECT task, count(*) FROM label_checks GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+        (kind,) = conn.execute("SELECT DISTINCT kind FROM runs").fetchone()
+        spent = conn.execute(
+            "SELECT sum(pusd) FROM ledger WHERE event IN ('settle','consume','lost')"
+        ).fetchone()[0]
+    assert checks == [("dialogue", 2), ("qa", 4), ("summarization", 1)]
+    assert kind == "verify"
+    billed = sim.stats(keys=False)
+    assert spent / 1e12 == pytest.approx(billed["billed_usd"], abs=1e-12)
+    # the same command again: every item is checked, nothing is paid twice
+    assert _audit(sim.base_url, db) == 0
+    out = capsys.readouterr().out
+    assert "Label check (audit --verify)" in out and "%" in out
+    assert sim.stats(keys=False)["billed_requests"] == billed["billed_requests"]
+
+
+def test_audit_verify_needs_files(tmp_path, capsys):
+    code = main(["audit", "--verify", "--db", str(tmp_path / "x.duckdb"), "--api-key", "x"])
+    assert code == 2
+    assert "give --data FILE" in capsys.readouterr().err
