@@ -6,10 +6,10 @@ Every query only reads, so it runs on a store opened read-only, on the file or t
 process that holds it (``live.py``). A seed's cost is the money of its calls as the ``calls``
 view counts it (the ledger's), so the page agrees with ``status``.
 
-The verify flag is read from an optional relation (``VERIFY_RELATION``) that a verify stage
-writes: rows of ``(run_id, task, seed_key, flagged BOOLEAN, reason)``; a sample is flagged
-when any of its rows is. A store without it has no verify flag: ``verify_available``
-says so and the queries leave the flag out rather than fail.
+The verify flag is read from the verify stage's ``label_checks`` view (``VERIFY_RELATION``:
+the latest check of each sample, ``outcome`` passed | flagged | call_failed, and its
+``reason``); a check whose calls failed says nothing. A store from before the verify stage
+has no such view: ``verify_available`` says so and the queries leave the flag out.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ __all__ = [
 ]
 
 # The hook of the verify stage: the relation (table or view) it writes its verdicts to.
-VERIFY_RELATION = "sample_verifications"
-_VERIFY_COLUMNS = frozenset({"run_id", "task", "seed_key", "flagged", "reason"})
+VERIFY_RELATION = "label_checks"
+_VERIFY_COLUMNS = frozenset({"run_id", "task", "seed_key", "outcome", "reason"})
 
 # One row per seed of a generation run: its latest outcome and, when sampled, its sample.
 # A resumed run may list a seed again; the first listing stands for it.
@@ -89,9 +89,9 @@ LEFT JOIN money m USING (run_id, task, seed_key){verify_join}
 """
 _VERIFY_CTE = f""",
 verify AS (
-    SELECT run_id, task, seed_key, bool_or(flagged) AS flagged,
-           string_agg(DISTINCT reason, '; ') FILTER (WHERE flagged) AS reason
-    FROM {VERIFY_RELATION} GROUP BY ALL
+    SELECT run_id, task, seed_key, bool_or(outcome = 'flagged') AS flagged,
+           string_agg(DISTINCT reason, '; ') FILTER (WHERE outcome = 'flagged') AS reason
+    FROM {VERIFY_RELATION} WHERE outcome IN ('passed', 'flagged') GROUP BY ALL
 )"""
 _VERIFY_JOIN = "\nLEFT JOIN verify v USING (run_id, task, seed_key)"
 _VERIFY_ON = (
@@ -171,12 +171,18 @@ def _dicts(store: Store, sql: str, params: Sequence[Any] = ()) -> list[dict[str,
 
 
 def verify_available(store: Store) -> bool:
-    """Does the store hold the verify stage's verdicts (``VERIFY_RELATION``, its columns)?"""
+    """Does the store hold any verdict of the verify stage (``VERIFY_RELATION``)?"""
     rows = store.query(
         "SELECT column_name FROM information_schema.columns WHERE table_name = ?",
         [VERIFY_RELATION],
     )
-    return {r[0] for r in rows} >= _VERIFY_COLUMNS
+    if not {r[0] for r in rows} >= _VERIFY_COLUMNS:
+        return False
+    # a store whose runs were never verified has the view but no check in it
+    ((checked,),) = store.query(
+        f"SELECT EXISTS (SELECT 1 FROM {VERIFY_RELATION} WHERE outcome IN ('passed', 'flagged'))"
+    )
+    return bool(checked)
 
 
 def _seeds_sql(verify: bool) -> str:
@@ -345,8 +351,9 @@ def view_seed(store: Store, run_id: str, task: str, seed_key: str) -> dict[str, 
     verify = None
     if verify_available(store):
         (flagged, reason), *_ = store.query(
-            f"SELECT bool_or(flagged), string_agg(DISTINCT reason, '; ') FILTER (WHERE flagged) "
-            f"FROM {VERIFY_RELATION} WHERE run_id = ? AND task = ? AND seed_key = ?",
+            f"SELECT bool_or(outcome = 'flagged'), string_agg(DISTINCT reason, '; ') "
+            f"FILTER (WHERE outcome = 'flagged') FROM {VERIFY_RELATION} "
+            f"WHERE run_id = ? AND task = ? AND seed_key = ? AND outcome IN ('passed', 'flagged')",
             key,
         )
         state = None if flagged is None else "flagged" if flagged else "passed"

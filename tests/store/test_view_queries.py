@@ -12,7 +12,6 @@ import pytest
 
 from halugen.store.db import Store, open_store
 from halugen.store.view_queries import (
-    VERIFY_RELATION,
     SeedFilter,
     verify_available,
     view_facets,
@@ -166,24 +165,23 @@ def test_the_verify_flag_once_a_verify_stage_wrote_its_verdicts(
         other = conn.execute(
             "SELECT seed_key FROM sample_rows ORDER BY seed_key LIMIT 1 OFFSET 1"
         ).fetchone()[0]
+        # what the verify stage writes: a row per check, the label_checks view the latest
         conn.execute(
-            f"CREATE TABLE {VERIFY_RELATION} (run_id VARCHAR, task VARCHAR, seed_key VARCHAR, "
-            "flagged BOOLEAN, reason VARCHAR)"
-        )
-        conn.execute(
-            f"INSERT INTO {VERIFY_RELATION} VALUES (?, ?, ?, true, 'right text unsupported'), "
-            "(?, ?, ?, false, NULL)",
-            [run, task, key, run, task, other],
+            "INSERT INTO label_check_rows (run_id, task, seed_key, model, outcome, reason, "
+            "created_at) VALUES (?, ?, ?, 'judge', 'flagged', 'right_unsupported', now()), "
+            "(?, ?, ?, 'judge', 'passed', NULL, now()), "
+            "(?, ?, ?, 'judge', 'call_failed', NULL, now() - INTERVAL 1 HOUR)",
+            [run, task, key, run, task, other, run, task, key],
         )
     with open_store(db, read_only=True) as store:
         assert verify_available(store)
         assert view_facets(store)["verify"] == ["flagged", "passed", "unchecked"]
         _, flagged = view_seeds(store, SeedFilter(verify="flagged"))
         assert [(r["seed_key"], r["verify_reason"]) for r in flagged] == [
-            (key, "right text unsupported")
+            (key, "right_unsupported")
         ]
         assert [r["seed_key"] for r in view_seeds(store, SeedFilter(verify="passed"))[1]] == [other]
         assert view_seeds(store, SeedFilter(verify="unchecked"))[0] == SEEDS - 2
         story = view_seed(store, run, task, key)
         assert story is not None
-        assert story["verify"] == {"state": "flagged", "reason": "right text unsupported"}
+        assert story["verify"] == {"state": "flagged", "reason": "right_unsupported"}
