@@ -177,7 +177,12 @@ def _detail_notes(group: Sequence[ResultRow]) -> list[str]:
         counts = ", ".join(str(r.metrics.clusters) for r in clustered)
         notes.append(
             f"*: items from one dialogue are not independent; the interval resamples whole "
-            f"dialogues (cluster bootstrap over {counts} dialogues)."
+            f"dialogues (cluster bootstrap over {counts} dialogues)"
+            + (
+                ", or at 0% and 100% is the exact (Clopper-Pearson) interval over them."
+                if any(r.metrics.interval == "exact" for r in clustered)
+                else "."
+            )
         )
     return notes
 
