@@ -18,7 +18,7 @@ table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -104,7 +104,30 @@ def _groups(needs: Sequence[int], keys: int, width: int, edge: bool) -> list[lis
             return None
     if current:
         groups.append(current)
-    return [[*range(keys), *g] for g in groups]
+
+    def fits(group: list[int]) -> bool:
+        used = key_width + sum(needs[j] for j in group)
+        return used + _overhead(keys + len(group), edge) <= width
+
+    return [[*range(keys), *g] for g in _balanced(groups, needs, fits)]
+
+
+def _balanced(
+    groups: list[list[int]], needs: Sequence[int], fits: Callable[[list[int]], bool]
+) -> list[list[int]]:
+    """The same columns in as many groups, their widths evened out (a lone last column
+    reads badly); the first fit is kept when evening out would need another group."""
+    if len(groups) < 2:
+        return groups
+    columns = [i for g in groups for i in g]
+    target = sum(needs[i] for i in columns) / len(groups)
+    even: list[list[int]] = [[]]
+    for i in columns:
+        used = sum(needs[j] for j in even[-1])
+        if even[-1] and used + needs[i] / 2 > target and len(even) < len(groups):
+            even.append([])
+        even[-1].append(i)
+    return even if all(fits(g) for g in even) else groups
 
 
 def fit_table(
