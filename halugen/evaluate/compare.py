@@ -124,9 +124,9 @@ def compare_judgements(
             if b.task == a.task:
                 stats = _pair(by_group[group_a], by_group[group_b], seed=seed, rounds=rounds)
                 raw.append((a, b, stats))
-    adjusted = holm([r[2][-1] for r in raw])
+    adjusted = holm([stats["p_value"] for _, _, stats in raw])
     pairs = [
-        PairResult(a.task, a.label, b.label, *stats, p_holm=p_holm)
+        PairResult(task=a.task, a=a.label, b=b.label, **stats, p_holm=p_holm)
         for (a, b, stats), p_holm in zip(raw, adjusted, strict=True)
     ]
     return Comparison([s for _, s in ranked], pairs, seed, rounds)
@@ -134,9 +134,8 @@ def compare_judgements(
 
 def _pair(
     a: dict[tuple[str, str], Judged], b: dict[tuple[str, str], Judged], *, seed: int, rounds: int
-) -> tuple[Any, ...]:
-    """(paired, clusters, A acc., B acc., A only, B only, difference, interval, p) on the
-    items both judged."""
+) -> dict[str, Any]:
+    """``PairResult``'s figures (all but the Holm-adjusted p) on the items both judged."""
     clusters: dict[str, list[int]] = {}
     a_only = b_only = a_right = b_right = 0
     for key in sorted(a.keys() & b.keys()):
@@ -154,17 +153,17 @@ def _pair(
     difference, ci = paired_difference(
         [(x, y, m) for x, y, m in clusters.values()], rounds=rounds, seed=seed
     )
-    return (
-        paired,
-        len(clusters),
-        a_right / paired if paired else 0.0,
-        b_right / paired if paired else 0.0,
-        a_only,
-        b_only,
-        difference,
-        ci,
-        mcnemar_exact(a_only, b_only),
-    )
+    return {
+        "paired": paired,
+        "clusters": len(clusters),
+        "a_accuracy": a_right / paired if paired else 0.0,
+        "b_accuracy": b_right / paired if paired else 0.0,
+        "a_only": a_only,
+        "b_only": b_only,
+        "difference": difference,
+        "ci": ci,
+        "p_value": mcnemar_exact(a_only, b_only),
+    }
 
 
 def compare_from_store(
