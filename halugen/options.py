@@ -136,11 +136,13 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--map",),
         toml="map",
         repeat=True,
-        metavar="FIELD=COLUMN",
+        metavar="FIELD=COLUMN|EXPR",
         default=(),
         help="read seeds from a table (JSONL, CSV, Parquet, a saved HF dataset): the column "
         "that fills a seed field, e.g. question=query or knowledge=context.sentences (a nested "
-        "column; lists are joined with spaces); repeat per field; id=COLUMN names the seed ids; "
+        "column; lists are joined with spaces), or a DuckDB SQL expression over the columns, "
+        'e.g. right_answer="upper(answer)" (list functions too; not for Arrow files); '
+        "repeat per field; id=COLUMN names the seed ids; "
         'in halugen.toml a table, map = {question = "query"}, under which the flags win field '
         "by field. Columns named as the fields need none",
         default_text="none: the columns are named as the task's fields",
