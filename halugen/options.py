@@ -150,6 +150,30 @@ SETTINGS: tuple[Setting, ...] = (
         file_help='table columns -> seed fields, e.g. { question = "query" }',
     ),
     Setting(
+        name="source_name",
+        kind=str,
+        group="seeds",
+        flags=("--source-name",),
+        toml="source_name",
+        metavar="NAME",
+        help="what the dataset card calls the dataset of seeds read from a table (--map or "
+        "a task folder's table): a Hub id such as hotpotqa/hotpot_qa, or a name",
+        default_text="other-table",
+        example="hotpotqa/hotpot_qa",
+    ),
+    Setting(
+        name="license",
+        kind=str,
+        group="seeds",
+        flags=("--license",),
+        toml="license",
+        metavar="ID",
+        help="the licence of seeds read from a table, as the Hub names licences "
+        "(cc-by-sa-4.0, mit, ...), for the dataset card",
+        default_text="unknown, and the card says so",
+        example="cc-by-sa-4.0",
+    ),
+    Setting(
         name="long_documents",
         kind=str,
         group="seeds",

@@ -21,7 +21,7 @@ import orjson
 from .. import __version__
 from ..store.db import Store
 from .card_figures import baseline_lines, recognition_lines, task_spec
-from .card_header import SEED_LICENCES, CardFile, card_header, config_name
+from .card_header import SEED_LICENCES, CardFile, card_header, config_name, named_table_sources
 
 __all__ = ["card_text", "write_card"]
 
@@ -151,7 +151,9 @@ def _datasets(store: Store, files: Sequence[CardFile]) -> list[str]:
 def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: str) -> str:
     """The card's text (``card_path`` fixes the relative paths of the data files)."""
     datasets = _datasets(store, files)
-    head, features = card_header(store, card_path, files, datasets)
+    runs = _runs(store, sorted({r for f in files for r in f.runs}))
+    named = named_table_sources([r["config"] for r in runs])
+    head, features = card_header(store, card_path, files, datasets, named)
 
     body = [
         "",
@@ -224,7 +226,11 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
         body += md_table(
             ["seed reader", "dataset", "licence", "source"],
             [
-                [d, *SEED_LICENCES[d]] if d in SEED_LICENCES else [d, d, "unknown", "—"]
+                [d, *SEED_LICENCES[d]]
+                if d in SEED_LICENCES
+                else [d, *named[d]]
+                if d in named
+                else [d, d, "unknown", "—"]
                 for d in datasets
             ],
         )

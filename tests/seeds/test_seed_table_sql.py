@@ -111,7 +111,7 @@ def test_a_bad_expression_names_the_map_item(both_layouts) -> None:
     assert looks_like_sql("upper(a)") and not looks_like_sql("context.sentences")
 
 
-def test_run_with_an_sql_map(both_layouts, simulator, tmp_path, capsys) -> None:
+def test_run_with_an_sql_map(both_layouts, simulator, tmp_path) -> None:
     _, hub = both_layouts
     sim = simulator()
     argv = ["run", "--seeds", str(hub), "--base-url", sim.base_url, "--api-key", "k"]
@@ -119,3 +119,32 @@ def test_run_with_an_sql_map(both_layouts, simulator, tmp_path, capsys) -> None:
     for field, value in HUB_MAP.items():
         argv += ["--map", f"{field}={value}"]
     assert main(argv) == 0
+    out = tmp_path / "unnamed.jsonl"
+    assert (
+        main(["export", "--format", "jsonl", "--db", str(tmp_path / "h.duckdb"), "--out", str(out)])
+        == 0
+    )
+    card = (tmp_path / "unnamed.jsonl.README.md").read_text(encoding="utf-8")
+    assert "license: other" in card and "extended|other-table" in card
+    assert "| table | table | unknown | — |" in card
+
+
+def test_the_card_names_table_seeds_as_the_run_named_them(both_layouts, simulator, tmp_path):
+    _, hub = both_layouts
+    sim = simulator()
+    db = tmp_path / "h.duckdb"
+    argv = ["run", "--seeds", str(hub), "--base-url", sim.base_url, "--api-key", "k"]
+    argv += ["--model", "gpt-4o-mini", "--db", str(db), "--no-progress"]
+    argv += ["--source-name", "hotpotqa/hotpot_qa", "--license", "cc-by-sa-4.0"]
+    for field, value in HUB_MAP.items():
+        argv += ["--map", f"{field}={value}"]
+    assert main(argv) == 0
+    out = tmp_path / "named.jsonl"
+    assert main(["export", "--format", "jsonl", "--db", str(db), "--out", str(out)]) == 0
+    card = (tmp_path / "named.jsonl.README.md").read_text(encoding="utf-8")
+    assert 'license:\n- "cc-by-sa-4.0"' in card or "license:\n- cc-by-sa-4.0" in card
+    assert "hotpotqa/hotpot_qa" in card and "extended|other-table" not in card
+    assert (
+        "| table | hotpotqa/hotpot_qa | cc-by-sa-4.0 | "
+        "https://huggingface.co/datasets/hotpotqa/hotpot_qa |" in card
+    )
