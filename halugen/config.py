@@ -174,7 +174,7 @@ class RunConfig:
         """The settings that define a run's output; their hash names the run."""
         # A mapping changes the seeds, so it is part of the identity; left out when there is
         # none, so the runs of stores made before it existed keep their hash.
-        mapping = {"seed_map": dict(sorted(self.seed_map))} if self.seed_map else {}
+        mapping: dict[str, Any] = {"seed_map": dict(sorted(self.seed_map))} if self.seed_map else {}
         # the card's name and licence of table seeds, kept with the run (left out when not
         # given, as the mapping is)
         if self.source_name:
