@@ -187,7 +187,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         from ..figures.canvas import figure_format
 
         figure_format(args.plot)  # a bad extension fails before any work
+    from ..tasks.stored import recall
+
     with open_store(db_path(args), read_only=True) as store:
+        recall(store)  # task folders' titles and descriptions
         rows = results_from_store(store.conn, args.run)
     if not rows:
         out.print("no judgements yet: run 'halugen eval' first")
@@ -216,7 +219,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from ..figures.canvas import figure_format
 
         figure_format(args.plot)  # a bad extension fails before any work
+    from ..tasks.stored import recall
+
     with open_store(db_path(args), read_only=True) as store:
+        recall(store)  # task folders' titles
         result = compare_from_store(store.conn, args.run, task=args.task, seed=args.seed)
     if not result.systems:
         out.print("no judgements to compare: run 'halugen eval' with two models or strategies")

@@ -17,7 +17,7 @@ from typing import Any
 
 from .metrics import BOOTSTRAP_ROUNDS, Judged, Metrics, compute
 from .paired import holm, mcnemar_exact, paired_difference
-from .results import TASK_TITLES, LatestJudgement, latest_judgements, order_key
+from .results import TASK_TITLES, LatestJudgement, latest_judgements, order_key, task_title
 
 __all__ = [
     "Comparison",
@@ -309,7 +309,7 @@ def compare_tables(c: Comparison, *, numbers: bool = False) -> list[Any]:
         list(_SYSTEM_COLUMNS),
         [
             [
-                TASK_TITLES.get(s.task, s.task),
+                task_title(s.task),
                 s.label,
                 str(s.metrics.n),
                 _pct(s.metrics.accuracy),
@@ -326,7 +326,7 @@ def compare_tables(c: Comparison, *, numbers: bool = False) -> list[Any]:
         list(_PAIR_COLUMNS),
         [
             [
-                TASK_TITLES.get(p.task, p.task),
+                task_title(p.task),
                 p.a,
                 p.b,
                 str(p.paired),

@@ -29,6 +29,8 @@ __all__ = [
     "results_from_store",
     "row_key",
     "run_source",
+    "task_description",
+    "task_title",
 ]
 
 # the paper's four tasks, in its order, with their column titles
@@ -92,6 +94,28 @@ def reply_shape(raw: str | None) -> str:
     if len(body) > 2 * _SHAPE_EDGE + 3:
         body = f"{body[:_SHAPE_EDGE].rstrip()} … {body[-_SHAPE_EDGE:].lstrip()}"
     return (prefix + body) if body else ("<think>… (no answer)" if text.strip() else "(empty)")
+
+
+def task_title(task: str) -> str:
+    """How tables name ``task``: the paper's title for its four, a task folder's ``title``
+    (task.toml) when the folder is known (``tasks.stored.recall``), else its name."""
+    if task in TASK_TITLES:
+        return TASK_TITLES[task]
+    return _folder_task(task)[0] or task
+
+
+def task_description(task: str) -> str:
+    """A task folder's one-line ``description`` (task.toml); "" for the built-in tasks."""
+    return "" if task in TASK_TITLES else _folder_task(task)[1]
+
+
+def _folder_task(task: str) -> tuple[str, str]:
+    from ..tasks import get_task, known_tasks
+
+    if task not in known_tasks():
+        return "", ""
+    spec = get_task(task)
+    return spec.title, spec.description
 
 
 def order_key(value: str, known: Sequence[str]) -> tuple[int, str]:

@@ -98,6 +98,20 @@ def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]
     return out
 
 
+def _tasks_section(files: Sequence[CardFile]) -> list[str]:
+    """What each task is, as its task.toml says (``title``, ``description``)."""
+    from ..tasks import get_task, known_tasks
+
+    rows = []
+    for task in dict.fromkeys(t for f in files for t in f.tasks):
+        spec = get_task(task) if task in known_tasks() else None
+        if spec is not None and spec.description:
+            rows.append([task, spec.display_name, spec.description])
+    if not rows:
+        return []
+    return ["## Tasks", "", *md_table(["task", "title", "what an item is"], rows), ""]
+
+
 def _runs(store: Store, runs: Sequence[str]) -> list[dict[str, Any]]:
     if not runs:
         return []
@@ -182,6 +196,7 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
         "",
         "Each config has one split, `test`: HaluEval is a benchmark, not training data.",
         "",
+        *_tasks_section(files),
         "## Fields",
         "",
         *_fields_table(files, features),
