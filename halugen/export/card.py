@@ -98,6 +98,15 @@ def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]
     return out
 
 
+def _folder_sources(files: Sequence[CardFile]) -> list[tuple[str, str]]:
+    """(source name, licence) of each task folder's ``[seeds]``, for the files' tasks."""
+    from ..tasks import get_task, known_tasks
+
+    tasks = dict.fromkeys(t for f in files for t in f.tasks)
+    specs = [get_task(t) for t in tasks if t in known_tasks()]
+    return [(s.seed_source_name, s.seed_license) for s in specs]
+
+
 def _tasks_section(files: Sequence[CardFile]) -> list[str]:
     """What each task is, as its task.toml says (``title``, ``description``)."""
     from ..tasks import get_task, known_tasks
@@ -166,7 +175,7 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
     """The card's text (``card_path`` fixes the relative paths of the data files)."""
     datasets = _datasets(store, files)
     runs = _runs(store, sorted({r for f in files for r in f.runs}))
-    named = named_table_sources([r["config"] for r in runs])
+    named = named_table_sources([r["config"] for r in runs], _folder_sources(files))
     head, features = card_header(store, card_path, files, datasets, named)
 
     body = [

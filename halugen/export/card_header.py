@@ -148,12 +148,17 @@ def _source_dataset(reader: str, named: str | None = None) -> str:
 TABLE_READER = "table"
 
 
-def named_table_sources(configs: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, str, str]]:
+def named_table_sources(
+    configs: Sequence[Mapping[str, Any]], folders: Sequence[tuple[str, str]] = ()
+) -> dict[str, tuple[str, str, str]]:
     """``{"table": (dataset, licence, source)}`` from the runs' ``--source-name`` and
-    ``--license``, for seeds read from a table; {} when no run named them. Runs naming
-    different licences leave the licence unknown."""
+    ``--license``, else the task folders' ``[seeds]`` ``source_name`` and ``license``
+    (``folders``: (name, licence) per task), for seeds read from a table; {} when nothing
+    names them. Different licences leave the licence unknown."""
     names = sorted({str(c["source_name"]) for c in configs if c.get("source_name")})
     licences = sorted({str(c["source_license"]) for c in configs if c.get("source_license")})
+    names = names or sorted({n for n, _ in folders if n})
+    licences = licences or sorted({lic for _, lic in folders if lic})
     if not names and not licences:
         return {}
     licence = licences[0] if len(licences) == 1 else "unknown"
