@@ -100,6 +100,9 @@ class RunConfig:
     # (seed field, table column) pairs from --map / halugen.toml's map: which column fills
     # which field when seeds are read from a table; sorted by field
     seed_map: tuple[tuple[str, str], ...] = ()
+    # what the card names the dataset of table seeds, and its licence (None: unknown)
+    source_name: str | None = None
+    source_license: str | None = None
     # "" until resolved: gpt-4o-mini on OpenAI's API, else the one model a server lists
     # (llm/endpoint.py); never a guess that would price a local model as OpenAI's
     model: str = default("model")
@@ -180,7 +183,13 @@ class RunConfig:
         """The settings that define a run's output; their hash names the run."""
         # A mapping changes the seeds, so it is part of the identity; left out when there is
         # none, so the runs of stores made before it existed keep their hash.
-        mapping = {"seed_map": dict(sorted(self.seed_map))} if self.seed_map else {}
+        mapping: dict[str, Any] = {"seed_map": dict(sorted(self.seed_map))} if self.seed_map else {}
+        # the card's name and licence of table seeds, kept with the run (left out when not
+        # given, as the mapping is)
+        if self.source_name:
+            mapping["source_name"] = self.source_name
+        if self.source_license:
+            mapping["source_license"] = self.source_license
         return {
             "tasks": list(self.tasks),
             "seeds": list(self.seeds),

@@ -137,16 +137,42 @@ SETTINGS: tuple[Setting, ...] = (
         flags=("--map",),
         toml="map",
         repeat=True,
-        metavar="FIELD=COLUMN",
+        metavar="FIELD=COLUMN|EXPR",
         default=(),
         help="read seeds from a table (JSONL, CSV, Parquet, a saved HF dataset): the column "
         "that fills a seed field, e.g. question=query or knowledge=context.sentences (a nested "
-        "column; lists are joined with spaces); repeat per field; id=COLUMN names the seed ids; "
+        "column; lists are joined with spaces), or a DuckDB SQL expression over the columns, "
+        'e.g. right_answer="upper(answer)" (list functions too; not for Arrow files); '
+        "repeat per field; id=COLUMN names the seed ids; "
         'in halugen.toml a table, map = {question = "query"}, under which the flags win field '
         "by field. Columns named as the fields need none",
         default_text="none: the columns are named as the task's fields",
         example={"question": "query"},
         file_help='table columns -> seed fields, e.g. { question = "query" }',
+    ),
+    Setting(
+        name="source_name",
+        kind=str,
+        group="seeds",
+        flags=("--source-name",),
+        toml="source_name",
+        metavar="NAME",
+        help="what the dataset card calls the dataset of seeds read from a table (--map or "
+        "a task folder's table): a Hub id such as hotpotqa/hotpot_qa, or a name",
+        default_text="other-table",
+        example="hotpotqa/hotpot_qa",
+    ),
+    Setting(
+        name="license",
+        kind=str,
+        group="seeds",
+        flags=("--license",),
+        toml="license",
+        metavar="ID",
+        help="the licence of seeds read from a table, as the Hub names licences "
+        "(cc-by-sa-4.0, mit, ...), for the dataset card",
+        default_text="unknown, and the card says so",
+        example="cc-by-sa-4.0",
     ),
     Setting(
         name="long_documents",

@@ -17,6 +17,7 @@ The figures themselves and their definitions: progress_figures.py.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
@@ -152,6 +153,8 @@ class ProgressView:
         lines.append(self._rate_line(f))
         lines.append(self._outlook_line(f))
         title = f"halugen run {f.stats.run_id}" if f.stats.run_id else "halugen run"
+        room = self._console.width - 4  # the panel's borders and padding
+        lines = [_wrap_pairs(line, room) for line in lines]
         return Panel(Text("\n").join(lines), title=title, title_align="left", expand=True)
 
     def _task_line(self, f: RunFigures, task: str, width: int) -> Text:
@@ -243,32 +246,24 @@ class ProgressView:
         )
         return line
 
-    def _table(self, f: RunFigures) -> Table:
-        table = Table(expand=False, show_edge=False, pad_edge=False)
-        table.add_column("task")
-        table.add_column("stage")
-        for name in (
-            "done",
-            "in flight",
-            "failed",
-            "cached",
-            "retries",
-            "tokens in",
-            "tokens out",
-            "spent",
-            "cache",
-            "saved",
-            "per sample",
-        ):
-            table.add_column(name, justify="right")
-        for (task, stage), s in f.rows:
-            table.add_row(task, stage, *_cells(s), f.stage_per_sample(task, s))
-        if len(f.rows) > 1:
-            table.add_section()
-            table.add_row(
-                "total", "", *_cells(f.totals), f.stage_per_sample(None, f.totals), style="bold"
-            )
-        return table
+    def _table(self, f: RunFigures) -> RenderableType:
+        from .table_layout import fit_table
+        from .tables import TableData
+
+        columns = ("task", "stage", *_STAGE_COLUMNS)
+        rows = [
+            [task, stage, *_cells(s), f.stage_per_sample(task, s)] for (task, stage), s in f.rows
+        ]
+        totals = len(f.rows) > 1
+        if totals:
+            rows.append(["total", "", *_cells(f.totals), f.stage_per_sample(None, f.totals)])
+        table = TableData(None, columns, rows, total_rows=int(totals))
+        right = [False, False, *(True for _ in _STAGE_COLUMNS)]
+        # at 80 columns the figures do not fit on one line: the table splits, keeping
+        # task and stage on each part, rather than cut a figure
+        parts = fit_table(table, rows, right, self._console.width, edge=False)
+        spaced = [x for part in parts for x in (Text(""), part)][1:]  # a blank line between
+        return Group(*spaced)
 
     def plain_line(self) -> str:
         f = self._figures()
@@ -373,6 +368,42 @@ def _batch_table(rows: Sequence[BatchRow]) -> Table:
     if not rows:
         table.add_row("none running", "", "", "", "", "")
     return table
+
+
+_STAGE_COLUMNS = (
+    "done",
+    "in flight",
+    "failed",
+    "cached",
+    "retries",
+    "tokens in",
+    "tokens out",
+    "spent",
+    "cache",
+    "saved",
+    "per sample",
+)
+_SEGMENT = re.compile(r"\S+(?: \S+)*")  # a label and its value: single spaces inside
+
+
+def _wrap_pairs(line: Text, width: int) -> Text:
+    """``line`` wrapped to ``width`` between its pairs (``_pairs`` parts them with two
+    spaces), never inside one: "in flight 10" stays whole on one line."""
+    plain_text = line.plain
+    parts = [line[m.start() : m.end()] for m in _SEGMENT.finditer(plain_text)]
+    if not parts or line.cell_len <= width:
+        return line
+    out = parts[0].copy()
+    used = out.cell_len
+    for part in parts[1:]:
+        if used + 2 + part.cell_len <= width:
+            out.append("  ")
+            used += 2 + part.cell_len
+        else:
+            out.append("\n  ")
+            used = 2 + part.cell_len
+        out.append_text(part)
+    return out
 
 
 def _pairs(line: Text, pairs: Iterable[tuple[str, str]]) -> None:

@@ -2,8 +2,10 @@
 
 ``render_tables(tables, fmt, stream)`` writes one or more ``TableData`` as
 
-- ``table``: Rich box tables. On a terminal they fit its width; anywhere else (a pipe, a
-  file) they keep their full width, so nothing is cut at 80 columns;
+- ``table``: Rich box tables. On a terminal they fit its width without cutting a figure
+  (``table_layout.py``: text wraps, a table too wide is split into several repeating its
+  key columns, or stacked one row at a time); anywhere else (a pipe, a file) they keep
+  their full width;
 - ``markdown``: GitHub pipe tables, each under a ``### title`` line;
 - ``csv``: a header line and the rows. Several tables are written one after another, each
   introduced by a ``# name`` line and separated by a blank line;
@@ -64,6 +66,7 @@ class TableData:
     name: str | None = None
     caption: str | None = None
     align: Sequence[str] | None = None
+    total_rows: int = 0  # the last rows are totals (a terminal sets them off, in bold)
 
 
 def plain(text: object) -> Any:
@@ -87,13 +90,19 @@ def render_table(
     render_tables([TableData(title, columns, rows, name=name, caption=caption)], fmt, stream)
 
 
-def render_tables(tables: Sequence[TableData], fmt: str, stream: TextIO | None = None) -> None:
-    """Write ``tables`` to ``stream`` (default: stdout) in ``fmt``."""
+def render_tables(
+    tables: Sequence[TableData], fmt: str, stream: TextIO | None = None, *, width: int | None = None
+) -> None:
+    """Write ``tables`` to ``stream`` (default: stdout) in ``fmt``; ``width``: the columns a
+    ``table`` must fit in (default: the terminal's, or any width when not a terminal)."""
     stream = sys.stdout if stream is None else stream
     writer = _WRITERS.get(fmt)
     if writer is None:
         raise ValueError(f"unknown table format {fmt!r}; known: {', '.join(FORMATS)}")
-    writer(list(tables), stream)
+    if fmt == "table":
+        _write_rich(list(tables), stream, width)
+    else:
+        writer(list(tables), stream)
 
 
 # -- cells ---------------------------------------------------------------------------------
@@ -151,26 +160,23 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
-def _write_rich(tables: list[TableData], stream: TextIO) -> None:
+def _write_rich(tables: list[TableData], stream: TextIO, width: int | None = None) -> None:
     from rich.console import Console
-    from rich.table import Table
+
+    from .table_layout import fit_table
 
     options: dict[str, Any] = {"file": stream, "markup": False, "emoji": False}
-    if not _isatty(stream):
+    if width is not None:
+        options["width"] = width
+    elif not _isatty(stream):
         options["width"] = _UNLIMITED_WIDTH  # full width in a pipe or a file
     console = Console(highlight=False, **options)
+    if width is None and _isatty(stream):
+        width = console.width
     for table in tables:
-        rich_table = Table(
-            title=plain(table.title) if table.title else None,
-            caption=plain(table.caption) if table.caption else None,
-            title_justify="left",
-            caption_justify="left",
-        )
-        for column, right in zip(table.columns, _right_aligned(table), strict=True):
-            rich_table.add_column(plain(column), justify="right" if right else "left")
-        for row in table.rows:
-            rich_table.add_row(*(plain(_text(v)) for v in row))
-        console.print(rich_table)
+        cells = [[_text(v) for v in row] for row in table.rows]
+        for part in fit_table(table, cells, _right_aligned(table), width):
+            console.print(part)
 
 
 def _md_cell(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""Commands of the recognition side: eval, report, topics."""
+"""Commands of the recognition side: eval, report, compare, topics."""
 
 from __future__ import annotations
 
@@ -81,6 +81,33 @@ def add_parsers(sub: Any) -> None:
     )
     add_setting(rep, "db")
     add_config_flag(rep)
+
+    cmp = sub.add_parser(
+        "compare",
+        help="models and strategies compared on the same items: accuracy, and every pair's "
+        "paired difference with its McNemar test, Holm-corrected",
+    )
+    add_format_flag(cmp)
+    cmp.add_argument(
+        "--run", nargs="+", metavar="RUN", help="only these eval runs (default: every eval run)"
+    )
+    cmp.add_argument(
+        "-t", "--task", default=None, help="only this task's judgements (default: every task)"
+    )
+    cmp.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="forest plot of the paired differences (.png, .svg or .pdf; needs the topics "
+        "extra) (default: no figure)",
+    )
+    cmp.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the paired bootstrap: the same seed, the same intervals (default: 0)",
+    )
+    add_setting(cmp, "db")
+    add_config_flag(cmp)
 
     top = sub.add_parser("topics", help="LDA topics of a task's samples and of a model's failures")
     top.add_argument(
@@ -170,8 +197,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         figure_format(args.plot)  # a bad extension fails before any work
     from ..label_noise import label_check_tables
+    from ..tasks.stored import recall
 
     with open_store(db_path(args), read_only=True) as store:
+        recall(store)  # task folders' titles and descriptions
         rows = results_from_store(store.conn, args.run)
         checks = label_check_tables(store)  # the labels' noise, as the verify stage found it
     if not rows:
@@ -192,6 +221,36 @@ def cmd_report(args: argparse.Namespace) -> int:
         sys.stdout.write(_report_json(rows))
     else:
         render_tables(report_tables(rows) + checks, args.format)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ..evaluate.compare import compare_from_store, compare_tables
+    from ..store.db import open_store
+
+    if args.plot:
+        from ..figures.canvas import figure_format
+
+        figure_format(args.plot)  # a bad extension fails before any work
+    from ..tasks.stored import recall
+
+    with open_store(db_path(args), read_only=True) as store:
+        recall(store)  # task folders' titles
+        result = compare_from_store(store.conn, args.run, task=args.task, seed=args.seed)
+    if not result.systems:
+        out.print("no judgements to compare: run 'halugen eval' with two models or strategies")
+        return 0
+    if not result.pairs:
+        err.print(
+            "only one model and strategy per task: nothing to pair (eval another model or "
+            "strategy on the same items)"
+        )
+    if args.plot and result.pairs:
+        from ..figures.forest import plot_differences
+
+        figure = plot_differences(result.pairs, Path(args.plot))
+        err.print(plain(f"figure: {figure}"))
+    render_tables(compare_tables(result, numbers=args.format in ("csv", "json")), args.format)
     return 0
 
 
@@ -299,4 +358,9 @@ def _default_note(source: Any) -> str:
     )
 
 
-COMMANDS = {"eval": cmd_eval, "report": cmd_report, "topics": cmd_topics}
+COMMANDS = {
+    "eval": cmd_eval,
+    "report": cmd_report,
+    "compare": cmd_compare,
+    "topics": cmd_topics,
+}

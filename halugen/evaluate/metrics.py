@@ -13,7 +13,15 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Judged", "Metrics", "baselines", "cluster_bootstrap", "compute", "wilson"]
+__all__ = [
+    "Judged",
+    "Metrics",
+    "baselines",
+    "cluster_bootstrap",
+    "compute",
+    "exact_at_bound",
+    "wilson",
+]
 
 VERDICTS = ("yes", "no", "invalid")
 
@@ -28,6 +36,11 @@ class Judged:
     # judgements of one cluster (the replies of one OpenDialKG dialogue) are not independent;
     # "" when the item stands alone
     cluster: str = ""
+
+    @property
+    def right(self) -> bool:
+        """The verdict matches the truth (an invalid reply is never right)."""
+        return self.verdict != "invalid" and (self.verdict == "yes") == self.truth
 
 
 @dataclass(frozen=True)
@@ -51,7 +64,8 @@ class Metrics:
     invalid: int
     positives: int  # items whose truth is True (hallucinated shown)
     # how ``accuracy_ci`` was found: "wilson", or "cluster bootstrap" when judgements share
-    # clusters (then ``clusters`` says how many)
+    # clusters (then ``clusters`` says how many), or "exact" (Clopper-Pearson over the
+    # clusters) when they share clusters and the accuracy is 0% or 100%
     interval: str = "wilson"
     clusters: int = 0
 
@@ -78,6 +92,23 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def exact_at_bound(successes: int, n: int, level: float = 0.95) -> tuple[float, float] | None:
+    """The exact (Clopper-Pearson) interval of a proportion at 0 or n successes, where it
+    has a closed form; None anywhere in between.
+
+    At 0/n every resample of a bootstrap is 0/n too, so its interval shrinks to a point
+    ([0.0, 0.0]) that claims a certainty no finite sample gives: this one does not.
+    """
+    if n <= 0:
+        return 0.0, 1.0
+    edge = ((1.0 - level) / 2) ** (1.0 / n)
+    if successes == 0:
+        return 0.0, 1.0 - edge
+    if successes == n:
+        return edge, 1.0
+    return None
+
+
 BOOTSTRAP_ROUNDS = 2000
 
 
@@ -86,9 +117,10 @@ def cluster_bootstrap(
 ) -> tuple[float, float]:
     """95% percentile interval of sum(successes) / sum(trials), resampling whole clusters.
 
-    ``clusters`` holds (successes, trials) per cluster. Items of one dialogue rise and fall
-    together; resampling them one by one would make the interval too narrow. Seeded, so a
-    report is the same every time it is printed.
+    ``clusters`` holds (successes, trials) per cluster; a "success" may be any count, a
+    negative one too (a paired difference: A's right answers minus B's in the cluster).
+    Items of one dialogue rise and fall together; resampling them one by one would make the
+    interval too narrow. Seeded, so a report is the same every time it is printed.
     """
     k = len(clusters)
     if k == 0:
@@ -150,11 +182,17 @@ def compute(judged: Sequence[Judged]) -> Metrics:
     by_cluster: dict[str, list[int]] = {}
     for i, j in enumerate(judged):
         counts = by_cluster.setdefault(j.cluster or f"\0{i}", [0, 0])  # "": a cluster alone
-        counts[0] += j.verdict != "invalid" and (j.verdict == "yes") == j.truth
+        counts[0] += j.right
         counts[1] += 1
     if n and len(by_cluster) < n:  # some judgements share a cluster
         interval, n_clusters = "cluster bootstrap", len(by_cluster)
-        ci = cluster_bootstrap([(y, m) for y, m in by_cluster.values()])
+        # at 0% or 100% the resamples cannot vary: the exact interval over the clusters
+        # (the independent units; fewer than the judgements, so the wider of the two)
+        if correct in (0, n):
+            interval = "exact"
+            ci = exact_at_bound(0 if correct == 0 else n_clusters, n_clusters)
+        else:
+            ci = cluster_bootstrap([(y, m) for y, m in by_cluster.values()])
     return Metrics(
         n=n,
         accuracy=_ratio(correct, n),

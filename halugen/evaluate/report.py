@@ -22,7 +22,15 @@ from typing import Any
 from ..tasks.schema import STRATEGIES
 from .metrics import Metrics
 from .paper import PAPER_CHATGPT, PAPER_FOOTNOTE, PAPER_LABEL, paper_label
-from .results import SHAPES_PER_ROW, TASK_TITLES, ResultRow, order_key, row_key
+from .results import (
+    SHAPES_PER_ROW,
+    TASK_TITLES,
+    ResultRow,
+    order_key,
+    row_key,
+    task_description,
+    task_title,
+)
 
 __all__ = ["csv_table", "report_tables"]
 
@@ -184,7 +192,12 @@ def _detail_notes(group: Sequence[ResultRow]) -> list[str]:
         counts = ", ".join(str(r.metrics.clusters) for r in clustered)
         notes.append(
             f"*: items from one dialogue are not independent; the interval resamples whole "
-            f"dialogues (cluster bootstrap over {counts} dialogues)."
+            f"dialogues (cluster bootstrap over {counts} dialogues)"
+            + (
+                ", or at 0% and 100% is the exact (Clopper-Pearson) interval over them."
+                if any(r.metrics.interval == "exact" for r in clustered)
+                else "."
+            )
         )
     return notes
 
@@ -217,7 +230,7 @@ def _shape_lines(rows: Sequence[ResultRow]) -> list[list[str]]:
         label = _label(r.model, r.scoring, reader=r.reader)
         for s in r.shapes:
             share = s.count / r.metrics.n if r.metrics.n else None
-            task = TASK_TITLES.get(r.task, r.task)
+            task = task_title(r.task)
             lines.append([task, label, r.strategy, s.shape, s.verdict, str(s.count), _pct(share)])
     return lines
 
@@ -328,6 +341,11 @@ def csv_table(rows: Sequence[ResultRow]) -> Any:
     return TableData(None, _CSV_FIELDS, lines, name="results")
 
 
+def _task_notes(tasks: Sequence[str]) -> list[str]:
+    """What each task folder's task is, as its task.toml describes it."""
+    return [f"{task_title(t)}: {d}" for t in tasks if (d := task_description(t))]
+
+
 def report_tables(rows: Sequence[ResultRow]) -> list[Any]:
     """The accuracy table and one details table per task as ``halugen.tables.TableData``,
     for any of the table formats (``halugen report --format``)."""
@@ -337,17 +355,17 @@ def report_tables(rows: Sequence[ResultRow]) -> list[Any]:
     tables = [
         TableData(
             "Recognition accuracy (%)",
-            ["Model", "Strategy", *(TASK_TITLES.get(t, t) for t in tasks)],
+            ["Model", "Strategy", *(task_title(t) for t in tasks)],
             [[m, s, *(c.get(t, _DASH) for t in tasks)] for m, s, c in _summary(rows)],
             name="accuracy",
-            caption=_NOTE,
+            caption=" ".join([_NOTE, *_task_notes(tasks)]),
             align=["l", "l", *("r" for _ in tasks)],
         )
     ]
     for task, group in _by_task(rows):
         tables.append(
             TableData(
-                f"{TASK_TITLES.get(task, task)}: details",
+                f"{task_title(task)}: details",
                 list(_DETAIL_HEADERS),
                 [_detail(r) for r in group],
                 name=f"details_{task}",

@@ -15,19 +15,24 @@ from typing import Any
 import orjson
 
 from ..llm.replies import visible_text
+from ..store.judgement_queries import dialogue_clusters, eval_run_settings, judgement_rows
 from ..tasks.schema import STRATEGIES
 from .metrics import Judged, Metrics, baselines, compute
 
 __all__ = [
     "SHAPES_PER_ROW",
     "TASK_TITLES",
+    "LatestJudgement",
     "ReplyShape",
     "ResultRow",
+    "latest_judgements",
     "order_key",
     "reply_shape",
     "results_from_store",
     "row_key",
     "run_source",
+    "task_description",
+    "task_title",
 ]
 
 # the paper's four tasks, in its order, with their column titles
@@ -94,6 +99,28 @@ def reply_shape(raw: str | None) -> str:
     return (prefix + body) if body else ("<think>… (no answer)" if text.strip() else "(empty)")
 
 
+def task_title(task: str) -> str:
+    """How tables name ``task``: the paper's title for its four, a task folder's ``title``
+    (task.toml) when the folder is known (``tasks.stored.recall``), else its name."""
+    if task in TASK_TITLES:
+        return TASK_TITLES[task]
+    return _folder_task(task)[0] or task
+
+
+def task_description(task: str) -> str:
+    """A task folder's one-line ``description`` (task.toml); "" for the built-in tasks."""
+    return "" if task in TASK_TITLES else _folder_task(task)[1]
+
+
+def _folder_task(task: str) -> tuple[str, str]:
+    from ..tasks import get_task, known_tasks
+
+    if task not in known_tasks():
+        return "", ""
+    spec = get_task(task)
+    return spec.title, spec.description
+
+
 def order_key(value: str, known: Sequence[str]) -> tuple[int, str]:
     """Sorts ``value`` in the order of ``known``, then any other value by name."""
     return (known.index(value), "") if value in known else (len(known), value)
@@ -133,42 +160,38 @@ def run_source(config_json: str | None, run_id: str, *, names: bool = False) -> 
     return f"store: eval run {run_id}", scoring
 
 
-def _dialogue_clusters(cur: Any) -> dict[tuple[str, str], str]:
-    """(task, seed id) -> its OpenDialKG dialogue (file and row) for the store's samples."""
-    cur.execute(
-        "SELECT DISTINCT task, seed_id, source_file, source_line FROM samples "
-        "WHERE dataset = 'opendialkg' AND seed_id IS NOT NULL"
-    )
-    return {(t, sid): f"{f}:{line}" for t, sid, f, line in cur.fetchall()}
+@dataclass(frozen=True)
+class LatestJudgement:
+    """The judgement that counts for one item shown one way in one result group: the
+    latest written. ``group`` is (task, data source, model, strategy, scoring, reader)."""
+
+    group: tuple[str, str, str, str, str, str]
+    run_id: str
+    item_key: str
+    shown: str
+    judged: Judged
+    asked: int
+    first_verdict: str
+    first_raw: str | None
 
 
-def results_from_store(conn: Any, run_ids: Sequence[str] | None = None) -> list[ResultRow]:
-    """Rows for every (task, data source, model, strategy, scoring, reader) in
-    ``judgements``.
+def latest_judgements(conn: Any, run_ids: Sequence[str] | None = None) -> list[LatestJudgement]:
+    """The judgements that count, per (task, data source, model, strategy, scoring, reader)
+    group.
 
     ``conn`` is a ``Store`` or a DuckDB connection; ``run_ids`` limits the runs read (None:
-    all). Runs pool into one row only when all six agree (a figure never mixes readers);
-    within a row, the same item shown the same way is counted once (the latest), so ``n``
-    counts distinct prompts. Judgements
-    of samples from one OpenDialKG dialogue share a cluster, and the accuracy interval then
-    resamples dialogues (``metrics.cluster_bootstrap``).
+    all). Runs pool into one group only when all six agree (a figure never mixes readers);
+    within a group, the same item
+    shown the same way is counted once (the latest). Judgements of samples from one
+    OpenDialKG dialogue share a cluster (``Judged.cluster``).
     """
     conn = getattr(conn, "conn", conn)
-    where, params = "", []
-    if run_ids is not None:
-        if not run_ids:
-            return []
-        where = f"WHERE j.run_id IN ({', '.join('?' for _ in run_ids)})"
-        params = list(run_ids)
+    if run_ids is not None and not run_ids:
+        return []
     cur = conn.cursor() if hasattr(conn, "cursor") else conn
-    cur.execute(
-        f"SELECT DISTINCT j.run_id, r.config_json, bool_or(j.p_yes IS NOT NULL) OVER "
-        f"(PARTITION BY j.run_id) FROM judgements j LEFT JOIN runs r USING (run_id) {where}",
-        params,
-    )
     sources: dict[str, tuple[str, str]] = {}
     named: dict[str, str] = {}  # a source as given -> by file names
-    for run_id, config_json, has_p in cur.fetchall():
+    for run_id, config_json, has_p in eval_run_settings(cur, run_ids):
         source, scoring = run_source(config_json, run_id)
         named[source] = run_source(config_json, run_id, names=True)[0]
         if config_json is None:  # a run the store does not describe
@@ -182,34 +205,42 @@ def results_from_store(conn: Any, run_ids: Sequence[str] | None = None) -> list[
         run_id: (named[source] if share[named[source]] == 1 else source, scoring)
         for run_id, (source, scoring) in sources.items()
     }
-    clusters = _dialogue_clusters(cur)
-    sql = (
-        "SELECT task, model, strategy, COALESCE(reader, 'lenient'), run_id, item_key, item_id, "
-        "shown, truth, verdict, "
-        "shown_length, created_at, COALESCE(asked, 1), COALESCE(first_verdict, verdict), "
-        f"COALESCE(first_raw, raw) FROM judgements j {where} "
-        # item order fixes the length baseline's folds: keys are hashes, unrelated to truth
-        "ORDER BY task, model, strategy, item_key, shown, created_at"
-    )
-    cur.execute(sql, params)
-    latest: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-    while batch := cur.fetchmany(10_000):
-        for task, model, strategy, reader, run_id, key, item_id, shown, *rest in batch:
-            source, scoring = sources[run_id]
-            group = (task, source, model, strategy, scoring, reader)
-            # rows arrive oldest first: the last one written wins
-            latest[(*group, key, shown)] = (run_id, key, item_id, *rest)
-    groups: dict[tuple[str, ...], _Group] = {}
-    for (task, source, model, strategy, scoring, reader, _, _), value in latest.items():
-        run_id, key, item_id, truth, verdict, length, _, asked, first, first_raw = value
-        g = groups.setdefault((task, source, model, strategy, scoring, reader), _Group())
+    clusters = dialogue_clusters(cur)
+    latest: dict[tuple[Any, ...], LatestJudgement] = {}
+    for row in judgement_rows(cur, run_ids):
+        task, model, strategy, run_id, key, item_id, shown, truth, verdict, length = row[:10]
+        asked, first, first_raw, reader = row[11:]
+        source, scoring = sources[run_id]
+        group = (task, source, model, strategy, scoring, reader)
         cluster = clusters.get((task, item_id), "") if source.startswith(("run:", "store:")) else ""
-        g.judged.append(Judged(bool(truth), verdict, length, cluster))
-        g.runs.add(run_id)
-        g.keys.add(key)
-        g.first_invalid += first == "invalid"
-        g.reasked += asked > 1
-        g.shapes[(reply_shape(first_raw), first)] += 1
+        # rows arrive oldest first: the last one written wins
+        latest[(*group, key, shown)] = LatestJudgement(
+            group=group,
+            run_id=run_id,
+            item_key=key,
+            shown=shown,
+            judged=Judged(bool(truth), verdict, length, cluster),
+            asked=asked,
+            first_verdict=first,
+            first_raw=first_raw,
+        )
+    return list(latest.values())
+
+
+def results_from_store(conn: Any, run_ids: Sequence[str] | None = None) -> list[ResultRow]:
+    """Rows for every (task, data source, model, strategy, scoring, reader) in ``judgements``
+    (``latest_judgements``): ``n`` counts distinct prompts, and when judgements share a
+    dialogue the accuracy interval resamples dialogues (``metrics.cluster_bootstrap``).
+    """
+    groups: dict[tuple[str, ...], _Group] = {}
+    for j in latest_judgements(conn, run_ids):
+        g = groups.setdefault(j.group, _Group())
+        g.judged.append(j.judged)
+        g.runs.add(j.run_id)
+        g.keys.add(j.item_key)
+        g.first_invalid += j.first_verdict == "invalid"
+        g.reasked += j.asked > 1
+        g.shapes[(reply_shape(j.first_raw), j.first_verdict)] += 1
     rows = [
         ResultRow(
             task=task,

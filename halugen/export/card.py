@@ -22,7 +22,7 @@ from .. import __version__
 from ..store.db import Store
 from .card_checks import label_check_section
 from .card_figures import baseline_lines, recognition_lines, task_spec
-from .card_header import SEED_LICENCES, CardFile, card_header, config_name
+from .card_header import SEED_LICENCES, CardFile, card_header, config_name, named_table_sources
 
 __all__ = ["card_text", "write_card"]
 
@@ -99,6 +99,29 @@ def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]
     return out
 
 
+def _folder_sources(files: Sequence[CardFile]) -> list[tuple[str, str]]:
+    """(source name, licence) of each task folder's ``[seeds]``, for the files' tasks."""
+    from ..tasks import get_task, known_tasks
+
+    tasks = dict.fromkeys(t for f in files for t in f.tasks)
+    specs = [get_task(t) for t in tasks if t in known_tasks()]
+    return [(s.seed_source_name, s.seed_license) for s in specs]
+
+
+def _tasks_section(files: Sequence[CardFile]) -> list[str]:
+    """What each task is, as its task.toml says (``title``, ``description``)."""
+    from ..tasks import get_task, known_tasks
+
+    rows = []
+    for task in dict.fromkeys(t for f in files for t in f.tasks):
+        spec = get_task(task) if task in known_tasks() else None
+        if spec is not None and spec.description:
+            rows.append([task, spec.display_name, spec.description])
+    if not rows:
+        return []
+    return ["## Tasks", "", *md_table(["task", "title", "what an item is"], rows), ""]
+
+
 def _runs(store: Store, runs: Sequence[str]) -> list[dict[str, Any]]:
     if not runs:
         return []
@@ -152,7 +175,9 @@ def _datasets(store: Store, files: Sequence[CardFile]) -> list[str]:
 def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: str) -> str:
     """The card's text (``card_path`` fixes the relative paths of the data files)."""
     datasets = _datasets(store, files)
-    head, features = card_header(store, card_path, files, datasets)
+    runs = _runs(store, sorted({r for f in files for r in f.runs}))
+    named = named_table_sources([r["config"] for r in runs], _folder_sources(files))
+    head, features = card_header(store, card_path, files, datasets, named)
 
     body = [
         "",
@@ -181,6 +206,7 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
         "",
         "Each config has one split, `test`: HaluEval is a benchmark, not training data.",
         "",
+        *_tasks_section(files),
         "## Fields",
         "",
         *_fields_table(files, features),
@@ -225,7 +251,11 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
         body += md_table(
             ["seed reader", "dataset", "licence", "source"],
             [
-                [d, *SEED_LICENCES[d]] if d in SEED_LICENCES else [d, d, "unknown", "—"]
+                [d, *SEED_LICENCES[d]]
+                if d in SEED_LICENCES
+                else [d, *named[d]]
+                if d in named
+                else [d, d, "unknown", "—"]
                 for d in datasets
             ],
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,9 +18,11 @@ from ..store.db import Store
 
 __all__ = [
     "SEED_LICENCES",
+    "TABLE_READER",
     "CardFile",
     "card_header",
     "config_name",
+    "named_table_sources",
 ]
 
 
@@ -132,12 +134,37 @@ def _dtype(type_name: str) -> str:
     return "string"
 
 
-def _source_dataset(reader: str) -> str:
-    """A seed reader's ``source_datasets`` entry (one the card does not know: "other-NAME")."""
-    if reader in _HUB_SOURCES:
+def _source_dataset(reader: str, named: str | None = None) -> str:
+    """A seed reader's ``source_datasets`` entry (one the card does not know: "other-NAME");
+    ``named``: the name the run gave its table seeds (``--source-name``), a Hub id as is."""
+    if named and "/" in named:
+        return named
+    if reader in _HUB_SOURCES and not named:
         return _HUB_SOURCES[reader]
-    name = "".join(c if c.isalnum() or c in "-_." else "-" for c in reader.lower())
+    name = "".join(c if c.isalnum() or c in "-_." else "-" for c in (named or reader).lower())
     return f"extended|other-{name}"
+
+
+TABLE_READER = "table"
+
+
+def named_table_sources(
+    configs: Sequence[Mapping[str, Any]], folders: Sequence[tuple[str, str]] = ()
+) -> dict[str, tuple[str, str, str]]:
+    """``{"table": (dataset, licence, source)}`` from the runs' ``--source-name`` and
+    ``--license``, else the task folders' ``[seeds]`` ``source_name`` and ``license``
+    (``folders``: (name, licence) per task), for seeds read from a table; {} when nothing
+    names them. Different licences leave the licence unknown."""
+    names = sorted({str(c["source_name"]) for c in configs if c.get("source_name")})
+    licences = sorted({str(c["source_license"]) for c in configs if c.get("source_license")})
+    names = names or sorted({n for n, _ in folders if n})
+    licences = licences or sorted({lic for _, lic in folders if lic})
+    if not names and not licences:
+        return {}
+    licence = licences[0] if len(licences) == 1 else "unknown"
+    name = " / ".join(names) or TABLE_READER
+    source = f"https://huggingface.co/datasets/{name}" if "/" in name and len(names) == 1 else "—"
+    return {TABLE_READER: (name, licence, source)}
 
 
 def _arrow_type(dtype: str) -> Any:
@@ -206,12 +233,18 @@ def config_name(file: CardFile) -> str:
 
 
 def card_header(
-    store: Store, card_path: Path, files: Sequence[CardFile], datasets: Sequence[str]
+    store: Store,
+    card_path: Path,
+    files: Sequence[CardFile],
+    datasets: Sequence[str],
+    named: Mapping[str, tuple[str, str, str]] | None = None,
 ) -> tuple[list[str], list[list[tuple[str, str]]]]:
     """(the header's lines, each file's (column, dtype) features); ``datasets`` are the seed
-    readers of the rows, ``card_path`` fixes the relative paths of the data files."""
-    licences = sorted({SEED_LICENCES[d][1] for d in datasets if d in SEED_LICENCES})
-    unknown = [d for d in datasets if d not in SEED_LICENCES]
+    readers of the rows, ``card_path`` fixes the relative paths of the data files, ``named``
+    the runs' own names and licences of table seeds (``named_table_sources``)."""
+    known = {**SEED_LICENCES, **(named or {})}
+    licences = sorted({known[d][1] for d in datasets if d in known and known[d][1] != "unknown"})
+    unknown = [d for d in datasets if d not in known or known[d][1] == "unknown"]
     total = sum(f.rows for f in files)
     head = ["---", f"pretty_name: {_q('halugen hallucination benchmark')}"]
     head += ["language:", "- en"]
@@ -224,7 +257,7 @@ def card_header(
     head += ["tags:", "- hallucination", "- halueval", "- halugen"]
     head += ["annotations_creators:", "- machine-generated"]
     head += ["size_categories:", f"- {_q(_size_category(total))}"]
-    sources = sorted({_source_dataset(d) for d in datasets})
+    sources = sorted({_source_dataset(d, (named or {}).get(d, (None,))[0]) for d in datasets})
     if sources:
         head += ["source_datasets:", *(f"- {_q(s)}" for s in sources)]
     head.append("configs:")

@@ -28,6 +28,7 @@ from .target import Target
 
 __all__ = [
     "SAMPLE_FILE_FORMATS",
+    "card_name",
     "copy_query",
     "export_sample_files",
     "pick_sample_runs",
@@ -131,6 +132,23 @@ def copy_query(
         raise sql_error(exc, store) from None
 
 
+def card_name(target: Target, fmt: str) -> str:
+    """The card's file name: one per export, never another export's.
+
+    Beside a single file it carries the file's whole name (``out.jsonl.README.md``), so
+    ``out.jsonl`` and ``out.csv`` each keep their own card. In a directory it is the
+    ``README.md`` the Hugging Face Hub reads, unless the directory already holds another
+    format's export (``qa.csv`` beside this ``qa.jsonl``): then ``README.jsonl.md``, and
+    that export keeps its card.
+    """
+    if not target.is_dir:
+        return f"{target.path.name}.README.md"
+    others = tuple(f"*.{other}" for other in SAMPLE_FILE_FORMATS if other != fmt)
+    if target.path.is_dir() and any(any(target.path.glob(g)) for g in others):
+        return f"README.{fmt}.md"
+    return "README.md"
+
+
 def export_sample_files(
     store: Store,
     target: Target,
@@ -180,7 +198,7 @@ def export_sample_files(
             )
         )
     if card:
-        card_path = target.beside("README.md" if target.is_dir else f"{target.path.stem}.README.md")
+        card_path = target.beside(card_name(target, fmt))
         write_card(store, card_path, card_files, fmt=fmt)
         files.append((card_path, 0))
     return files, selection

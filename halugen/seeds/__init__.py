@@ -255,7 +255,8 @@ def _check_task(path: str, name: str, task: str, *, given: bool) -> None:
     where = f"seed format {name}" if given else f"{path} is in the {name} format, which"
     raise InputError(
         f"{where} holds {fmt.task} seeds, not {task} seeds "
-        f"(seed formats for {task}: {', '.join(fitting) or 'none yet'})"
+        f"(seed formats for {task}: {', '.join(fitting) or 'none yet'}); "
+        f"to make {fmt.task} samples from it, add --task {fmt.task}"
     )
 
 

@@ -2,7 +2,9 @@
 
 A table holds one record per row under its own column names; ``mapping`` (``--map
 FIELD=COLUMN``) says which column fills which of the task's seed fields, and a field left
-out is read from the column of its own name. A column is a path: ``context.sentences`` is
+out is read from the column of its own name. A mapped value may also be a DuckDB SQL
+expression over the columns (``--map FIELD=EXPR``, table_sql.py), evaluated by DuckDB while
+it streams the file. A column is a path: ``context.sentences`` is
 the ``sentences`` field of the struct (or object) ``context``; where the path meets a list,
 it goes on in every element. A list value is flattened and joined with single spaces; a
 number becomes its text; text is kept as the file has it. ``id`` may be mapped too: the
@@ -36,6 +38,7 @@ from .csvfile import iter_csv, normalise_column
 from .jsonl import RecordProblem, iter_records, kind_of
 from .table_columns import path_problem, table_shape
 from .table_files import arrow_rows, table_kind
+from .table_sql import expression_alias, expressions_of, looks_like_sql
 from .table_values import field_text
 
 __all__ = [
@@ -104,7 +107,11 @@ def check_table(
     """
     kind = table_kind(path)
     shape = table_shape(path, kind)
-    for field, column in _columns_of(task, fields, mapping or {}).items():
+    columns = _columns_of(task, fields, mapping or {})
+    sql = expressions_of(path, kind, shape, columns, mapping or {})
+    for field, column in columns.items():
+        if field in sql:
+            continue  # DuckDB evaluated it already
         problem = path_problem(shape, _parts(column, kind))
         if problem is None:
             continue
@@ -129,10 +136,18 @@ def read_table(
     """Seeds of ``task`` from the table ``path``, lazily; unusable rows as ``BadRecord``."""
     columns = _columns_of(task, fields, mapping or {})
     kind = table_kind(path)
-    paths = {field: _parts(column, kind) for field, column in columns.items()}
+    sql: dict[str, str] = {}
+    if mapping and any(looks_like_sql(v) for v in mapping.values()):
+        sql = expressions_of(path, kind, table_shape(path, kind), columns, mapping)
+    paths = {
+        field: [expression_alias(field)] if field in sql else _parts(column, kind)
+        for field, column in columns.items()
+    }
     base = os.path.basename(path)
     items = list(paths.items())
-    for row, record in _rows(path, kind, sorted({p[0] for p in paths.values()})):
+    roots = sorted({p[0] for f, p in paths.items() if f not in sql})
+    rows = _sql_rows(path, kind, roots, sql) if sql else _rows(path, kind, roots)
+    for row, record in rows:
         if isinstance(record, BadRecord):
             yield record
             continue
@@ -152,6 +167,24 @@ def read_table(
             source_file=path,
             source_line=row,
             dataset=FORMAT,
+        )
+
+
+def _sql_rows(
+    path: str, kind: str, roots: list[str], sql: Mapping[str, str]
+) -> Iterator[tuple[int, Any]]:
+    """``(row number, record)`` with each SQL expression's value under its alias."""
+    from ..store.seed_table_sql import mapped_rows
+
+    expressions = {expression_alias(f): expr for f, expr in sql.items()}
+    if kind != "csv":
+        yield from enumerate(mapped_rows(path, kind, roots, expressions), 1)
+        return
+    # a CSV's columns are matched by their normalised names, as the CSV reader does
+    for row, record in enumerate(mapped_rows(path, kind, None, expressions), 1):
+        yield (
+            row,
+            {k if k in expressions else normalise_column(str(k)): v for k, v in record.items()},
         )
 
 

@@ -107,6 +107,10 @@ class TaskSpec:
     judge_shown: str = ""
     judge_context: tuple[str, ...] = ()
     seed_map: tuple[tuple[str, str], ...] = ()  # field -> column, when seeds are a table
+    # what the dataset card calls the table seeds' dataset and their licence ([seeds]
+    # source_name, license); "" when the folder does not say
+    seed_source_name: str = ""
+    seed_license: str = ""
     # stem -> template, parsed from the folder's prompts/ (the record of what was declared)
     templates: tuple[tuple[str, Template], ...] = ()
     folder: Path | None = None  # where it was read from

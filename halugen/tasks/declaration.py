@@ -167,7 +167,7 @@ class _Reader(TableReader):
         before = len(self.problems)
         strategies, shown, judge_context = self.evaluation(top, generated, fields, record)
         judge_ok = len(self.problems) == before
-        seed_map = self.seeds(top, seed)
+        seed_map, seed_source = self.seeds(top, seed)
         sample_stems, filter_stem = self.template_names(top)
 
         templates = self.templates(
@@ -222,6 +222,8 @@ class _Reader(TableReader):
             judge_shown=shown,
             judge_context=judge_context,
             seed_map=tuple(seed_map.items()),
+            seed_source_name=seed_source[0],
+            seed_license=seed_source[1],
             templates=tuple(templates.items()),
             folder=folder,
             sources=tuple(sorted(self.files.items())),
@@ -317,15 +319,19 @@ class _Reader(TableReader):
             )
         return strategies, shown, context
 
-    def seeds(self, top: Mapping[str, Any], seed: tuple[str, ...]) -> dict[str, str]:
+    def seeds(
+        self, top: Mapping[str, Any], seed: tuple[str, ...]
+    ) -> tuple[dict[str, str], tuple[str, str]]:
+        """``[seeds]``: the table columns of the seed fields, and (source name, licence)."""
         section = self.section("seeds", top, required=False)
         mapping = dict(section.get("map", {}))
+        source = (str(section.get("source_name", "")), str(section.get("license", "")))
         for key, column in mapping.items():
             if seed and key not in seed:
                 self.problem(f"seeds.map.{key}", f"not in fields.seed ({', '.join(seed)})")
             if not column.strip():
                 self.problem(f"seeds.map.{key}", "empty: name the column that fills the field")
-        return mapping
+        return mapping, source
 
     def template_names(self, top: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
         section = self.section("templates", top, required=False)

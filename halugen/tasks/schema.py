@@ -71,7 +71,7 @@ SECTION_KEYS = {
     "reply": {"labels": "strs", "stop": "strs", "shape": "str"},
     "filter": {"label": "str", "context": "names", "words": "strs"},
     "evaluate": {"strategies": "strs", "shown": "name", "context": "names"},
-    "seeds": {"map": "texts"},
+    "seeds": {"map": "texts", "source_name": "str", "license": "str"},
     "templates": {"sample": "strs", "filter": "str"},
 }
 REQUIRED_KEYS = {

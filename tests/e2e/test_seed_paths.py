@@ -27,7 +27,7 @@ def test_absolute_seed_paths_are_stored_relative(simulator, hotpot_file, tmp_pat
     assert main(["export", "--format", "jsonl", "--db", str(db), "--out", str(out)]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert {r["source_file"] for r in rows} == {expected}
-    assert str(tmp_path) not in (tmp_path / "s.README.md").read_text()
+    assert str(tmp_path) not in (tmp_path / "s.jsonl.README.md").read_text()
 
 
 def _args(sim, seeds, db, *extra: str) -> list[str]:

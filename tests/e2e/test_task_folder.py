@@ -132,7 +132,7 @@ def test_a_task_folder_runs_end_to_end(simulator, tmp_path, monkeypatch, capsys)
     assert spent_usd(db) == pytest.approx(sim.stats()["billed_usd"], abs=1e-12)
 
     assert cli("report", "--db", str(db)) == 0
-    assert "glossary" in capsys.readouterr().out
+    assert "Glossary" in capsys.readouterr().out  # task.toml's title
     assert cli("audit", "--task", str(GLOSSARY), "--db", str(db)) == 0
     audit = capsys.readouterr().out
     assert "length_only" in audit and "wrong-genus" in audit
@@ -142,6 +142,13 @@ def test_a_task_folder_runs_end_to_end(simulator, tmp_path, monkeypatch, capsys)
     # every export, in a process that has never read the folder: the store keeps it
     from halugen import tasks
 
+    monkeypatch.setattr(tasks, "_REGISTERED", {})
+    # the report names the task as its task.toml does, read back from the store
+    assert cli("report", "--db", str(db), "--format", "markdown") == 0
+    report = capsys.readouterr().out
+    assert "| Model | Strategy | QA | Dialogue | Summarization | General | Glossary |" in report
+    assert "### Glossary: details" in report
+    assert "Glossary: Definitions of terms: a term, its field, the right definition" in report
     monkeypatch.setattr(tasks, "_REGISTERED", {})
     for fmt in ("halueval", "jsonl", "parquet", "csv", "lm-eval", "inspect"):
         assert cli("export", "--format", fmt, "--out", f"out-{fmt}/", "--db", str(db)) == 0, fmt
@@ -156,6 +163,7 @@ def test_a_task_folder_runs_end_to_end(simulator, tmp_path, monkeypatch, capsys)
     assert set(FIELDS) <= set(table.column_names) and table.num_rows == N_SEEDS
     card = Path("out-parquet/README.md").read_text(encoding="utf-8")
     assert "| term | string | the term defined |" in card
+    assert "| glossary | Glossary | Definitions of terms: a term, its field," in card
     with Path("out-csv/glossary.csv").open() as f:
         assert set(FIELDS) <= set(f.readline().strip().split(","))
     items = records("out-lm-eval/glossary.jsonl")

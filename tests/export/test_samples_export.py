@@ -198,7 +198,7 @@ def test_dataset_card_has_the_hub_header_and_the_figures(db, tmp_path):
 def test_card_beside_a_single_file_and_no_card(db, tmp_path):
     out = tmp_path / "all.jsonl"
     assert main(["export", "--format", "jsonl", "--db", str(db), "--out", str(out)]) == 0
-    card = tmp_path / "all.README.md"
+    card = tmp_path / "all.jsonl.README.md"
     meta = _front_matter(card.read_text(encoding="utf-8"))
     assert meta["configs"] == [
         {"config_name": "default", "data_files": [{"split": "test", "path": "all.jsonl"}]}
@@ -208,7 +208,29 @@ def test_card_beside_a_single_file_and_no_card(db, tmp_path):
         main(["export", "--format", "jsonl", "--no-card", "--db", str(db), "--out", str(other)])
         == 0
     )
-    assert not (tmp_path / "other.README.md").exists()
+    assert not (tmp_path / "other.jsonl.README.md").exists()
+
+
+def test_two_exports_of_one_stem_keep_their_own_cards(db, tmp_path):
+    for fmt in ("csv", "jsonl"):
+        out = tmp_path / f"out.{fmt}"
+        assert main(["export", "--format", fmt, "--db", str(db), "--out", str(out)]) == 0
+    for fmt in ("csv", "jsonl"):
+        meta = _front_matter((tmp_path / f"out.{fmt}.README.md").read_text(encoding="utf-8"))
+        paths = [f["path"] for c in meta["configs"] for f in c["data_files"]]
+        assert paths == [f"out.{fmt}"]
+    assert not (tmp_path / "out.README.md").exists()
+
+
+def test_a_directory_holding_another_format_keeps_its_card(db, tmp_path):
+    out = tmp_path / "data"
+    assert main(["export", "--format", "csv", "--db", str(db), "--out", f"{out}/"]) == 0
+    csv_card = (out / "README.md").read_text(encoding="utf-8")
+    assert main(["export", "--format", "jsonl", "--db", str(db), "--out", f"{out}/"]) == 0
+    assert (out / "README.md").read_text(encoding="utf-8") == csv_card
+    meta = _front_matter((out / "README.jsonl.md").read_text(encoding="utf-8"))
+    paths = {f["path"] for c in meta["configs"] for f in c["data_files"]}
+    assert paths and all(p.endswith(".jsonl") for p in paths)
 
 
 def test_exported_rows_hold_the_seed_file_name_only(db, tmp_path):

@@ -117,7 +117,8 @@ def test_a_file_of_another_task(
     with pytest.raises(
         InputError,
         match=rf"{name.replace('.', '[.]')} is in the {fmt} format, which holds {task} seeds, "
-        r"not qa seeds \(seed formats for qa: hotpotqa, halueval-qa\)",
+        r"not qa seeds \(seed formats for qa: hotpotqa, halueval-qa\); "
+        rf"to make {task} samples from it, add --task {task}$",
     ):
         read_seeds([file], "qa")
 

@@ -435,3 +435,28 @@ def test_seeds_are_records_of_its_fields_through_its_map(tmp_path: Path) -> None
     assert isinstance(got[2], BadRecord) and "missing column t" in got[2].reason
     with pytest.raises(UsageError, match="reads its seeds as a table"):
         read_seeds([str(seeds)], spec.name, fmt="hotpotqa")
+
+
+def test_seeds_section_names_the_table_seeds_source(tmp_path: Path) -> None:
+    from halugen.export.card_header import named_table_sources
+
+    folder = copy_of(GLOSSARY, tmp_path, "named")
+    toml = folder / "task.toml"
+    toml.write_text(
+        toml.read_text(encoding="utf-8")
+        + '\n[seeds]\nsource_name = "my-lab/glossary"\nlicense = "cc-by-4.0"\n',
+        encoding="utf-8",
+    )
+    spec = get_task(str(folder))
+    assert (spec.seed_source_name, spec.seed_license) == ("my-lab/glossary", "cc-by-4.0")
+    folders = [(spec.seed_source_name, spec.seed_license)]
+    assert named_table_sources([], folders) == {
+        "table": ("my-lab/glossary", "cc-by-4.0", "https://huggingface.co/datasets/my-lab/glossary")
+    }
+    # a run's --source-name / --license win over the folder's
+    runs = [{"source_name": "other", "source_license": "mit"}]
+    assert named_table_sources(runs, folders) == {"table": ("other", "mit", "—")}
+    # runs that disagree on the licence leave it unknown
+    two = [{"source_license": "mit"}, {"source_license": "apache-2.0"}]
+    assert named_table_sources(two)["table"][1] == "unknown"
+    assert named_table_sources([]) == {}
