@@ -139,7 +139,7 @@ def trial(url: str, seeds: Path, db: Path, kind: str) -> str:
 
     cmd = halugen_run_cmd(seeds, url, db, "--concurrency", "64", "--fresh")
     run = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    query, n = (HEAVY, 1) if kind == "heavy" else (LONG, 2)
+    query, n = {"heavy": (HEAVY, 1), "long": (LONG, 2), "none": ("", 0)}[kind]
     time.sleep(3.0)  # the run is sending
     askers = [
         subprocess.Popen(
@@ -173,9 +173,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument(
         "--trial",
-        choices=("heavy", "long"),
+        choices=("heavy", "long", "none"),
         action="append",
-        help="instead of the rates: a run while a heavy or a long query is asked (repeatable)",
+        help="instead of the rates: a run while a heavy or a long query is asked, or none (the "
+        "baseline) (repeatable)",
     )
     args = ap.parse_args()
     if args.trial:

@@ -129,6 +129,11 @@ class QueryGuard:
         with self._lock:
             return len(self._running)
 
+    def wait_running(self, n: int, timeout: float | None = None) -> bool:
+        """Wait until exactly ``n`` queries run (lets a caller act on cue, not on a clock)."""
+        with self._lock:
+            return self._lock.wait_for(lambda: len(self._running) == n, timeout)
+
     def interrupt_all(self, reason: str) -> int:
         """Interrupt every running query; how many were running."""
         with self._lock:
