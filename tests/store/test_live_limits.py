@@ -220,9 +220,11 @@ def test_an_error_after_the_first_rows_reaches_the_client_as_duckdbs_own(held):
     late = "SELECT CASE WHEN i > 50000 THEN 'x'::INT ELSE i END FROM range(100000) t(i)"
     with pytest.raises(duckdb.Error, match="Could not convert string 'x' to INT32"):
         conn.execute(late)
-    with pytest.raises(duckdb.Error, match="Could not convert string 'x' to INT32"):
-        with conn.open_reader(late) as reader:
-            reader.read_all()
+    with (
+        pytest.raises(duckdb.Error, match="Could not convert string 'x' to INT32"),
+        conn.open_reader(late) as reader,
+    ):
+        reader.read_all()
     # and one that fails before any row, as before
     with pytest.raises(duckdb.Error, match='Referenced column "nope" not found'):
         conn.execute("SELECT nope FROM ledger")
