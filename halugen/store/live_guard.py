@@ -165,6 +165,9 @@ class QueryGuard:
                 self._lock.wait_for(lambda: not self._running, wait)
         if self._thread is not None:
             self._thread.join(wait)
+        if not self._running:
+            with contextlib.suppress(duckdb.Error):
+                self._monitor.close()
         return n
 
     # -- the watcher -------------------------------------------------------------------------
