@@ -8,6 +8,13 @@ own start-up is not counted. Prints both rates and their ratio,
 alternating the two kinds of run so that drift on a shared machine hits both alike.
 
     python bench/live_queries.py [--seeds 3000] [--repeat 3]
+
+With ``--trial heavy`` / ``--trial long`` it runs the two trials of issue 25 instead: a
+``halugen run`` in its own process while another process asks a 30-million-row window sort
+(heavy), or while two processes ask endless queries and are killed 5 s later (long); each
+prints the run's exit code and how long after its last stored call it exited.
+
+    python bench/live_queries.py --seeds 3000 --trial heavy --trial long
 """
 
 from __future__ import annotations
@@ -96,11 +103,88 @@ def one_run(url: str, seeds: Path, db: Path, watch: bool) -> tuple[float, int, l
     return wall, calls, answered
 
 
+# -- trials: a live query that must not hurt the run ------------------------------------
+HEAVY = (  # a 30-million-row window sort: spills far past any limit the holder keeps
+    "SELECT max(rn) FROM (SELECT row_number() OVER (ORDER BY hash(i)) AS rn "
+    "FROM range(30000000) t(i))"
+)
+LONG = "SELECT sum(hash(x)) FROM range(300000000000) t(x)"  # hours of CPU
+
+_ASKER = """
+import sys
+from halugen.store.live import connect_live
+db, query = sys.argv[1], sys.argv[2]
+live = None
+while live is None:
+    live = connect_live(db)
+try:
+    live.execute(query).fetchall()
+    print("answered", flush=True)
+except Exception as exc:
+    print("refused:", str(exc).splitlines()[0][:200], flush=True)
+"""
+
+
+def trial(url: str, seeds: Path, db: Path, kind: str) -> str:
+    """A ``halugen run`` in its own process while other processes query it: ``heavy`` (the
+    window sort, let to finish) or ``long`` (two endless queries whose clients are killed
+    after 5 s). Returns one line: the run's exit code, its error if any, and how long after
+    its last stored call it exited (a query must never keep a finished run alive)."""
+    from datetime import UTC, datetime
+
+    import duckdb
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _common import halugen_run_cmd
+
+    cmd = halugen_run_cmd(seeds, url, db, "--concurrency", "64", "--fresh")
+    run = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    query, n = {"heavy": (HEAVY, 1), "long": (LONG, 2), "none": ("", 0)}[kind]
+    time.sleep(3.0)  # the run is sending
+    askers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _ASKER, str(db), query], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(n)
+    ]
+    if kind == "long":
+        time.sleep(5.0)
+        for a in askers:
+            a.kill()
+    stderr = run.communicate()[1]
+    exited = datetime.now(UTC).replace(tzinfo=None)
+    answers = []
+    for a in askers:
+        out = a.communicate()[0] if kind == "heavy" else "(client killed)"
+        answers.append((out or "no answer").strip())
+    with duckdb.connect(str(db), read_only=True) as con:
+        (last,) = con.execute("SELECT max(created_at) FROM calls").fetchone()
+    tail = (exited - last).total_seconds() if last is not None else float("nan")
+    problem = stderr.strip().splitlines()[-1] if run.returncode not in (0, 3) and stderr else ""
+    return (
+        f"{kind}: run exit {run.returncode}{f' ({problem})' if problem else ''}, exited "
+        f"{tail:.1f} s after its last call; queries: {'; '.join(answers)}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=3000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument(
+        "--trial",
+        choices=("heavy", "long", "none"),
+        action="append",
+        help="instead of the rates: a run while a heavy or a long query is asked, or none (the "
+        "baseline) (repeatable)",
+    )
     args = ap.parse_args()
+    if args.trial:
+        with tempfile.TemporaryDirectory() as tmp, simulator_process("--latency-ms", "200") as url:
+            seeds = write_hotpot(Path(tmp) / "seeds.json", args.seeds)
+            for i, kind in enumerate(args.trial):
+                print(trial(url, seeds, Path(tmp) / f"trial{i}.duckdb", kind), flush=True)
+        return
     rates: dict[bool, list[float]] = {False: [], True: []}
     answers: list[float] = []
     with tempfile.TemporaryDirectory() as tmp, simulator_process("--latency-ms", "0") as url:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 import duckdb
 from aiohttp import web
 
+from ..errors import UsageError
 from ..local_page import allowed_hosts_for
 from ..signals import until_signalled
 from ..store.db import Store, open_store
@@ -119,6 +121,9 @@ async def serve(
         await runner.setup()
         try:
             await web.TCPSite(runner, host, options.port).start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise UsageError(_bind_failure(host, options.port, exc)) from None
         except BaseException:
             await runner.cleanup()
             raise
@@ -130,6 +135,24 @@ async def serve(
     server = AnnotateServer(runner, host, bound, store, owns)
     server.offer_resolve()
     return server
+
+
+def _bind_failure(host: str, port: int, exc: OSError) -> str:
+    """One line for a page that cannot listen where it was asked to."""
+    where = f"{host}:{port}"
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"port {port} on {host} is in use (another 'annotate serve' or another program "
+            f"listens there); stop it, or give another --port (--port 0 picks a free one)"
+        )
+    if exc.errno == errno.EACCES:
+        return (
+            f"not allowed to listen on {where} (ports below 1024 need privileges); give "
+            f"another --port"
+        )
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{host} is not an address of this machine; give another --host"
+    return f"cannot listen on {where}: {exc.strerror or exc}; give another --host or --port"
 
 
 def run_server(

@@ -48,6 +48,14 @@ def add_parsers(sub: Any) -> None:
     sql.add_argument(
         "query", metavar="QUERY", help='the SQL query, e.g. "SELECT * FROM seed_progress LIMIT 5"'
     )
+    sql.add_argument(
+        "--query-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        default=None,
+        help="while a halugen process holds the store, it stops the query after this long "
+        "(default: 60)",
+    )
     add_setting(sql, "db")
     add_format_flag(sql, EXTRA_FORMATS)
     add_config_flag(sql)
@@ -106,6 +114,16 @@ def add_parsers(sub: Any) -> None:
     add_label_rule_flags(exp)  # general-track items: how many labels make one resolved
     add_setting(exp, "db")
     add_config_flag(exp)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
 
 
 def status_tables(store: Any) -> list[TableData]:
@@ -186,7 +204,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
     from ..store.db import open_store
     from ..store.failures import damaged_store
 
-    with open_store(db_path(args), read_only=True) as store:
+    with open_store(db_path(args), read_only=True, query_timeout=args.query_timeout) as store:
         try:
             cur = store.conn.execute(args.query)
         except duckdb.Error as exc:

@@ -458,5 +458,10 @@ def _with_attempts(result: ChatResult, attempts: int) -> ChatResult:
 
 
 def _describe(exc: LLMError, *, short: bool = False) -> str:
+    """``HTTP 503: <what the server said>``, the status said once: most messages begin
+    with it already (client.py's ``HTTP {status}{detail}``)."""
     where = f"HTTP {exc.status}" if exc.status else exc.error_class
-    return f"{where}: {str(exc)[: 200 if short else 160]}"
+    message = str(exc)
+    if message == where or message.startswith((f"{where}:", f"{where} ")):
+        message = message[len(where) :].lstrip(": ")
+    return f"{where}: {message[: 200 if short else 160]}" if message else where

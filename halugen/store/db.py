@@ -25,6 +25,7 @@ import orjson
 from ..errors import StoreError, StoreInUse, UnusableStore
 from .failures import damaged_store, is_locked, open_failure
 from .live import LiveConnection, connect_live
+from .live_guard import QueryLimits
 from .live_server import Action, LiveReadServer
 from .migrations import MIGRATIONS
 from .views import VIEWS
@@ -119,7 +120,7 @@ class Store:
     def serve_reads(self) -> bool:
         """Answer other processes' read-only queries while this one holds the file."""
         if self._live_server is None and not self.is_live:
-            server = LiveReadServer(self.conn, self.path)
+            server = LiveReadServer(self.conn, self.path, LIVE_QUERY_LIMITS)
             if server.start():
                 self._live_server = server
             else:
@@ -346,7 +347,12 @@ class Store:
 # configuration locked none can change a setting, so the writer's own connections keep
 # theirs. halugen itself reads and writes other files with Python or a separate in-memory
 # DuckDB, never through the store's database.
-WRITER_MEMORY_LIMIT = "64MB"
+WRITER_MEMORY_LIMIT = "64MB"  # the run's own share
+# Other processes' queries get a share of their own beside it, and a time limit; the
+# holder interrupts a query past either (live_guard.py: DuckDB's limit is one for the
+# whole database, so the shares are kept by watching, not by DuckDB).
+LIVE_QUERY_LIMITS = QueryLimits(memory_bytes=64 * 2**20, temp_bytes=2 * 2**30, timeout=60.0)
+STORE_MEMORY_LIMIT = "128MB"  # the two shares together: DuckDB's memory_limit
 _WRITER_CONFIG: dict[str, Any] = {
     "threads": 1,
     "enable_external_access": False,
@@ -356,19 +362,26 @@ _WRITER_CONFIG: dict[str, Any] = {
     # DuckDB caches the blocks it reads and writes up to 80% of the machine's memory by
     # default, so a long run's RSS grew with the store (2.2 GB after 100k seeds). Its
     # working set here is small (appends, aggregates, short lookups); larger sorts spill
-    # to ``<store>.tmp``. The live reads of other processes share this limit.
-    "memory_limit": WRITER_MEMORY_LIMIT,
+    # to ``<store>.tmp``. Other processes' queries have a share of their own in it.
+    "memory_limit": STORE_MEMORY_LIMIT,
+    # a hard stop under the queries' own temp share (2 GB), so that the run keeps room
+    "max_temp_directory_size": "4GB",
 }
 _READER_CONFIG: dict[str, Any] = {"threads": 1}
 
 
 def open_store(
-    path: str | os.PathLike[str], *, read_only: bool = False, serve_reads: bool = True
+    path: str | os.PathLike[str],
+    *,
+    read_only: bool = False,
+    serve_reads: bool = True,
+    query_timeout: float | None = None,
 ) -> Store:
     """Open (or create) the store at ``path`` and bring its schema up to date.
 
     Read-only opens of a file another halugen process holds go through that process
-    (``live.py``). A read-write open answers such queries for others while it is open.
+    (``live.py``; ``query_timeout``: seconds it lets each of our queries run, default 60).
+    A read-write open answers such queries for others while it is open.
     """
     p = Path(path)
     if read_only and not p.exists():
@@ -394,7 +407,7 @@ def open_store(
                     f"store {p} is in use by another process{holder}; wait for it to finish "
                     f"or use another --db"
                 ) from None
-            live = connect_live(p)
+            live = connect_live(p, query_timeout=query_timeout)
             if live is not None:
                 return Store(p, live)
     else:

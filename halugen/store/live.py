@@ -6,12 +6,17 @@ thread listens on a Unix socket and streams each result back as Arrow IPC. ``hal
 ``status``, ``export`` and :func:`connect_live` use it whenever the file is locked, so they
 see what the holder has committed (its writer commits at least every half second).
 
-    client                                   holder
-      {"sql": ..., "params": [...]}\\n  ──►   one statement
-                                      ◄──   {"ok": true}\\n + Arrow IPC stream
-                                      ◄──   {"ok": false, "kind": ..., "error": "..."}\\n
-                                      ◄──   {"ok": false, "kind": "closing"}\\n, then EOF
-                                            once the file is free
+    client                                      holder
+      {"sql": ..., "params": [...],
+       "timeout": seconds (optional)}\\n  ──►   one statement
+                                         ◄──   {"ok": true}\\n + Arrow IPC stream + trailer
+                                         ◄──   {"ok": false, "kind": ..., "error": "..."}\\n
+                                         ◄──   {"ok": false, "kind": "closing"}\\n, then EOF
+                                               once the file is free
+
+The trailer, after the Arrow stream's end, is ``{"ok": true}`` when every row was sent, or
+the error that stopped the query after its first rows (DuckDB's own message, or why the
+holder interrupted it); "closing" there too when the holder finished meanwhile.
 
 Who is trusted, and what a query can do:
 
@@ -25,8 +30,11 @@ Who is trusted, and what a query can do:
   file (``COPY ... TO``, ``read_csv``, ``ATTACH``, extensions) or change a setting, whatever
   its type or however it is wrapped (``EXPLAIN ANALYZE`` runs its statement). Each query
   runs on a cursor of its own inside a read-only transaction, so it cannot change the
-  store's data, and session state it creates dies with it. A query can still use CPU and
-  memory (within DuckDB's limits); it runs at the lowest CPU priority, at most two at once.
+  store's data, and session state it creates dies with it. Only queries are let in
+  (live_statements.py: CHECKPOINT, VACUUM, SET, ATTACH, PREPARE, temporary objects ... are
+  refused with one line). A query runs at the lowest CPU priority, on one thread, at most
+  two at once, within its own share of memory and temporary disk and its time limit, and is
+  interrupted when its client goes away or the holder finishes (live_guard.py).
 
 When the holder closes the store, queries that arrive meanwhile are told so and wait; they
 are released once the file is free, and the client then opens the file itself. A client
@@ -152,12 +160,17 @@ def _unsafe(db: Path, problem: str) -> StoreError:
     )
 
 
-def _ask(path: Path, db: Path, sql: str, params: list[Any]) -> tuple[socket.socket, Any]:
+def _ask(
+    path: Path, db: Path, sql: str, params: list[Any], timeout: float | None = None
+) -> tuple[socket.socket, Any]:
     """Send one query; (socket, stream) positioned at the Arrow stream of its answer.
 
     Raises HolderGone when no holder answers (the caller opens the file instead).
     """
-    sock, stream, _ = _request(path, db, {"sql": sql, "params": params})
+    payload: dict[str, Any] = {"sql": sql, "params": params}
+    if timeout is not None:
+        payload["timeout"] = timeout
+    sock, stream, _ = _request(path, db, payload)
     return sock, stream
 
 
@@ -194,6 +207,12 @@ def _request(path: Path, db: Path, payload: dict[str, Any]) -> tuple[socket.sock
         raise HolderGone
     if head.get("ok"):
         return sock, stream, head
+    _raise_refusal(head, sock, stream, db)
+    raise AssertionError("unreachable")  # for the type checker
+
+
+def _raise_refusal(head: dict[str, Any], sock: socket.socket, stream: Any, db: Path) -> None:
+    """Raise what the holder's ``{"ok": false, ...}`` line says, as the error it names."""
     kind = head.get("kind")
     if kind == "closing":
         # the holder closes the connection once the file is free (or dies): wait for that
@@ -211,7 +230,7 @@ def _request(path: Path, db: Path, payload: dict[str, Any]) -> tuple[socket.sock
         raise StoreError(f"store {db}: {message}")
     if kind == "unavailable":
         raise StoreInUse(f"store {db} is in use by another process: {message}")
-    if kind == "failed":
+    if kind in ("failed", "stopped"):
         raise StoreError(f"store {db}: {message}")
     raise UsageError(message)
 
@@ -301,11 +320,20 @@ class LiveConnection:
     """A read-only stand-in for a DuckDB connection, answered by the store's holder (and
     by the file itself once the holder has let go of it)."""
 
-    def __init__(self, path: Path, db: Path, route: _Route | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        db: Path,
+        route: _Route | None = None,
+        *,
+        query_timeout: float | None = None,
+    ) -> None:
         self.path = path
         self.db = db
         self._route = route or _Route(path, db)
         self._last: LiveResult | None = None
+        # seconds the holder lets each query run (None: the holder's default, 60)
+        self.query_timeout = query_timeout
 
     @property
     def on_file(self) -> bool:
@@ -344,7 +372,7 @@ class LiveConnection:
     arrow = fetch_arrow_table = to_arrow_table
 
     def cursor(self) -> LiveConnection:
-        return LiveConnection(self.path, self.db, self._route)
+        return LiveConnection(self.path, self.db, self._route, query_timeout=self.query_timeout)
 
     def close(self) -> None:
         self._last = None
@@ -356,13 +384,13 @@ class LiveConnection:
         return self._last
 
     def _query(self, sql: str, params: list[Any]) -> Any:
-        import pyarrow as pa
-
-        with self.open_reader(sql, params) as reader:
-            try:
+        try:
+            with self.open_reader(sql, params) as reader:
                 return reader.read_all()
-            except (OSError, pa.ArrowInvalid):
-                raise _broke_off(self.db) from None
+        except HolderGone:  # it finished while answering: read the file now it is free
+            self._route.open_file()
+            with self.open_reader(sql, params) as reader:
+                return reader.read_all()
 
     @contextlib.contextmanager
     def open_reader(self, sql: str, params: Sequence[Any] | None = None) -> Iterator[Any]:
@@ -370,12 +398,12 @@ class LiveConnection:
         params = list(params or [])
         if self._route.local is None:
             try:
-                sock, stream = _ask(self.path, self.db, sql, params)
+                sock, stream = _ask(self.path, self.db, sql, params, self.query_timeout)
             except HolderGone:
                 self._route.open_file()
             else:
                 with contextlib.closing(sock), contextlib.closing(stream):
-                    yield _arrow_stream(stream, self.db)
+                    yield _arrow_stream(sock, stream, self.db)
                 return
         local = self._route.open_file().cursor()
         try:
@@ -392,27 +420,55 @@ def _empty_reader() -> Any:
     return pa.RecordBatchReader.from_batches(pa.schema([]), [])
 
 
-def _arrow_stream(stream: Any, db: Path) -> Any:
+def _arrow_stream(sock: socket.socket, stream: Any, db: Path) -> Any:
+    """The answer's rows as a RecordBatchReader; once they are read, the trailer that says
+    whether they were all (else its error is raised, as the holder's first line would be)."""
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
     try:
-        return ipc.open_stream(stream)
+        source = ipc.open_stream(stream)
     except (OSError, pa.ArrowInvalid):
         raise _broke_off(db) from None
 
+    def batches() -> Iterator[Any]:
+        while True:
+            try:
+                batch = source.read_next_batch()
+            except StopIteration:
+                break
+            except (OSError, pa.ArrowInvalid):
+                raise _broke_off(db) from None
+            yield batch
+        try:
+            line = stream.readline(1 << 24)
+            trailer = orjson.loads(line) if line else {"ok": True}  # an older holder: none
+        except (OSError, orjson.JSONDecodeError):
+            raise _broke_off(db) from None
+        if not isinstance(trailer, dict):
+            raise _broke_off(db)
+        if not trailer.get("ok"):
+            _raise_refusal(trailer, sock, stream, db)
+
+    return pa.RecordBatchReader.from_batches(source.schema, batches())
+
 
 def _broke_off(db: Path) -> StoreError:
+    """The holder's answer stopped mid-way with no word why: it died, or the link broke."""
     return StoreError(
-        f"store {db}: the halugen process holding it broke off the query; run the command again"
+        f"store {db}: the answer from the halugen process holding it stopped part way (did "
+        f"that process end?); run the command again"
     )
 
 
-def connect_live(db: str | os.PathLike[str]) -> LiveConnection | None:
+def connect_live(
+    db: str | os.PathLike[str], *, query_timeout: float | None = None
+) -> LiveConnection | None:
     """A read-only connection to a store a running halugen process holds, or None.
 
     ``connect_live("halugen.duckdb").execute("SELECT * FROM calls").df()`` works in a
     notebook while a run is going; with no run holding the file, open it with DuckDB itself.
+    ``query_timeout``: seconds the holder lets each query run (default: its own, 60).
     Raises StoreError when the socket found is not private to this user (nothing is sent).
     """
     path = socket_path(db)
@@ -420,4 +476,4 @@ def connect_live(db: str | os.PathLike[str]) -> LiveConnection | None:
     if sock is None:
         return None
     sock.close()
-    return LiveConnection(path, Path(db))
+    return LiveConnection(path, Path(db), query_timeout=query_timeout)

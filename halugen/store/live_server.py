@@ -1,8 +1,10 @@
-"""The holder's side of live queries (see live.py for the protocol and who may ask what)."""
+"""The holder's side of live queries (see live.py for the protocol and who may ask what,
+live_statements.py for what may run, live_guard.py for how a query is kept from the run)."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import threading
@@ -15,6 +17,8 @@ import orjson
 
 from ..errors import HalugenError, UsageError
 from . import live
+from .live_guard import FINISHING, QueryGuard, QueryLimits
+from .live_statements import refusal
 
 __all__ = ["Action", "LiveReadServer"]
 
@@ -42,10 +46,13 @@ class LiveReadServer:
     query away from files and settings.
     """
 
-    def __init__(self, conn: duckdb.DuckDBPyConnection, db: Path) -> None:
+    def __init__(
+        self, conn: duckdb.DuckDBPyConnection, db: Path, limits: QueryLimits | None = None
+    ) -> None:
         self.path = live.socket_path(db)
         self.problem: str | None = None  # why start() refused, for the holder's warning
         self._parent = conn.cursor()  # created here; query cursors are made from it
+        self.guard = QueryGuard(conn.cursor(), limits or QueryLimits(256 * 2**20, 2**30))
         self._parent_lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(_MAX_QUERIES_AT_ONCE)
         self._state = threading.Condition()
@@ -105,10 +112,19 @@ class LiveReadServer:
 
     # -- shutdown, in two steps around the closing of the file (see Store.close) -----------
     def stop_answering(self) -> None:
-        """Admit no more queries (later ones wait to be released) and let running ones end."""
+        """Admit no more queries (later ones wait to be released), interrupt running ones
+        (they never delay the holder's exit) and let running actions end."""
         with self._state:
             self._closing = True
-            self._state.wait_for(lambda: self._running == 0)
+        self.guard.close()
+        with self._state:
+            # an interrupted query ends at its next chunk; a thread DuckDB does not give
+            # back (it cannot happen, but if it did) must not hold the run: it is a daemon
+            if not self._state.wait_for(lambda: self._running == 0, 10.0):
+                logging.getLogger(__name__).warning(
+                    "%d live quer(ies) did not end when interrupted; closing the store anyway",
+                    self._running,
+                )
 
     def close(self) -> None:
         """The file is free: stop listening, release waiting clients, remove the socket."""
@@ -158,9 +174,9 @@ class LiveReadServer:
                 if uid is not None and uid != live._my_uid():
                     _reply_error(stream, "this store's holder answers its own user only", "peer")
                     return
-                self._answer_on(stream)
+                self._answer_on(stream, client)
 
-    def _answer_on(self, stream: Any) -> None:
+    def _answer_on(self, stream: Any, client: socket.socket | None = None) -> None:
         try:
             request = orjson.loads(stream.readline(1 << 24))
             if not isinstance(request, dict):
@@ -174,34 +190,48 @@ class LiveReadServer:
                 sql, params = request["sql"], request.get("params") or []
                 if not isinstance(sql, str) or not isinstance(params, list):
                     raise ValueError("sql must be text and params a list")
+                timeout = request.get("timeout")
+                if timeout is not None and (
+                    not isinstance(timeout, int | float)
+                    or isinstance(timeout, bool)
+                    or timeout <= 0
+                ):
+                    raise ValueError("timeout must be a positive number of seconds")
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             _reply_error(stream, f"bad request: {exc}", "refused")
             return
         with self._state:
             closing = self._closing
-            if closing:
-                self._parked += 1
-                self._state.notify_all()
-            else:
+            if not closing:
                 self._running += 1
         if closing:
-            try:
-                _reply_error(stream, "the holder is closing the store", "closing")
-                self._released.wait(live._RELEASE_TIMEOUT)
-            finally:
-                with self._state:
-                    self._parked -= 1
+            self._park(stream)
             return
+        started = True
         try:
             if action is not None:
                 self._act(stream, action, args)
             else:
                 with self._slots:
-                    self._run(stream, sql, params)
+                    started = self._run(stream, sql, params, client, timeout)
         finally:
             with self._state:
                 self._running -= 1
                 self._state.notify_all()
+        if not started:  # it waited for a slot while the holder began to close
+            self._park(stream)
+
+    def _park(self, stream: Any) -> None:
+        """Tell the client the holder is closing; hold it until the file is free."""
+        with self._state:
+            self._parked += 1
+            self._state.notify_all()
+        try:
+            _reply_error(stream, "the holder is closing the store", "closing")
+            self._released.wait(live._RELEASE_TIMEOUT)
+        finally:
+            with self._state:
+                self._parked -= 1
 
     def _act(self, stream: Any, name: str, args: dict[str, Any]) -> None:
         with self._acting:  # looked up inside: a withdrawn action never starts
@@ -231,34 +261,63 @@ class LiveReadServer:
         stream.write(orjson.dumps({"ok": True, "result": result}) + b"\n")
         stream.flush()
 
-    def _run(self, stream: Any, sql: str, params: list[Any]) -> None:
+    def _run(
+        self,
+        stream: Any,
+        sql: str,
+        params: list[Any],
+        client: socket.socket | None = None,
+        timeout: float | None = None,
+    ) -> bool:
+        """Answer one query; False when the holder's closing stopped it (the caller then
+        holds the client until the file is free, as for queries that come meanwhile)."""
+        refused = refusal(sql)
+        if refused is not None:
+            _reply_error(stream, refused, "refused")
+            return True
         with self._parent_lock:
             cur = self._parent.cursor()  # a fresh session: nothing a query sets outlives it
         try:
-            if len(cur.extract_statements(sql)) != 1:
-                _reply_error(
-                    stream,
-                    "give one statement at a time while a halugen process holds the store",
-                    "refused",
-                )
-                return
-            cur.execute("BEGIN TRANSACTION READ ONLY")
-            relation = cur.sql(sql, params=params or None)
-            self.queries += 1
-            stream.write(b'{"ok":true}\n')
-            if relation is None:  # a statement without a result
-                _write_arrow(stream, None)
-            else:
-                _write_arrow(stream, relation.to_arrow_reader(live._BATCH_ROWS))
-        except duckdb.Error as exc:
-            _reply_error(stream, *_query_refusal(exc, str(exc)))
+            with self.guard.watch(cur, client, timeout) as watched:
+                if watched.stopped is not None:
+                    return False
+                try:
+                    cur.execute("BEGIN TRANSACTION READ ONLY")
+                    relation = cur.sql(sql, params=params or None)
+                    # run it up to its first rows before saying ok: most errors come here
+                    reader = (
+                        None if relation is None else relation.to_arrow_reader(live._BATCH_ROWS)
+                    )
+                except duckdb.Error as exc:
+                    if watched.stopped == FINISHING:
+                        return False  # its client reads the file once it is free
+                    if not watched.client_gone:
+                        _reply_error(stream, *_query_refusal(exc, str(exc), watched.stopped))
+                    return True
+                self.queries += 1
+                stream.write(b'{"ok":true}\n')
+                failure = _write_arrow(stream, reader)
+                if failure is None:
+                    stream.write(b'{"ok":true}\n')  # the trailer: every row was sent
+                    stream.flush()
+                elif watched.stopped == FINISHING:
+                    return False  # the trailer says "closing"; the client reads the file
+                elif not watched.client_gone:
+                    _reply_error(stream, *_query_refusal(failure, str(failure), watched.stopped))
+            return True
         finally:
             with contextlib.suppress(duckdb.Error):
                 cur.close()
 
 
-def _query_refusal(exc: duckdb.Error, message: str) -> tuple[str, str]:
-    """(message, kind) for a failed query: "refused" when the sandbox stopped it."""
+def _query_refusal(exc: Exception, message: str, stopped: str | None) -> tuple[str, str]:
+    """(message, kind) for a failed query: "refused" when the sandbox stopped it,
+    "stopped" when the holder interrupted it (``stopped`` says why)."""
+    if stopped is not None:
+        return (
+            f"the process holding the store interrupted the query: {stopped}",
+            "stopped",
+        )
     if isinstance(exc, duckdb.PermissionException):
         return (
             f"queries on a store a halugen process holds cannot read or write files "
@@ -274,15 +333,28 @@ def _query_refusal(exc: duckdb.Error, message: str) -> tuple[str, str]:
     return message, "sql"  # whole: DuckDB's hints (candidate bindings) included
 
 
-def _write_arrow(stream: Any, reader: Any) -> None:
+def _write_arrow(stream: Any, reader: Any) -> Exception | None:
+    """Send the result as an Arrow stream; the error that stopped reading it (DuckDB's, for
+    a query that fails or is interrupted after its first rows), else None. The stream is
+    always ended properly, so the client can read the trailer after it."""
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
     schema = reader.schema if reader is not None else pa.schema([])
+    failure: Exception | None = None
+    batches = iter(reader or ())
     with ipc.new_stream(stream, schema) as writer:
-        for batch in reader or ():
-            writer.write_batch(batch)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except Exception as exc:  # DuckDB's error, raised through Arrow (often OSError)
+                failure = exc
+                break
+            writer.write_batch(batch)  # an OSError here: the client went away
     stream.flush()
+    return failure
 
 
 def _reply_error(stream: Any, message: str, kind: str) -> None:

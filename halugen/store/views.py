@@ -120,8 +120,12 @@ GROUP BY call_id
         "calls",
         """
 SELECT l.key, l.run_id, l.stage, l.task, l.model, l.seed_key,
-       CASE WHEN m.lost THEN 'lost' WHEN m.open_pusd > 0 THEN 'unsettled' ELSE l.status END
-           AS status,
+       -- a call we stopped after its request had left (Ctrl-C, the budget) counts as
+       -- spent: 'abandoned_billed', not 'cancelled' (a cancelled call costs nothing)
+       CASE WHEN m.lost THEN 'lost' WHEN m.open_pusd > 0 THEN 'unsettled'
+            WHEN l.status IN ('cancelled', 'budget_exhausted') AND m.cost_pusd > 0
+                THEN 'abandoned_billed'
+            ELSE l.status END AS status,
        l.prompt_tokens, l.completion_tokens, l.cached_tokens, l.usage_estimated,
        COALESCE(m.cost_pusd, 0) / 1e12 AS cost_usd,
        COALESCE(m.reserved_pusd, 0) / 1e12 AS reserved_usd,
@@ -148,8 +152,10 @@ SELECT run_id, task, stage,
        count(*) AS calls,
        count(*) FILTER (WHERE status = 'cached') AS cached_calls,
        count(*) FILTER (WHERE status IN ('failed', 'lost', 'consumed')) AS failed_calls,
-       -- stopped by us, not failed: Ctrl-C, or released when the budget ran out
-       count(*) FILTER (WHERE status IN ('cancelled', 'budget_exhausted')) AS cancelled_calls,
+       -- stopped by us, not failed: Ctrl-C, or released when the budget ran out (billed
+       -- or not: cost_usd has what they cost)
+       count(*) FILTER (WHERE status IN ('cancelled', 'budget_exhausted', 'abandoned_billed'))
+           AS cancelled_calls,
        count(*) FILTER (WHERE status = 'unsettled') AS unsettled_calls,
        COALESCE(sum(prompt_tokens), 0) AS prompt_tokens,
        COALESCE(sum(completion_tokens), 0) AS completion_tokens,

@@ -67,6 +67,20 @@ def test_remote_bind_needs_flag_and_tokens(tmp_path: Path) -> None:
     assert not db.exists()  # refused before anything was opened
 
 
+def test_a_port_in_use_is_named_with_what_to_do(tmp_path: Path) -> None:
+    import socket
+
+    db = tmp_path / "busy.duckdb"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(UsageError, match=f"port {port} on 127.0.0.1 is in use.*--port"):
+            asyncio.run(serve(db, ServeOptions(port=port)))
+    with open_store(db):  # and the store it opened was let go
+        pass
+
+
 def test_serve_on_loopback_and_tokens_enforced(tmp_path: Path) -> None:
     db = tmp_path / "served.duckdb"
     with open_store(db) as s:

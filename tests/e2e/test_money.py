@@ -20,6 +20,7 @@ TERMINAL = {
     "consumed",
     "lost",
     "cancelled",
+    "abandoned_billed",
     "budget_exhausted",
 }
 

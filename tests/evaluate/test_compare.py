@@ -27,7 +27,8 @@ T0 = datetime(2024, 5, 1, 12, 0, 0)
 def _insert(store, rows) -> None:
     store.conn.executemany(
         "INSERT INTO judgements (run_id, task, item_key, item_id, strategy, model, shown, "
-        "truth, verdict, shown_length, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "truth, verdict, shown_length, created_at, reader) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'strict')",
         rows,
     )
 

@@ -178,7 +178,7 @@ def test_no_statement_through_the_holder_writes_a_file(held_store, tmp_path):
     # the same from Python
     conn = connect_live(held_store)
     assert conn is not None
-    with pytest.raises(UsageError, match="cannot read or write files"):
+    with pytest.raises(UsageError, match="COPY is refused"):
         conn.execute(f"EXPLAIN ANALYZE COPY (SELECT 1) TO '{targets[0]}'")
     assert not targets[0].exists()
 
@@ -398,7 +398,7 @@ def test_a_private_socket_of_ours_is_used(fake_holder):
     db, fake = fake_holder  # the fake set up as a real holder would be: it is asked
     conn = connect_live(db)
     assert conn is not None
-    with pytest.raises(StoreError, match="broke off"):
+    with pytest.raises(StoreError, match="stopped part way"):
         conn.execute("SELECT 1")
     assert b"SELECT 1" in fake.received
 
