@@ -27,7 +27,7 @@ from rich.console import Console
 from ..batch.run import run_in_batches, stage_by_stage, with_run
 from ..config import RunConfig
 from ..crew import crew_size, run_crew
-from ..endings import closing
+from ..endings import closing, with_failed_work
 from ..errors import RunStopping, UsageError
 from ..llm.calls import CallFailure
 from ..llm.capabilities import JSON_SCHEMA, LOGPROBS, MODES
@@ -420,6 +420,13 @@ async def evaluate(
                 + " (run 'halugen run' first, or give --data)"
             )
             message = f"nothing to judge: {where}"
+        status, message = with_failed_work(
+            status,
+            message,
+            failed=session.stats.failed.get(cfg.task, 0),
+            what="item(s)",
+            cause=session.stats.main_failure(),
+        )
         message, exit_code = closing(
             status,
             what=f"eval run {session.run_id} ({cfg.task}/{cfg.strategy} with {cfg.run.model})",
