@@ -1,0 +1,161 @@
+"""How much one record may hold, checked while a seed file is read: bad input costs only itself.
+
+A record nested deeper than ``MAX_DEPTH`` arrays or objects, or a text longer than
+``MAX_TEXT_BYTES``, is refused before a parser builds it: ijson builds the path of every
+value it meets, so 50,000 nested arrays in a 128 KB file cost it quadratic time and memory
+(22 s and 6 GB), and a multi-gigabyte string is held whole. No real seed nests that deep
+(HotpotQA's context, the deepest, is four levels) or holds a text that long (a CNN/DailyMail
+article is a few KB).
+
+``NestingGuard`` watches the bytes of a JSON array on their way to ijson and ends the stream
+where the first such record starts; the reader then says which record it was
+(``message``) after yielding the ones before it. JSON lines are split here too
+(``split_lines``): every line ending (``\\n``, ``\\r\\n`` and a lone ``\\r``, as old Mac
+files have) ends a line, and a line longer than ``MAX_LINE_BYTES`` is skipped without being
+held. A line's nesting is orjson's to limit (it refuses more than 1,024 levels at once).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import BinaryIO
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_LINE_BYTES",
+    "MAX_TEXT_BYTES",
+    "NestingGuard",
+    "split_lines",
+    "too_long",
+]
+
+MAX_DEPTH = 64  # arrays or objects inside one record
+MAX_TEXT_BYTES = 16 * 2**20  # one text (a JSON string, a CSV cell)
+MAX_LINE_BYTES = 64 * 2**20  # one JSON line
+_CHUNK = 64 * 1024
+
+_STRUCTURE = re.compile(rb'[\[\]{}"]')
+# the rest of a string's body from here: stops at its closing quote, or at a backslash that
+# ends the chunk (its escaped character comes with the next one)
+_STRING_BODY = re.compile(rb'(?:[^"\\]++|\\.)*+', re.DOTALL)
+_OPENERS = (0x5B, 0x7B)  # [ {
+_QUOTE = 0x22
+_BACKSLASH = 0x5C
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def too_long(size: int, limit: int) -> str:
+    """The reason for a text or line over ``limit`` bytes."""
+    return f"longer than halugen reads ({size / 2**20:.1f} MB; at most {limit // 2**20} MB)"
+
+
+class NestingGuard:
+    """A JSON array's bytes, read through, ending where a record breaks the limits.
+
+    ``problem`` says why (None while every record is within them) and ``record`` which
+    element of the array it is (1-based).
+    """
+
+    def __init__(self, raw: BinaryIO | object) -> None:
+        self._raw = raw
+        self._depth = 0  # the array itself is 1
+        self._in_string = False
+        self._escaped = False  # a backslash ended the last chunk inside a string
+        self._string_bytes = 0
+        self._ended = False
+        self.record = 0
+        self.problem: str | None = None
+
+    def read(self, size: int = -1) -> bytes:
+        if self._ended:
+            return b""
+        data: bytes = self._raw.read(size)  # type: ignore[attr-defined]
+        cut = self._scan(data)
+        if cut < len(data):
+            self._ended = True
+            return data[:cut]
+        return data
+
+    def message(self, path: str) -> str:
+        """The one line that refuses the file at the record that broke a limit."""
+        before = self.record - 1
+        read = f"the {before} record(s) before it were read" if before else "no record was read"
+        return f"{path}: record {self.record} {self.problem}; remove it or fix the file ({read})"
+
+    def _scan(self, data: bytes) -> int:
+        """Where ``data`` must end (``len(data)`` when nothing breaks a limit)."""
+        pos, end = 0, len(data)
+        if self._escaped and end:
+            self._escaped = False
+            pos = 1  # the character the last chunk's backslash escapes
+            self._string_bytes += 1
+        while pos < end:
+            if self._in_string:
+                stop = _STRING_BODY.match(data, pos).end()  # type: ignore[union-attr]
+                self._string_bytes += stop - pos
+                if self._string_bytes > MAX_TEXT_BYTES:
+                    self.problem = "holds a text " + too_long(self._string_bytes, MAX_TEXT_BYTES)
+                    return pos
+                if stop >= end:
+                    return end  # the string goes on in the next chunk
+                if data[stop] == _BACKSLASH:  # the last byte: an escape cut in two
+                    self._escaped = True
+                    self._string_bytes += 1
+                    return end
+                self._in_string = False
+                pos = stop + 1
+                continue
+            found = _STRUCTURE.search(data, pos)
+            if found is None:
+                return end
+            at = found.start()
+            char = data[at]
+            pos = at + 1
+            if char == _QUOTE:
+                self._in_string = True
+                self._string_bytes = 0
+                if self._depth == 1:
+                    self.record += 1
+            elif char in _OPENERS:
+                self._depth += 1
+                if self._depth == 2:
+                    self.record += 1
+                if self._depth > MAX_DEPTH + 1:
+                    self.problem = f"is nested deeper than {MAX_DEPTH} arrays or objects"
+                    return at
+            else:
+                self._depth -= 1
+        return end
+
+
+def split_lines(f: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
+    """``(line number, line)`` for each line of ``f``, whatever its line endings; ``None``
+    for a line longer than ``MAX_LINE_BYTES`` (skipped as it is read, never held)."""
+    line_no = 0
+    buffer = bytearray()
+    scanned = 0  # the buffer up to here holds no line ending
+    too_big = False  # inside a line that is over the limit: its bytes are dropped
+    while chunk := f.read(_CHUNK):
+        buffer += chunk
+        start = 0
+        while True:
+            found = _LINE_END.search(buffer, max(start, scanned))
+            # a "\r" that ends the buffer may be the first half of "\r\n": wait for more
+            if found is None or (found.group() == b"\r" and found.end() == len(buffer)):
+                break
+            line_no += 1
+            yield line_no, None if too_big else bytes(buffer[start : found.start()])
+            too_big = False
+            start = found.end()
+        del buffer[:start]
+        scanned = max(0, len(buffer) - 1)  # a "\r" at the end is looked at again
+        if len(buffer) > MAX_LINE_BYTES:
+            too_big = True
+            del buffer[: len(buffer) - 1]
+            if buffer != b"\r":
+                buffer.clear()
+            scanned = 0
+    if buffer or too_big:
+        line_no += 1
+        yield line_no, None if too_big else bytes(buffer).rstrip(b"\r")
