@@ -172,24 +172,10 @@ def test_an_empty_table_file_exits_2_as_an_empty_json_file_does(
     empty_json.write_bytes(b"[]")
     codes = []
     for path in (empty_json, _empty_parquet(tmp_path / "qa.parquet")):
-        codes.append(
-            main(
-                [
-                    "run",
-                    "--seeds",
-                    str(path),
-                    "--base-url",
-                    "http://127.0.0.1:9/v1",
-                    "--api-key",
-                    "k",
-                    "--model",
-                    "gpt-4o-mini",
-                    "--db",
-                    str(tmp_path / f"{path.suffix}.duckdb"),
-                    "--no-progress",
-                ]
-            )  # fmt: skip
-        )
+        db = str(tmp_path / f"{path.suffix}.duckdb")
+        args = ["run", "--seeds", str(path), "--base-url", "http://127.0.0.1:9/v1",
+                "--api-key", "k", "--model", "m", "--db", db, "--no-progress"]  # fmt: skip
+        codes.append(main(args))
     err = capsys.readouterr().err
     assert codes == [2, 2], err
     assert "holds no rows" in err
