@@ -198,7 +198,7 @@ def _first_array_keys(f: BinaryIO, path: str) -> tuple[frozenset[str] | None, st
                 return None, f"a JSON array whose first element is {kind}"
     except (ijson.JSONError, UnicodeDecodeError) as err:
         if guard.problem is not None:
-            raise InputError(guard.message(path)) from None
+            raise InputError(guard.message(path, 1)) from None
         raise InputError(f"{path}: invalid JSON in its first record ({one_line(err)})") from None
     # ijson raises on a cut array before the events run out; this is for safety only.
     raise InputError(f"{path}: the JSON array ends before its first record")

@@ -275,7 +275,7 @@ def iter_array(path: str) -> Iterator[tuple[int, Any]]:
                 yield count, (BadRecord(path, count, problem) if problem else item)
         except (ijson.JSONError, UnicodeDecodeError) as err:
             if guard.problem is not None:
-                raise InputError(guard.message(path)) from None
+                raise InputError(guard.message(path, count + 1)) from None
             raise InputError(_array_damage(path, count, err, marked.consumed)) from None
         except _READ_ERRORS as err:
             raise InputError(

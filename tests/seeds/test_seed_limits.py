@@ -82,12 +82,22 @@ def test_a_text_over_the_limit_ends_an_array_at_its_record(
 def test_escapes_cut_by_the_guards_chunks_are_read_right() -> None:
     import io
 
-    text = orjson.dumps(['a\\"b[', "c\\\\", {"k": ["]", "\\u005b"]}, "end"])
-    guard = limits.NestingGuard(io.BytesIO(text))
-    got = b""
-    while piece := guard.read(3):  # every chunk boundary, escapes included
-        got += piece
-    assert got == text and guard.problem is None and guard.record == 4
+    records = [{"a": 'x\\"y['}, {"b": "c\\\\"}, {"k": ["]", "\\u005b", "{{"]}, {"e": "}"}]
+    text = b"[" + b",".join(orjson.dumps(r) for r in records) + b"]"
+    for size in (1, 2, 3, 5, 64):  # every chunk boundary, escapes cut in two included
+        guard = limits.NestingGuard(io.BytesIO(text))
+        got = b""
+        while piece := guard.read(size):
+            got += piece
+        assert got == text and guard.problem is None, size
+    deeper = b'[{"a": "[[["}, {"b": ' + _deep(MAX_DEPTH + 5) + b"}]"
+    for size in (1, 7, 64):
+        guard = limits.NestingGuard(io.BytesIO(deeper))
+        got = b""
+        while piece := guard.read(size):
+            got += piece
+        assert guard.problem is not None  # the record itself and 63 arrays are all it may hold
+        assert got == deeper[: deeper.index(b"[" * (MAX_DEPTH + 1)) + MAX_DEPTH - 1]
 
 
 @pytest.mark.parametrize("ending", [b"\r", b"\r\n", b"\n"], ids=["cr", "crlf", "lf"])
