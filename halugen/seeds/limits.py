@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 __all__ = [
     "MAX_DEPTH",
@@ -52,6 +52,10 @@ def too_long(size: int, limit: int) -> str:
     return f"longer than halugen reads ({size / 2**20:.1f} MB; at most {limit // 2**20} MB)"
 
 
+class _Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
 class NestingGuard:
     """A JSON array's bytes, read through, ending where a record breaks the limits.
 
@@ -59,7 +63,7 @@ class NestingGuard:
     record it was: the one after those it got.
     """
 
-    def __init__(self, raw: BinaryIO | object) -> None:
+    def __init__(self, raw: _Readable) -> None:
         self._raw = raw
         self._depth = 0  # the array itself is 1
         self._in_string = False
@@ -71,7 +75,7 @@ class NestingGuard:
     def read(self, size: int = -1) -> bytes:
         if self._ended:
             return b""
-        data: bytes = self._raw.read(size)  # type: ignore[attr-defined]
+        data = self._raw.read(size)
         cut = self._scan(data)
         if cut < len(data):
             self._ended = True
