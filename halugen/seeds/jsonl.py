@@ -30,7 +30,7 @@ from ..errors import InputError
 from ..records import BadRecord, Seed
 from .badbytes import MarkedBytes, find_mark
 from .encoding import utf8_stream
-from .limits import MAX_LINE_BYTES, MAX_TEXT_BYTES, NestingGuard, split_lines, too_long
+from .limits import LONG_LINE, MAX_TEXT_BYTES, NestingGuard, split_lines, too_long
 
 __all__ = [
     "IJSON",
@@ -54,7 +54,6 @@ __all__ = [
 ]
 
 _JSON_SPACE = b" \t\r\n"
-_LONG_LINE = f"line longer than {MAX_LINE_BYTES // 2**20} MB: more than halugen reads in one record"
 _CHUNK = 64 * 1024
 # What a damaged or unreadable file raises while being read (gzip raises EOFError when cut).
 _READ_ERRORS = (OSError, EOFError, zlib.error)
@@ -226,7 +225,7 @@ def iter_lines(path: str) -> Iterator[tuple[int, Any]]:
             for line_no, raw in split_lines(f):
                 if raw is None:  # over the limit: skipped unread (seeds/limits.py)
                     seen = True
-                    yield line_no, BadRecord(path, line_no, _LONG_LINE)
+                    yield line_no, BadRecord(path, line_no, LONG_LINE)
                     continue
                 line = raw.strip()
                 if not line:

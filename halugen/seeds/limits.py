@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import BinaryIO, Protocol
 
 __all__ = [
+    "LONG_LINE",
     "MAX_DEPTH",
     "MAX_LINE_BYTES",
     "MAX_TEXT_BYTES",
@@ -34,6 +35,7 @@ MAX_DEPTH = 64  # arrays or objects inside one record
 MAX_TEXT_BYTES = 16 * 2**20  # one text (a JSON string, a CSV cell)
 MAX_LINE_BYTES = 64 * 2**20  # one JSON line
 _CHUNK = 64 * 1024
+LONG_LINE = f"line longer than {MAX_LINE_BYTES // 2**20} MB: more than halugen reads in one record"
 
 _STRUCTURE = re.compile(rb'[\[\]{}"]')
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)  # a backslash and the character it escapes
