@@ -30,7 +30,14 @@ from ..errors import InputError
 from ..records import BadRecord, Seed
 from .badbytes import MarkedBytes, find_mark
 from .encoding import utf8_stream
-from .limits import LONG_LINE, MAX_TEXT_BYTES, NestingGuard, split_lines, too_long
+from .limits import (
+    LONG_LINE,
+    MAX_TEXT_BYTES,
+    NestingGuard,
+    line_problem,
+    split_lines,
+    too_long,
+)
 
 __all__ = [
     "IJSON",
@@ -231,6 +238,10 @@ def iter_lines(path: str) -> Iterator[tuple[int, Any]]:
                 if not line:
                     continue  # blank lines (also a trailing one) carry nothing
                 seen = True
+                problem = line_problem(line)
+                if problem is not None:
+                    yield line_no, BadRecord(path, line_no, f"the record {problem}")
+                    continue
                 try:
                     value = orjson.loads(line)
                 except orjson.JSONDecodeError as err:

@@ -189,3 +189,14 @@ def test_an_empty_table_file_exits_2_as_an_empty_json_file_does(
     err = capsys.readouterr().err
     assert codes == [2, 2], err
     assert "holds no rows" in err
+
+
+def test_a_json_line_nested_too_deep_costs_only_itself(tmp_path: Path) -> None:
+    path = tmp_path / "qa.jsonl"
+    deep = b'{"knowledge": ' + _deep(500) + b', "question": "q", "right_answer": "r"}'
+    path.write_bytes(orjson.dumps(_qa(1)) + b"\n" + deep + b"\n" + orjson.dumps(_qa(3)) + b"\n")
+    got = list(jsonl.iter_lines(str(path)))
+    assert [n for n, _ in got] == [1, 2, 3]
+    assert isinstance(got[1][1], BadRecord)
+    assert f"nested deeper than {MAX_DEPTH}" in got[1][1].reason
+    assert not isinstance(got[2][1], BadRecord)
