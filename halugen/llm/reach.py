@@ -76,7 +76,8 @@ class Reachability:
                 f"the server at {self.where} accepted connections but answered none of the "
                 f"last {self._timeouts} requests ({str(error).split(' (')[0]}); nothing answered "
                 f"for {silent_for:.0f} s (--unreachable-after): stopping. What was answered is "
-                f"kept: run the same command again once the server answers"
+                f"kept: run the same command again once the server answers (or with a longer "
+                f"--timeout, if it is only that slow)"
             )
 
     def connect_failed(self, error: ConnectFailed) -> None:
