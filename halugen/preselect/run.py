@@ -25,6 +25,7 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from rich.console import Console
 
+from ..batch.planner import DEFERRED
 from ..batch.run import run_in_batches, stage_by_stage, with_run
 from ..config import RunConfig
 from ..crew import crew_size, run_crew
@@ -123,12 +124,15 @@ class _Response:
         return "" if usable(self.text) else "empty"
 
 
-async def _sample(cfg: PreselectConfig, session: CallSession, q: Query) -> list[_Response] | None:
+async def _sample(
+    cfg: PreselectConfig, session: CallSession, q: Query
+) -> list[_Response] | CallFailure:
+    """The query's responses, or the failure of a call it needed."""
     out: list[_Response] = []
     want = cfg.responses
     use_n = await session.capabilities.decide(N_CHOICES, want) if want > 1 else None
     if isinstance(use_n, CallFailure):
-        return None  # the probe it waited for got no answer; a resume asks again
+        return use_n  # the probe it waited for got no answer; a resume asks again
     if use_n is not None and use_n.supported:
         request = _request(cfg, q, n=want, index=0)
         result = await session.calls.call(request, stage="respond", task="general", seed_key=q.key)
@@ -137,7 +141,7 @@ async def _sample(cfg: PreselectConfig, session: CallSession, q: Query) -> list[
             # response, for this query and every later one
             session.capabilities.refused(N_CHOICES, want, result)
         elif isinstance(result, CallFailure):
-            return None
+            return result
         else:
             finishes = list(result.finish_reasons) + [""] * len(result.texts)
             for text, finish in zip(result.texts[:want], finishes, strict=False):
@@ -146,7 +150,7 @@ async def _sample(cfg: PreselectConfig, session: CallSession, q: Query) -> list[
         request = _request(cfg, q, n=1, index=len(out))
         result = await session.calls.call(request, stage="respond", task="general", seed_key=q.key)
         if isinstance(result, CallFailure):
-            return None
+            return result
         out.append(_Response(len(out), result.text.strip(), result.finish_reason, request.key))
     return out
 
@@ -208,8 +212,10 @@ async def _respond(
             except RunStopping as stop:  # budget used up or Ctrl-C: the query stays pending
                 session.flags.stopped_by(stop)
                 continue
-            if responses is None:
-                st.bump(st.failed, "general")
+            if isinstance(responses, CallFailure):
+                # a call deferred to a batch (batch mode's planning pass) has not failed
+                if responses.error_class != DEFERRED:
+                    st.bump(st.failed, "general")
                 continue
             kept = [r for r in responses if not r.dropped]
             rows: list[WriterRow] = [
