@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-__all__ = ["EXIT_CODES", "closing", "closing_line", "exit_code"]
+__all__ = ["EXIT_CODES", "closing", "closing_line", "exit_code", "with_failed_work"]
 
 EXIT_CODES: Mapping[str, int] = MappingProxyType(
     {
@@ -44,6 +44,19 @@ _NEXT = {
 def exit_code(status: str) -> int:
     """The exit code of a run that ended with ``status`` (an unknown status is a failure)."""
     return EXIT_CODES.get(status, 1)
+
+
+def with_failed_work(
+    status: str, detail: str, *, failed: int, what: str, cause: str | None = None
+) -> tuple[str, str]:
+    """(status, detail) of a run that would end ``done`` although ``failed`` of its ``what``
+    (e.g. "seed(s)") failed on call errors: it ends ``incomplete``, never done with exit 0.
+    ``cause``: the most common reason, for the line."""
+    if status != "done" or failed <= 0:
+        return status, detail
+    return "incomplete", f"{failed} {what} failed on call errors" + (
+        f"; most common cause: {cause}" if cause else ""
+    )
 
 
 def closing_line(

@@ -21,7 +21,7 @@ from .budget import Ledger
 from .cacheplan import plan_task
 from .config import RunConfig
 from .context_window import effective_window, requeue_context_rejections, window_learner
-from .endings import closing
+from .endings import closing, with_failed_work
 from .errors import UsageError
 from .llm.capabilities import JSON_SCHEMA
 from .llm.endpoint import EndpointInfo, is_openai, takes_cache_key
@@ -351,10 +351,8 @@ def _finish(
         )
         summary = ""
     elif status == "done" and pending:
-        status = "incomplete"
-        cause = st.main_failure()
-        detail = f"{pending} seed(s) failed on call errors" + (
-            f"; most common cause: {cause}" if cause else ""
+        status, detail = with_failed_work(
+            status, detail, failed=pending, what="seed(s)", cause=st.main_failure()
         )
     elif status in ("budget_exhausted", "interrupted"):
         summary += f"; {pending} seed(s) pending"

@@ -149,7 +149,13 @@ class RateLimited(RetryableError):
 
 
 class CallTimeout(RetryableError):
-    """The request was sent but no complete answer came in time (a slow or queueing server)."""
+    """The request was sent but no complete answer came in time (a slow or queueing server).
+
+    ``waited``: the seconds the attempt was given (its --timeout), 0 when not known."""
+
+    def __init__(self, message: str, *, billed_maybe: bool = False, waited: float = 0.0) -> None:
+        super().__init__(message, billed_maybe=billed_maybe)
+        self.waited = waited
 
 
 class ConnectFailed(RetryableError):

@@ -384,7 +384,8 @@ SETTINGS: tuple[Setting, ...] = (
         toml="unreachable_after",
         metavar="SECONDS",
         default=60.0,
-        help="stop the run when no attempt could connect to the endpoint for this long",
+        help="stop the run when for this long no attempt could connect to the endpoint, or it "
+        "took requests and answered none (timeouts in a row)",
         example=120,
     ),
     Setting(

@@ -295,6 +295,8 @@ async def call_session(
             count_tokens=counter.count,
             notify=_say,
         )
+        if plan is None:  # a server that says how many requests it serves gets no more
+            await pool.ask_slots()
         outbox = Outbox()
         runner = CallRunner(
             run_id=run_id,

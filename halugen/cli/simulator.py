@@ -199,6 +199,25 @@ def add_parsers(sub: Any) -> None:
         "(default: never)",
     )
     sim.add_argument(
+        "--frozen-after",
+        type=int,
+        metavar="N",
+        help="answer N chat requests, then freeze: take every later one and never answer it "
+        "(default: never)",
+    )
+    sim.add_argument(
+        "--max-n",
+        type=int,
+        metavar="N",
+        help="refuse requests asking for more than N choices with a 400 naming the field, as "
+        "llama.cpp's server does above its slot count (-np) (default: no cap)",
+    )
+    sim.add_argument(
+        "--announce-slots",
+        action="store_true",
+        help="say the --capacity in GET /props as total_slots, as llama.cpp's server does",
+    )
+    sim.add_argument(
         "--seed", type=int, default=0, help="mixes into every simulated choice (default: 0)"
     )
     sim.add_argument(
@@ -276,6 +295,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         usage_scale=args.usage_scale,
         tokenizer=args.tokenizer,
         down_after=args.down_after,
+        frozen_after=args.frozen_after,
+        max_n=args.max_n,
+        announce_slots=args.announce_slots,
         **kw,
     )
 

@@ -22,6 +22,7 @@ import orjson
 from ..errors import InputError
 from ..records import fingerprint
 from ..seeds import expand_paths
+from ..seeds.limits import LONG_LINE, split_lines
 from ..store.db import Store
 from ..tasks import get_task, known_tasks
 from ..tasks.columns import field_columns
@@ -108,8 +109,9 @@ def read_halueval(path: str, task: str | None = None) -> Iterator[HaluEvalRecord
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     with f:
         seen = False
-        for line_no, line in enumerate(f, 1):
-            raw = line.rstrip(b"\r\n")
+        for line_no, raw in split_lines(f):  # LF, CRLF or CR alone (seeds/limits.py)
+            if raw is None:
+                raise InputError(f"{path}:{line_no}: {LONG_LINE}")
             if not raw.strip():
                 continue
             try:

@@ -27,10 +27,11 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from rich.console import Console
 
+from ..batch.planner import DEFERRED
 from ..batch.run import run_in_batches, stage_by_stage, with_run
 from ..config import RunConfig
 from ..crew import crew_size, run_crew
-from ..endings import closing
+from ..endings import closing, with_failed_work
 from ..errors import RunStopping, UsageError
 from ..llm.calls import CallFailure
 from ..llm.capabilities import JSON_SCHEMA, LOGPROBS, MODES
@@ -147,7 +148,8 @@ async def _judge_one(
     template: Template,
     item: judge.EvalItem,
     again: Template | None = None,
-) -> _Judged | None:
+) -> _Judged | CallFailure | None:
+    """The item judged; the failure of a call it needed; None for an item without a label."""
     rng = _rng(cfg.run.run_seed, item.key)
     right, hallucinated = judge.shown_texts(item)
     if cfg.strategy == "contrast":
@@ -185,7 +187,7 @@ async def _judge_one(
         else await session.capabilities.formatted(request, judge.response_format(cfg.strategy))
     )
     if isinstance(ready, CallFailure):
-        return None  # the probe it waited for got no answer; a resume retries the item
+        return ready  # the probe it waited for got no answer; a resume retries the item
     if isinstance(ready, ChatRequest):
         request = ready
     result = await session.calls.call(request, est_prompt_tokens=est, **where)
@@ -196,7 +198,7 @@ async def _judge_one(
     ):
         _no_logprobs(session, "a reply had none")
     if isinstance(result, CallFailure):
-        return None  # logged in calls; the item stays unjudged and a resume retries it
+        return result  # logged in calls; the item stays unjudged and a resume retries it
 
     def read(text: str) -> str:
         if cfg.strategy != "contrast":
@@ -228,7 +230,7 @@ async def _judge_one(
         est += session.counter.count(result.text) + again.estimate_tokens({}, session.counter)
         second = await session.calls.call(request, est_prompt_tokens=est, **where)
         if isinstance(second, CallFailure):
-            return None  # as for the first call: unjudged, a resume asks again
+            return second  # as for the first call: unjudged, a resume asks again
         first_verdict, first_raw, asked = verdict, result.text, 2
         result, verdict = second, read(second.text)
     return _Judged(
@@ -280,8 +282,10 @@ async def _worker(
             except RunStopping as stop:  # budget used up or Ctrl-C: the item stays pending
                 session.flags.stopped_by(stop)
                 continue
-            if judged is None:
-                st.bump(st.failed, cfg.task)
+            if judged is None or isinstance(judged, CallFailure):
+                # a call deferred to a batch (batch mode's planning pass) has not failed
+                if not (isinstance(judged, CallFailure) and judged.error_class == DEFERRED):
+                    st.bump(st.failed, cfg.task)
                 continue
             session.writer.put(
                 [
@@ -429,6 +433,13 @@ async def evaluate(
                 + " (run 'halugen run' first, or give --data)"
             )
             message = f"nothing to judge: {where}"
+        status, message = with_failed_work(
+            status,
+            message,
+            failed=session.stats.failed.get(cfg.task, 0),
+            what="item(s)",
+            cause=session.stats.main_failure(),
+        )
         message, exit_code = closing(
             status,
             what=f"eval run {session.run_id} ({cfg.task}/{cfg.strategy} with {cfg.run.model})",

@@ -27,6 +27,7 @@ from ..config import RetryPolicy
 from ..errors import (
     AuthError,
     BudgetExhausted,
+    CallTimeout,
     ConnectFailed,
     ContextTooLong,
     EndpointUnreachable,
@@ -216,12 +217,14 @@ class CallRunner:
                     self._first.done(alone, answered)
             if isinstance(outcome, ChatResult):
                 return outcome
-            if isinstance(outcome, ConnectFailed):
-                try:
-                    self.reach.connect_failed(outcome)  # gone for good: the run stops
-                except EndpointUnreachable:
-                    self._log_end(call, "failed", outcome)
-                    raise
+            try:  # gone or frozen for good: the run stops
+                if isinstance(outcome, ConnectFailed):
+                    self.reach.connect_failed(outcome)
+                elif isinstance(outcome, CallTimeout):
+                    self.reach.timed_out(outcome)
+            except EndpointUnreachable:
+                self._log_end(call, "failed", outcome)
+                raise
             if isinstance(outcome, RetryableError):
                 call.errors.append(_describe(outcome))
             raise outcome
@@ -241,6 +244,7 @@ class CallRunner:
                 max_attempts=call.max_attempts,
                 sleep=wait,
                 on_retry=retried,
+                counts=self.reach.counts_attempt,
             )
         except (RetryableError, FatalCallError) as exc:
             last_error: LLMError = exc

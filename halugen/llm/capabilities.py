@@ -19,6 +19,13 @@ session. First found wins:
 
 Every decision is written to ``endpoint_capabilities`` with where it came from; rows whose
 source is ``probe`` are what later sessions of any run of the endpoint and model assume.
+
+A capability with a value is asked with the value the run will use: ``n`` with the choices
+a request needs (llama.cpp's server takes ``n`` up to its slot count only), decided and
+stored as ``n=3`` apart from ``n=2``. A request refused later with a 400 naming the field
+(``refuses_field``: a stored answer from another server behind the same URL, a gateway that
+answers probes differently) turns the feature off for the rest of the session
+(``refused``): the caller falls back, e.g. to one call per response.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +52,7 @@ __all__ = [
     "N_CHOICES",
     "Capabilities",
     "Decision",
+    "refuses_field",
 ]
 
 JSON_SCHEMA = "json_schema"  # structured outputs: response_format with a JSON schema
@@ -60,7 +69,8 @@ class Decision:
     """How a session asks about one capability, and why.
 
     ``source``: flag | stored (a probe of an earlier session) | run (how this run asked
-    before) | probe (this session's) | default (no server could be asked).
+    before) | probe (this session's) | default (no server could be asked) | refused (a
+    request of this session was refused with a 400 naming the field).
     """
 
     capability: str
@@ -77,6 +87,7 @@ class Decision:
             "probe": f"as the probe found ({self.detail})",
             "run": "as this run asked before",
             "default": f"{self.detail}; {_FLAGS[self.capability]} decides".rstrip("; "),
+            "refused": f"as the server refused it ({self.detail})",
         }[self.source]
         if self.capability == JSON_SCHEMA:
             if self.supported:
@@ -119,26 +130,38 @@ class Capabilities:
     def notes(self) -> list[str]:
         return [d.note for d in self._decided.values() if d.note]
 
-    async def decide(self, capability: str) -> Decision | CallFailure:
+    async def decide(self, capability: str, value: int | None = None) -> Decision | CallFailure:
         """The session's decision; the first caller makes it, the others wait for it.
 
-        A ``CallFailure`` when a probe was needed and got no answer: the caller fails as
-        its own call would have, and the next caller asks again.
+        ``value``: what the run will ask for (``n``: the choices a request needs); each
+        value is a question of its own. A ``CallFailure`` when a probe was needed and got no
+        answer: the caller fails as its own call would have, and the next caller asks again.
         """
-        decided = self._decided.get(capability)
+        key = _key(capability, value)
+        decided = self._decided.get(key)
         if decided is not None:
             return decided
-        lock = self._locks.setdefault(capability, asyncio.Lock())
+        lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
-            decided = self._decided.get(capability)
+            decided = self._decided.get(key)
             if decided is None:
                 try:
-                    decided = await self._decide(capability)
+                    decided = await self._decide(capability, value)
                 except ProbeUnanswered as exc:
                     return exc.failure
-                self._decided[capability] = decided
-                self._record(decided)
+                self._decided[key] = decided
+                self._record(key, decided)
         return decided
+
+    def refused(self, capability: str, value: int | None, failure: CallFailure) -> Decision:
+        """A request asking for ``capability`` was refused (``refuses_field``): it is off for
+        the rest of the session, and this run asks without it from now on."""
+        key = _key(capability, value)
+        decision = Decision(capability, False, "refused", failure.message[:300])
+        if self._decided.get(key) != decision:
+            self._decided[key] = decision
+            self._record(key, decision)
+        return decision
 
     async def formatted(
         self, request: ChatRequest, response_format: Mapping[str, Any]
@@ -151,24 +174,25 @@ class Capabilities:
             return dataclasses.replace(request, response_format=dict(response_format))
         return request
 
-    async def _decide(self, capability: str) -> Decision:
+    async def _decide(self, capability: str, value: int | None) -> Decision:
         mode = self.modes.get(capability, "auto")
         if mode != "auto":
             flag = _FLAGS[capability].split(" ")[0]
             return Decision(capability, mode == "on", "flag", f"{flag} {mode}".strip())
+        key = _key(capability, value)
         row = self._latest(
             "endpoint = ? AND model = ? AND capability = ? AND source = 'probe'",
-            [self.endpoint, self.model, capability],
+            [self.endpoint, self.model, key],
         )
         if row is not None:
             return Decision(capability, row[0], "stored", row[1])
-        row = self._latest("run_id = ? AND capability = ?", [self.run_id, capability])
+        row = self._latest("run_id = ? AND capability = ?", [self.run_id, key])
         if row is not None:
             return Decision(capability, row[0], "run", row[1])
         if self.runner is None:
             return Decision(capability, False, "default", "no server was asked, none is known")
         supported, detail = await probe(
-            self.runner, capability, self.model, task=self.task, rng=self._rng
+            self.runner, capability, self.model, task=self.task, rng=self._rng, value=value
         )
         return Decision(capability, supported, "probe", detail)
 
@@ -180,14 +204,30 @@ class Capabilities:
         )
         return (bool(rows[0][0]), str(rows[0][1] or "")) if rows else None
 
-    def _record(self, decision: Decision) -> None:
+    def _record(self, key: str, decision: Decision) -> None:
         row = EndpointCapabilityRow(
             endpoint=self.endpoint,
             model=self.model,
-            capability=decision.capability,
+            capability=key,
             supported=decision.supported,
             detail=decision.detail[:500],
             run_id=self.run_id,
             source=decision.source,
         )
         self.store.writer.put([row])
+
+
+def _key(capability: str, value: int | None) -> str:
+    """How a decision is kept and stored: ``n=3`` for n with 3 choices."""
+    return capability if value is None else f"{capability}={value}"
+
+
+def refuses_field(failure: CallFailure, field: str) -> bool:
+    """Was a request refused with a 400 that names ``field``? ("Field 'n': Value must be
+    between 1 <= value <= 2" from llama.cpp's server, "'n' must be ...", "param: n")."""
+    if failure.status != 400:
+        return False
+    name = re.escape(field)
+    quoted = rf"""['"`]{name}['"`]"""
+    labelled = rf"\b(?:param(?:eter)?|field)\s*[:=]?\s*{name}\b"
+    return re.search(f"{quoted}|{labelled}", failure.message, re.IGNORECASE) is not None

@@ -21,6 +21,11 @@ answer decides the mode:
   answers to requests admitted before the last decrease say nothing new. When the user gave
   a pace (``--rpm``/``--tpm``), the cap never exceeds what that pace needs either.
 
+A server that says how many requests it serves at once (llama.cpp's ``GET /props``
+``total_slots``: ``slots_announced``) is taken at its word while its capacity binds: the cap
+goes to the slot count with the first answer and never above it, so requests wait here
+rather than in its queue, where their latency grows and counts against the timeout.
+
 The maximum is ``-j`` when given. Without it, ``LIMITS_MAXIMUM`` when a pace is known (the
 server announced limits, or the user gave them) and ``CAPACITY_MAXIMUM`` when not: a server
 that announces nothing and answers fast keeps growing the cap until its queue reaches the
@@ -148,16 +153,28 @@ class ConcurrencyControl:
         self._next_seq = 0
         self._epoch = 0  # first sequence number admitted after the last decrease
         self._levels: dict[int, _Level] = {}
+        self.slots: int | None = None  # requests the server says it serves at once
 
     @property
     def maximum(self) -> int:
-        """The most in flight: ``-j``, else the automatic maximum for what is known; never
-        more than the room for connections."""
+        """The most in flight: ``-j``, else the automatic maximum for what is known (the
+        server's slots while its capacity binds); never more than the room for connections."""
         if self.explicit is not None:
             most = self.explicit
         else:
             most = LIMITS_MAXIMUM if self.pace_rps is not None else CAPACITY_MAXIMUM
+            if self.slots is not None and self.mode != ANNOUNCED:
+                most = min(most, self.slots)
         return most if self.room is None else max(1, min(most, self.room))
+
+    def slots_announced(self, slots: int) -> None:
+        """The server serves ``slots`` requests at once (see the module docstring)."""
+        if slots < 1:
+            return
+        self.slots = slots
+        if self.mode == CAPACITY:
+            self.cap = self.maximum
+        self._settle()
 
     @property
     def need(self) -> int | None:
@@ -196,6 +213,8 @@ class ConcurrencyControl:
         """
         if self.mode == PROBING:
             self.mode = CAPACITY
+            if self.slots is not None:
+                self.cap = self.maximum  # the server said how many it serves at once
         self._answered = True
         if latency > 0:
             last = self.latency_s

@@ -6,7 +6,8 @@ change a user makes:
 - ``GET {base}/models`` (every OpenAI-compatible server): the model ids. vLLM adds
   ``max_model_len`` to each model; some servers give ``context_length`` or ``n_ctx``.
 - ``GET {root}/props`` (llama.cpp's server, at the root, not under ``/v1``):
-  ``default_generation_settings.n_ctx``.
+  ``default_generation_settings.n_ctx``, and ``total_slots``, the requests it serves at
+  once (``announced_slots``: the concurrency cap keeps to them, llm/capacity.py).
 
 A server that answers neither is fine: OpenAI's windows come from the price card, and a
 context-length error teaches the window during the run (see ``context_window_from_error``).
@@ -28,6 +29,7 @@ from .transport import Transport
 
 __all__ = [
     "EndpointInfo",
+    "announced_slots",
     "context_window_from_error",
     "describe_endpoint",
     "is_openai",
@@ -117,6 +119,20 @@ async def describe_endpoint(
                 windows[model] = n_ctx
             source = "props"
     return EndpointInfo(tuple(models), windows or None, source)
+
+
+async def announced_slots(transport: Transport, base_url: str, api_key: str | None) -> int | None:
+    """The requests the server says it serves at once (llama.cpp's ``total_slots`` in
+    ``GET /props``), or None: not said, not asked (OpenAI's API), or no answer."""
+    if is_openai(base_url):
+        return None
+    parts = urlsplit(base_url.rstrip("/"))
+    try:
+        props = await _get_json(transport, f"{parts.scheme}://{parts.netloc}/props", api_key)
+    except ConnectFailed:
+        return None
+    slots = props.get("total_slots") if isinstance(props, dict) else None
+    return slots if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0 else None
 
 
 async def _get_json(transport: Transport, url: str, api_key: str | None) -> Any:

@@ -388,6 +388,11 @@ class RateLimiter:
     def _cool_until(self, until: float) -> None:
         self._cooldown_until = max(self._cooldown_until, until)
 
+    def slots_announced(self, slots: int) -> None:
+        """The server says it serves ``slots`` requests at once (llm/capacity.py)."""
+        self._control.slots_announced(slots)
+        self._freed.set()
+
     # -- reporting --------------------------------------------------------------------------------
 
     @property

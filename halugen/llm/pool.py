@@ -45,6 +45,7 @@ from ..records import ChatRequest, ChatResult
 from .binding import LABELS, PaceGauge
 from .capacity import LIMITS_MAXIMUM
 from .client import ChatClient
+from .endpoint import announced_slots
 from .limiter import SERVER, LimiterSnapshot, RateLimiter, Ticket, wait_for_change
 from .sockets import connection_room
 from .transport import Transport
@@ -100,6 +101,7 @@ class EndpointPool:
         self._gate = asyncio.Lock()
         self._waiting = 0
         self._notify = notify or (lambda message: None)
+        self._transport = transport
         self.gauge = PaceGauge()
         rooms = self._rooms(endpoints)
         self.members: list[Member] = []
@@ -121,6 +123,15 @@ class EndpointPool:
                 auth=endpoint.auth,
             )
             self.members.append(Member(endpoint, client, limiter))
+
+    async def ask_slots(self) -> None:
+        """Ask each endpoint how many requests it serves at once (llm/endpoint.py); those
+        that say keep their concurrency to it."""
+        for member in self.members:
+            endpoint = member.endpoint
+            slots = await announced_slots(self._transport, endpoint.url, endpoint.api_key)
+            if slots is not None:
+                member.limiter.slots_announced(slots)
 
     def _rooms(self, endpoints: Sequence[Endpoint]) -> list[int | None]:
         """Each endpoint's share of the connections the open-file limit leaves (None: all

@@ -41,6 +41,7 @@ _FORMAT = json_schema_format("probe", {"probe": {"type": "string", "enum": ["hal
 # what says nothing about the feature: no answer, or an answer that is not one
 _NO_ANSWER = frozenset({0, 200, 408, 409, 429, 502, 503, 504})
 TOP_LOGPROBS = 5  # what eval asks for with --scoring logprobs
+_N_PROBED = 2  # choices the n probe asks for when the caller names no number
 
 
 class ProbeUnanswered(Exception):
@@ -62,23 +63,31 @@ def control_request(model: str) -> ChatRequest:
     return ChatRequest(model=model, messages=_MESSAGES, temperature=0.0, max_tokens=16)
 
 
-def probe_request(capability: str, model: str) -> ChatRequest:
-    """The fixed request that asks ``model`` for ``capability``."""
+def probe_request(capability: str, model: str, value: int | None = None) -> ChatRequest:
+    """The fixed request that asks ``model`` for ``capability`` (``n``: ``value`` choices,
+    the number the run will ask for; 2 when not given)."""
     base = control_request(model)
     if capability == "json_schema":
         return replace(base, response_format=_FORMAT)
     if capability == "n":
-        return replace(base, temperature=1.0, n=2)  # some servers refuse n > 1 when greedy
+        # some servers refuse n > 1 when greedy
+        return replace(base, temperature=1.0, n=value or _N_PROBED)
     if capability == "logprobs":
         return replace(base, logprobs=True, top_logprobs=TOP_LOGPROBS)
     raise ValueError(f"no probe for {capability!r}")
 
 
 async def probe(
-    runner: CallRunner, capability: str, model: str, *, task: str, rng: random.Random
+    runner: CallRunner,
+    capability: str,
+    model: str,
+    *,
+    task: str,
+    rng: random.Random,
+    value: int | None = None,
 ) -> tuple[bool, str]:
     """(supported, how that was found out). Raises ``ProbeUnanswered`` (see the module)."""
-    request = probe_request(capability, model)
+    request = probe_request(capability, model, value)
 
     async def once() -> ChatResult | CallFailure:
         return await runner.call(request, stage=PROBE_STAGE, task=task, max_attempts=1)
@@ -106,7 +115,7 @@ async def probe(
             raise _NoAnswer(
                 CallFailure(request.key, "ContentFilter", "the probe was filtered", 200)
             )
-        return _read(capability, result)
+        return _read(capability, result, request.n)
 
     try:
         return await retrying(ask, policy=runner.retry, rng=rng)
@@ -114,7 +123,7 @@ async def probe(
         raise ProbeUnanswered(exc.failure) from None
 
 
-def _read(capability: str, result: ChatResult) -> tuple[bool, str]:
+def _read(capability: str, result: ChatResult, n: int) -> tuple[bool, str]:
     """Whether a 200 reply honoured the feature."""
     if capability == "json_schema":
         text = visible_text(result.text)
@@ -126,7 +135,8 @@ def _read(capability: str, result: ChatResult) -> tuple[bool, str]:
         return False, "ignored: the reply was text"
     if capability == "n":
         got = len(result.texts)
-        return (True, "2 choices for n=2") if got >= 2 else (False, f"{got} choice for n=2")
+        told = f"{got} choice{'s' if got != 1 else ''} for n={n}"
+        return got >= n, told
     if result.logprobs and result.logprobs[0]:
         return True, "given"
     return False, "ignored: the reply had no logprobs"

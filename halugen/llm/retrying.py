@@ -73,21 +73,27 @@ async def retrying(
     max_attempts: int | None = None,
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     on_retry: Callable[[RetryableError], None] | None = None,
+    counts: Callable[[RetryableError], bool] | None = None,
 ) -> T:
     """``await attempt()`` until it returns, trying a ``RetryableError`` again.
 
     ``max_attempts`` overrides the policy's. The last ``RetryableError`` is raised when the
-    attempts are used up; ``on_retry`` is told of each one that is tried again.
+    attempts are used up; ``on_retry`` is told of each one that is tried again. ``counts``
+    says whether a failure uses up an attempt (a refused connection to a server being
+    restarted does not: llm/reach.py); every failure still lengthens the backoff.
     """
     limit = max(1, max_attempts or policy.max_attempts)
-    done = 0
+    used = 0  # failures that count against the limit
+    tries = 0  # every failure: the backoff's exponent
     while True:
         try:
             return await attempt()
         except RetryableError as exc:
-            done += 1
-            if done >= limit:
+            tries += 1
+            if counts is None or counts(exc):
+                used += 1
+            if used >= limit:
                 raise
             if on_retry is not None:
                 on_retry(exc)
-            await sleep(backoff_delay(done - 1, policy, exc.retry_after, rng))
+            await sleep(backoff_delay(tries - 1, policy, exc.retry_after, rng))

@@ -87,7 +87,9 @@ class HandlerTransport:
             async with asyncio.timeout(timeouts.total):
                 return await self._get_handler(path, {k.lower(): v for k, v in headers.items()})
         except TimeoutError:
-            raise CallTimeout(_timeout_message(timeouts.total), billed_maybe=False) from None
+            raise CallTimeout(
+                _timeout_message(timeouts.total), billed_maybe=False, waited=timeouts.total
+            ) from None
 
     async def post(
         self, url: str, headers: Mapping[str, str], body: bytes, timeouts: Timeouts
@@ -97,7 +99,9 @@ class HandlerTransport:
             async with asyncio.timeout(timeouts.total):
                 return await self._handler(path, {k.lower(): v for k, v in headers.items()}, body)
         except TimeoutError:
-            raise CallTimeout(_timeout_message(timeouts.total), billed_maybe=True) from None
+            raise CallTimeout(
+                _timeout_message(timeouts.total), billed_maybe=True, waited=timeouts.total
+            ) from None
         except ConnectionRefusedError:  # the handler's server is down: nothing was sent
             raise ConnectFailed(f"cannot connect to {url}: {_why(errno.ECONNREFUSED)}") from None
         except ConnectionError as exc:  # the handler dropped the connection
@@ -165,7 +169,9 @@ class AiohttpTransport:
             # no connection within --connect-timeout: nothing was sent, nothing billed
             raise ConnectFailed(f"cannot connect to {url}: {_why(errno.ETIMEDOUT)}") from None
         except TimeoutError:
-            raise CallTimeout(_timeout_message(timeouts.total), billed_maybe=True) from None
+            raise CallTimeout(
+                _timeout_message(timeouts.total), billed_maybe=True, waited=timeouts.total
+            ) from None
         except aiohttp.ClientConnectorError as exc:
             # the connection was never made: nothing was sent, nothing can be billed
             raise ConnectFailed(
@@ -185,7 +191,9 @@ class AiohttpTransport:
                     status=resp.status, headers=resp.headers, body=await resp.read()
                 )
         except TimeoutError:
-            raise CallTimeout(_timeout_message(timeouts.total), billed_maybe=False) from None
+            raise CallTimeout(
+                _timeout_message(timeouts.total), billed_maybe=False, waited=timeouts.total
+            ) from None
         except aiohttp.ClientConnectorError as exc:
             raise ConnectFailed(f"cannot connect to {url}: {_why(exc.os_error)}") from None
         except (aiohttp.ClientError, OSError) as exc:

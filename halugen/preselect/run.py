@@ -25,13 +25,14 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from rich.console import Console
 
+from ..batch.planner import DEFERRED
 from ..batch.run import run_in_batches, stage_by_stage, with_run
 from ..config import RunConfig
 from ..crew import crew_size, run_crew
-from ..endings import closing
+from ..endings import closing, with_failed_work
 from ..errors import RunStopping, UsageError
 from ..llm.calls import CallFailure
-from ..llm.capabilities import N_CHOICES
+from ..llm.capabilities import N_CHOICES, refuses_field
 from ..llm.transport import Transport
 from ..prices import format_usd
 from ..records import BadRecord, ChatRequest, fingerprint
@@ -123,25 +124,33 @@ class _Response:
         return "" if usable(self.text) else "empty"
 
 
-async def _sample(cfg: PreselectConfig, session: CallSession, q: Query) -> list[_Response] | None:
+async def _sample(
+    cfg: PreselectConfig, session: CallSession, q: Query
+) -> list[_Response] | CallFailure:
+    """The query's responses, or the failure of a call it needed."""
     out: list[_Response] = []
     want = cfg.responses
-    use_n = await session.capabilities.decide(N_CHOICES) if want > 1 else None
+    use_n = await session.capabilities.decide(N_CHOICES, want) if want > 1 else None
     if isinstance(use_n, CallFailure):
-        return None  # the probe it waited for got no answer; a resume asks again
+        return use_n  # the probe it waited for got no answer; a resume asks again
     if use_n is not None and use_n.supported:
         request = _request(cfg, q, n=want, index=0)
         result = await session.calls.call(request, stage="respond", task="general", seed_key=q.key)
-        if isinstance(result, CallFailure):
-            return None
-        finishes = list(result.finish_reasons) + [""] * len(result.texts)
-        for text, finish in zip(result.texts[:want], finishes, strict=False):
-            out.append(_Response(len(out), text.strip(), finish, request.key))
+        if isinstance(result, CallFailure) and refuses_field(result, "n"):
+            # the server caps n below what is asked (llama.cpp: its slots): one call per
+            # response, for this query and every later one
+            session.capabilities.refused(N_CHOICES, want, result)
+        elif isinstance(result, CallFailure):
+            return result
+        else:
+            finishes = list(result.finish_reasons) + [""] * len(result.texts)
+            for text, finish in zip(result.texts[:want], finishes, strict=False):
+                out.append(_Response(len(out), text.strip(), finish, request.key))
     while len(out) < want:
         request = _request(cfg, q, n=1, index=len(out))
         result = await session.calls.call(request, stage="respond", task="general", seed_key=q.key)
         if isinstance(result, CallFailure):
-            return None
+            return result
         out.append(_Response(len(out), result.text.strip(), result.finish_reason, request.key))
     return out
 
@@ -203,8 +212,10 @@ async def _respond(
             except RunStopping as stop:  # budget used up or Ctrl-C: the query stays pending
                 session.flags.stopped_by(stop)
                 continue
-            if responses is None:
-                st.bump(st.failed, "general")
+            if isinstance(responses, CallFailure):
+                # a call deferred to a batch (batch mode's planning pass) has not failed
+                if responses.error_class != DEFERRED:
+                    st.bump(st.failed, "general")
                 continue
             kept = [r for r in responses if not r.dropped]
             rows: list[WriterRow] = [
@@ -378,6 +389,13 @@ async def preselect(
         )[0]
         unscored_text = f", {n_unscored} unscored" if n_unscored else ""
         spent = format_usd(store.spent(session.run_id))
+        status, message = with_failed_work(
+            status,
+            message,
+            failed=session.stats.failed.get("general", 0),
+            what="quer(y/ies)",
+            cause=session.stats.main_failure(),
+        )
         message, exit_code = closing(
             status,
             what=f"pre-selection run {session.run_id}",

@@ -19,10 +19,12 @@ from typing import Any
 from ..errors import InputError
 from ..records import BadRecord
 from .jsonl import one_line, open_seed_file
+from .limits import MAX_TEXT_BYTES
 
 __all__ = ["FIELD_LIMIT", "csv_columns", "header_columns", "iter_csv", "normalise_column"]
 
-FIELD_LIMIT = 1 << 30  # 1 GiB: far above any real cell, and valid for the C long on every OS
+# a cell as long as any text halugen reads (seeds/limits.py): a longer one is a bad row
+FIELD_LIMIT = MAX_TEXT_BYTES
 _READ_ERRORS = (OSError, EOFError, zlib.error)
 
 
@@ -152,6 +154,7 @@ def _not_utf8(cell: str) -> bool:
 
 
 def _raise_field_limit() -> None:
-    # The limit is process-wide state of the csv module; only ever raise it.
-    if csv.field_size_limit() < FIELD_LIMIT:
+    # The limit is process-wide state of the csv module, which only seed files use here:
+    # raised from its 128 KB default to the one limit on a text (a longer cell is a bad row)
+    if csv.field_size_limit() != FIELD_LIMIT:
         csv.field_size_limit(FIELD_LIMIT)

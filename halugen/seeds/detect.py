@@ -21,6 +21,7 @@ from . import cnndm, halueval, hotpotqa, opendialkg, table
 from .badbytes import MarkedBytes
 from .csvfile import header_columns
 from .jsonl import IJSON, first_char, kind_of, one_line, open_seed_file
+from .limits import NestingGuard
 
 __all__ = [
     "LAYOUTS",
@@ -173,9 +174,11 @@ def _has_story_marker(line: bytes, f: BinaryIO) -> bool:
 
 def _first_array_keys(f: BinaryIO, path: str) -> tuple[frozenset[str] | None, str]:
     keys: list[str] = []
+    # marked like the reader's stream, so a bad first record does not hide the format; and
+    # guarded like it, so a first record nested too deep costs nothing (seeds/limits.py)
+    guard = NestingGuard(MarkedBytes(f))
     try:
-        # marked like the reader's stream, so a bad first record does not hide the format
-        for prefix, event, value in IJSON.parse(MarkedBytes(f)):
+        for prefix, event, value in IJSON.parse(guard):
             if prefix == "" and event == "end_array":
                 raise InputError(f"{path} holds an empty JSON array (no records)")
             if prefix != "item":
@@ -194,6 +197,8 @@ def _first_array_keys(f: BinaryIO, path: str) -> tuple[frozenset[str] | None, st
                 }.get(event, event)
                 return None, f"a JSON array whose first element is {kind}"
     except (ijson.JSONError, UnicodeDecodeError) as err:
+        if guard.problem is not None:
+            raise InputError(guard.message(path, 1)) from None
         raise InputError(f"{path}: invalid JSON in its first record ({one_line(err)})") from None
     # ijson raises on a cut array before the events run out; this is for safety only.
     raise InputError(f"{path}: the JSON array ends before its first record")
@@ -205,7 +210,8 @@ def _first_line_keys(f: BinaryIO) -> tuple[frozenset[str] | None, str]:
         raw = f.readline(_MAX_FIRST_LINE)
         if not raw:
             break
-        line = raw.strip()
+        # a lone "\r" ends a line too (old Mac files); JSON never holds a raw one
+        line = next((part.strip() for part in raw.split(b"\r") if part.strip()), b"")
     try:
         value: Any = orjson.loads(line)
     except orjson.JSONDecodeError as err:

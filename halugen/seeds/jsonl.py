@@ -30,6 +30,14 @@ from ..errors import InputError
 from ..records import BadRecord, Seed
 from .badbytes import MarkedBytes, find_mark
 from .encoding import utf8_stream
+from .limits import (
+    LONG_LINE,
+    MAX_TEXT_BYTES,
+    NestingGuard,
+    line_problem,
+    split_lines,
+    too_long,
+)
 
 __all__ = [
     "IJSON",
@@ -213,18 +221,27 @@ def first_char(f: BinaryIO, path: str) -> bytes:
 def iter_lines(path: str) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` for every non-blank line of a JSON-lines file.
 
-    A line that is not valid JSON comes as a ``BadRecord``; CRLF endings and a BOM are fine.
+    A line that is not valid JSON, or longer than ``MAX_LINE_BYTES``, comes as a
+    ``BadRecord``; LF, CRLF and CR-only endings and a BOM are fine.
     Raises ``InputError`` when the file has no record at all or cannot be read.
     """
     seen = False
     line_no = 0
     with open_seed_file(path) as f:
         try:
-            for line_no, raw in enumerate(f, 1):
+            for line_no, raw in split_lines(f):
+                if raw is None:  # over the limit: skipped unread (seeds/limits.py)
+                    seen = True
+                    yield line_no, BadRecord(path, line_no, LONG_LINE)
+                    continue
                 line = raw.strip()
                 if not line:
                     continue  # blank lines (also a trailing one) carry nothing
                 seen = True
+                problem = line_problem(line)
+                if problem is not None:
+                    yield line_no, BadRecord(path, line_no, f"the record {problem}")
+                    continue
                 try:
                     value = orjson.loads(line)
                 except orjson.JSONDecodeError as err:
@@ -245,6 +262,8 @@ def iter_array(path: str) -> Iterator[tuple[int, Any]]:
 
     Streams with ijson. An element holding bytes that are not UTF-8, a NUL byte or another
     raw control character comes as a ``BadRecord`` and the elements after it are read on.
+    An element nested too deep or holding too long a text (``seeds/limits.py``) ends the
+    file with ``InputError`` naming it, after the elements before it.
     When the array's structure is cut off or broken, the elements before the break are
     yielded first, then ``InputError`` is raised.
     """
@@ -258,12 +277,15 @@ def iter_array(path: str) -> Iterator[tuple[int, Any]]:
                 f"{path} is not a JSON array (it starts with {_show(first)}); check --seed-format"
             )
         marked = MarkedBytes(f)
+        guard = NestingGuard(marked)  # a record too deep or too long ends the stream
         try:
-            for item in IJSON.items(marked, "item", use_float=True):
+            for item in IJSON.items(guard, "item", use_float=True):
                 count += 1
                 problem = find_mark(item) if marked.marked else None
                 yield count, (BadRecord(path, count, problem) if problem else item)
         except (ijson.JSONError, UnicodeDecodeError) as err:
+            if guard.problem is not None:
+                raise InputError(guard.message(path, count + 1)) from None
             raise InputError(_array_damage(path, count, err, marked.consumed)) from None
         except _READ_ERRORS as err:
             raise InputError(
@@ -336,6 +358,12 @@ def check_text(name: str, text: str) -> None:
     """``RecordProblem`` when the text of field ``name`` cannot go into a prompt as is."""
     if "\x00" in text:
         raise RecordProblem(f"field {name} holds a NUL character")
+    if (
+        len(text) > MAX_TEXT_BYTES // 4
+        and len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES
+    ):
+        size = len(text.encode("utf-8", "surrogatepass"))
+        raise RecordProblem(f"field {name} is {too_long(size, MAX_TEXT_BYTES)}")
 
 
 def kind_of(value: Any) -> str:

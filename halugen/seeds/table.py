@@ -189,7 +189,19 @@ def _sql_rows(
 
 
 def _rows(path: str, kind: str, roots: list[str]) -> Iterator[tuple[int, Any]]:
-    """``(row number, record)``: 1-based data rows (CSV: the line a row starts on)."""
+    """``(row number, record)``: 1-based data rows (CSV: the line a row starts on).
+
+    ``InputError`` for a table with no row at all, as for an empty JSON file: a Parquet or
+    Arrow file with a schema and no rows, an empty JSON array."""
+    empty = True
+    for row, record in _table_rows(path, kind, roots):
+        empty = False
+        yield row, record
+    if empty:
+        raise InputError(f"{path} holds no rows (an empty {kind} table)")
+
+
+def _table_rows(path: str, kind: str, roots: list[str]) -> Iterator[tuple[int, Any]]:
     if kind == "json":
         for row, record in iter_records(path):
             if isinstance(record, BadRecord | Mapping):

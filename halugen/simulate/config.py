@@ -100,6 +100,18 @@ class SimConfig:
     # "cl100k_base", for a bill close to a provider's (slower: every request is encoded)
     tokenizer: str = "bytes"
     down_after: int | None = None  # chat requests served before the server goes for good
+    # with down_after: refused requests before it is back (a restart; in process only, as
+    # a server over HTTP that went down stops listening); None: gone for good
+    back_after: int | None = None
+    # chat requests answered before the server freezes: later ones are accepted and never
+    # answered (a wedged server that still takes connections); None: never
+    frozen_after: int | None = None
+    # most choices one request may ask for (llama.cpp's server: its slot count, -np); more
+    # are refused with a 400 naming the field, in llama.cpp's words; None: no cap
+    max_n: int | None = None
+    # GET /props says how many requests are served at once (llama.cpp's total_slots):
+    # ``capacity``, which must then be set
+    announce_slots: bool = False
     clock: Callable[[], float] = time.monotonic  # rate-limit time; inject a fake in tests
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep  # latency and hangs
     batch: BatchSimConfig = field(default_factory=BatchSimConfig)  # /v1/files, /v1/batches
@@ -129,8 +141,14 @@ class SimConfig:
             from .tokens import token_rule  # the error names the encoding; tiktoken caches it
 
             token_rule(self.tokenizer)
-        if self.down_after is not None and self.down_after < 0:
-            raise UsageError("simulator down_after must not be negative (or unset)")
+        for name in ("down_after", "back_after", "frozen_after"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise UsageError(f"simulator {name} must not be negative (or unset)")
+        if self.max_n is not None and self.max_n < 1:
+            raise UsageError("simulator max_n must be at least 1 (or unset)")
+        if self.announce_slots and self.capacity is None:
+            raise UsageError("simulator announce_slots needs a capacity (the slots it announces)")
         if self.auth not in ("bearer", "api-key"):
             raise UsageError(f"simulator auth must be bearer or api-key, not {self.auth!r}")
         if self.response_format not in RESPONSE_FORMAT_MODES:

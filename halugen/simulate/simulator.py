@@ -35,7 +35,13 @@ Two behaviours of real providers that the money and stopping code must survive:
   context window, the rate limits, the usage reported and the bill all count that way.
 - ``down_after``: after that many chat requests the server is gone and stays gone: every
   later request is refused as a connection to a dead host is (``SimulatedRefusal``
-  in process; over HTTP the server stops listening and closes its connections).
+  in process; over HTTP the server stops listening and closes its connections). In
+  process, ``back_after`` brings it back after that many refusals (a restart).
+- ``frozen_after``: after that many chat requests the server still accepts connections
+  and requests but never answers them (``stats()["unanswered"]``).
+
+Two behaviours of llama.cpp's server: ``max_n`` refuses more choices than its slots with a
+400 naming the field, and ``announce_slots`` says the slot count in ``GET /props``.
 
 The settings are ``SimConfig`` (config.py); the answer's body is made in completion.py.
 """
@@ -101,6 +107,7 @@ class Simulator:
         self._credential = config.api_key if config.auth == "api-key" else self._bearer
         self._in_flight = 0  # not reset: requests under way finish after a reset
         self._chat_seen = 0  # chat requests ever, for down_after (not reset either)
+        self._refusals = 0  # refused ever, for back_after (not reset either)
         self.down = False  # gone for good (down_after)
         self.tokens = token_rule(config.tokenizer)  # how this provider counts
         self.cache = PrefixCache(config.cache, self.tokens)  # survives reset(), as a provider's
@@ -130,6 +137,7 @@ class Simulator:
         self._max_busy = self._busy
         self._abandoned = 0
         self._refused = 0
+        self._unanswered = 0  # frozen_after: requests taken and never answered
         self._limits.reset()
 
     def stats(self, *, keys: bool = True) -> dict[str, Any]:
@@ -162,6 +170,7 @@ class Simulator:
             "duplicate_bills": self._billed_requests - len(self._billed),
             "in_flight": self._in_flight,
             "refused": self._refused,
+            "unanswered": self._unanswered,
             "admitted": self._admitted,
             "admitted_tokens": self._admitted_tokens,
             "admitted_span_s": (
@@ -193,9 +202,15 @@ class Simulator:
 
     def props(self) -> dict[str, Any] | None:
         """The body of llama.cpp's ``GET /props``, when the simulator plays that server."""
-        if self.config.announce_window != "props":
+        cfg = self.config
+        if cfg.announce_window != "props" and not cfg.announce_slots:
             return None
-        return {"default_generation_settings": {"n_ctx": self.config.context_window}}
+        body: dict[str, Any] = {}
+        if cfg.announce_window == "props":
+            body["default_generation_settings"] = {"n_ctx": cfg.context_window}
+        if cfg.announce_slots:
+            body["total_slots"] = cfg.capacity
+        return body
 
     def apply_format_policy(self, req: ChatBody) -> ChatBody:
         """``req`` as this server treats its ``response_format`` (``SimConfig.response_format``).
@@ -226,15 +241,22 @@ class Simulator:
         """Answer ``POST <path>`` with lower-case ``headers``; may raise ``SimulatedDrop``,
         or ``SimulatedRefusal`` once the server is down (a refused request is not counted
         among ``requests``: it never reached the server)."""
-        if self.config.down_after is not None:
-            if self._chat_seen >= self.config.down_after:
+        cfg = self.config
+        if cfg.down_after is not None and self._chat_seen >= cfg.down_after:
+            back = cfg.back_after is not None and self._refusals >= cfg.back_after
+            if not back:
                 self.down = True
                 self._refused += 1
+                self._refusals += 1
                 raise SimulatedRefusal("simulated server down: connection refused")
-            self._chat_seen += 1
+            self.down = False
+        self._chat_seen += 1
         self._requests += 1
         self._in_flight += 1
         try:
+            if cfg.frozen_after is not None and self._chat_seen > cfg.frozen_after:
+                self._unanswered += 1
+                await asyncio.Event().wait()  # never set: only the client's giving up ends it
             response = await self._handle(path, headers, body)
         finally:
             self._in_flight -= 1
@@ -259,6 +281,9 @@ class Simulator:
             return self._count(self.unauthorised())
         try:
             req = self.apply_format_policy(self.parse(body))
+            if cfg.max_n is not None and req.n > cfg.max_n:
+                # llama.cpp's server refuses more choices than its slots, naming the field
+                raise BadRequest(f"Field 'n': Value must be between 1 <= value <= {cfg.max_n}", "n")
             fits_prompt = req.prompt_tokens < cfg.context_window
             if cfg.shorten_to_fit and fits_prompt and req.max_tokens is not None:
                 # llama.cpp's way: the reply stops where the context is full

@@ -77,3 +77,18 @@ def test_connection_refused_names_the_url(hotpot_file, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 1
     assert f"127.0.0.1:{port}" in err and "refused" in err.lower()
+
+
+def test_a_frozen_server_stops_the_run_naming_the_cause(simulator, hotpot_file, tmp_path, capsys):
+    # it answers two requests, then takes connections and answers nothing
+    sim = simulator(frozen_after=2)
+    code = main(
+        ["run", "--seeds", str(hotpot_file(6)), "--base-url", sim.base_url, "--api-key", "k",
+         "--db", str(tmp_path / "h.duckdb"), "--no-progress", "--timeout", "0.2",
+         "--unreachable-after", "1", "--max-attempts", "50"]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert f"the server at {sim.base_url}" in err
+    assert "accepted connections but answered none of the last" in err
+    assert sim.stats(keys=False)["unanswered"] >= 3

@@ -91,3 +91,18 @@ def test_the_task_is_told_by_the_fields() -> None:
         "general"
     )
     assert halueval_task({"question": "q"}) is None
+
+
+def test_cr_only_line_endings_are_lines(tmp_path) -> None:
+    import orjson
+
+    from halugen.evaluate.items import read_halueval
+
+    path = tmp_path / "qa_data.json"
+    records = [
+        {"knowledge": f"k{i}", "question": f"q{i}", "right_answer": f"r{i}",
+         "hallucinated_answer": f"h{i}"}
+        for i in range(6)
+    ]  # fmt: skip
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\r" for r in records))
+    assert len(list(read_halueval(str(path), "qa"))) == 6

@@ -257,3 +257,41 @@ def test_unknown_modes_are_refused(store: Store) -> None:
         caps(store, None, modes={JSON_SCHEMA: "sometimes"})
     with pytest.raises(ValueError):
         caps(store, None, modes={"streaming": "on"})
+
+
+def test_n_is_probed_with_the_value_the_run_uses_and_kept_per_value(store: Store) -> None:
+    # llama.cpp's server with -np 2: two choices are fine, three are refused by name
+    def capped(request: ChatRequest) -> ChatResult | CallFailure:
+        if request.n > 2:
+            message = "HTTP 400: Field 'n': Value must be between 1 <= value <= 2"
+            return CallFailure("k", "FatalCallError", message, 400)
+        return ok(*["OK"] * request.n)
+
+    runner = FakeRunner(capped)
+    c = caps(store, runner)
+
+    async def go() -> list[Decision | CallFailure]:
+        return [await c.decide(N_CHOICES, 3), await c.decide(N_CHOICES, 2)]
+
+    three, two = asyncio.run(go())
+    assert isinstance(three, Decision) and not three.supported and "Field 'n'" in three.detail
+    assert isinstance(two, Decision) and two.supported and two.detail == "2 choices for n=2"
+    assert [r.n for r, _ in runner.sent] == [3, 2]
+    assert [r[2:4] for r in rows(store)] == [("n=3", False), ("n=2", True)]
+
+
+def test_a_request_refused_by_name_turns_the_feature_off_for_the_session(store: Store) -> None:
+    from halugen.llm.capabilities import refuses_field
+
+    refusal = CallFailure("k", "FatalCallError", "HTTP 400: Field 'n': Value must be ...", 400)
+    assert refuses_field(refusal, "n")
+    assert not refuses_field(CallFailure("k", "X", "HTTP 400: too many messages", 400), "n")
+    assert not refuses_field(CallFailure("k", "X", "HTTP 500: Field 'n'", 500), "n")
+    runner = FakeRunner(honours)
+    c = caps(store, runner)
+    (before,) = decide(c, N_CHOICES)
+    assert isinstance(before, Decision) and before.supported
+    c.refused(N_CHOICES, None, refusal)
+    (after,) = decide(c, N_CHOICES)
+    assert isinstance(after, Decision) and not after.supported and after.source == "refused"
+    assert "refused" in after.note and len(runner.sent) == 1

@@ -227,3 +227,37 @@ def test_a_users_pace_bounds_the_capacity_cap_too() -> None:
         control.success(control.admitted(), k, 0.5)  # a server with room
     assert control.mode == CAPACITY
     assert control.cap == need(2.0, 0.5)
+
+
+def test_announced_slots_are_the_cap_from_the_first_answer_and_never_exceeded() -> None:
+    control = ConcurrencyControl(None)
+    control.slots_announced(2)  # llama.cpp's /props total_slots
+    assert (control.mode, control.cap) == (PROBING, 1)  # one until the first answer
+    control.success(control.admitted())
+    assert (control.mode, control.cap, control.maximum) == (CAPACITY, 2, 2)
+    for _ in range(50):  # binding successes no longer grow it past the slots
+        control.success(control.admitted())
+    assert control.cap == 2
+    grown = ConcurrencyControl(None)  # the same answers without the announcement
+    for _ in range(50):
+        grown.success(grown.admitted())
+    assert grown.cap > 2
+
+
+def test_slots_said_after_the_first_answer_take_effect_at_once() -> None:
+    control = ConcurrencyControl(None)
+    control.success(control.admitted())
+    assert control.cap == 2
+    control.slots_announced(4)
+    assert control.cap == 4 == control.maximum
+
+
+def test_announced_limits_and_a_users_j_are_not_bounded_by_slots() -> None:
+    control = ConcurrencyControl(8)  # -j 8: the user's word
+    control.slots_announced(2)
+    control.success(control.admitted())
+    assert control.maximum == 8
+    control = ConcurrencyControl(None)
+    control.slots_announced(2)
+    control.announced()  # rate limits bind, not a capacity
+    assert control.maximum == CAPACITY_MAXIMUM

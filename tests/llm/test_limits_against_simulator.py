@@ -93,3 +93,20 @@ def test_a_one_at_a_time_server_at_the_default_concurrency_never_times_out(
     n, most_attempts, failed = calls(db)
     assert (failed, most_attempts) == (0, 1)  # no timeouts, no retries
     assert stats["requests"] == stats["billed_requests"] == n
+
+
+@pytest.mark.parametrize("announce", [True, False], ids=["slots-said", "slots-unsaid"])
+def test_a_server_that_says_its_slots_gets_no_more_than_them(
+    simulator, hotpot_file, tmp_path, announce
+):
+    # llama.cpp with -np 2: GET /props says total_slots 2; requests beyond wait in its queue
+    sim = simulator(capacity=2, announce_slots=announce, latency_ms=30)
+    db = tmp_path / "h.duckdb"
+    outcome = anyio.run(lambda: generate(config(sim.base_url, hotpot_file(24), db)))
+    assert outcome.status == "done", outcome.message
+    stats = sim.stats(keys=False)
+    # (a request passes the queue on its way to a free slot: 1 is no wait)
+    if announce:
+        assert stats["max_queued"] <= 1  # never more in flight than it serves at once
+    else:
+        assert stats["max_queued"] > 1, stats  # the cap found the slots by queueing past them
