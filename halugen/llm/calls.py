@@ -1,8 +1,8 @@
 """Making one logical LLM call under all of halugen's guarantees.
 
     key -> cache? -> (first call of the session: alone) -> reserve worst case (in memory)
-        -> rate-limit slot -> reservation durable -> send -> settle to reported usage
-        (or release / consume) -> log the call -> answer
+        -> rate-limit slot -> reservation durable -> leave at the pace -> send
+        -> settle to reported usage (or release / consume) -> log the call -> answer
 
 Retries happen here, each attempt reserved and paced on its own. Per-call failures are
 returned as ``CallFailure`` values; only systemic errors raise (BudgetExhausted, Interrupted,
@@ -287,6 +287,8 @@ class CallRunner:
                 await self.writer.put_durable(
                     [LedgerRow(call.call_id, res_no, self.run_id, "reserve", amount, *common)]
                 )
+                # a pause in the durable write must not let the requests it held go at once
+                await attempt.departure()
                 place.leave()  # at the provider from here: Ctrl-C no longer releases it
                 self.ledger.leaving(reservation)
                 call.reserved += amount
