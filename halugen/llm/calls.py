@@ -8,6 +8,9 @@ Retries happen here, each attempt reserved and paced on its own. Per-call failur
 returned as ``CallFailure`` values; only systemic errors raise (BudgetExhausted, Interrupted,
 AuthError, EndpointUnreachable, StoreError).
 
+"Durable" here means in the store's journal (store/journal.py): synced to disk in
+microseconds of CPU, fed to DuckDB in bulk a moment later, off the send path.
+
 Until its request is about to leave, an attempt waits in the run's ``Outbox`` (money, its
 rate-limit slot, the backoff before a retry): the first Ctrl-C releases it there at $0. Its
 reservation becomes durable only then, so what a kill leaves counted as spent is what had
@@ -284,7 +287,7 @@ class CallRunner:
                 phase = "durable"
                 self.writing += 1
                 writing = True
-                await self.writer.put_durable(
+                await self.writer.put_journaled(
                     [LedgerRow(call.call_id, res_no, self.run_id, "reserve", amount, *common)]
                 )
                 # a pause in the durable write must not let the requests it held go at once
@@ -319,13 +322,15 @@ class CallRunner:
                 st.reserved_pusd -= reservation.amount
                 st.cost_pusd += reservation.amount
                 self.ledger.consume(reservation)
-                self.writer.put(
+                self.writer.put_journaled_nowait(
                     [close_row(call.call_id, res_no, self.run_id, "consume", reservation.amount)]
                 )
             else:
                 self.ledger.release(reservation)
-                if phase == "durable":  # its reserve row may commit: close it on the same lane
-                    self.writer.put([close_row(call.call_id, res_no, self.run_id, "release", 0)])
+                if phase == "durable":  # its reserve row may be durable: close it the same way
+                    self.writer.put_journaled_nowait(
+                        [close_row(call.call_id, res_no, self.run_id, "release", 0)]
+                    )
             raise
         finally:
             if writing and not answered:
@@ -358,7 +363,7 @@ class CallRunner:
         call.logged = True
         # The answer is durable before the call counts as done: after a kill -9 a resume
         # re-pays only what was in flight, never an answer that already came back.
-        await self.writer.put_durable(
+        await self.writer.put_journaled(
             [
                 LedgerRow(call.call_id, res_no, self.run_id, "settle", cost, *common),
                 log_row(
@@ -405,7 +410,9 @@ class CallRunner:
         call.cost += spend
         st.reserved_pusd -= reservation.amount
         st.cost_pusd += spend
-        await self.writer.put_durable([close_row(call.call_id, res_no, self.run_id, event, spend)])
+        await self.writer.put_journaled(
+            [close_row(call.call_id, res_no, self.run_id, event, spend)]
+        )
 
     def _overshot(self, call: CallState, result: ChatResult, reserved: int, cost: int) -> None:
         """The provider billed more than was reserved: say so once, as it happens (the

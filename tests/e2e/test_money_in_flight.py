@@ -11,6 +11,8 @@ import time
 import duckdb
 import pytest
 
+from halugen.store.db import open_store
+
 BUDGET_USD = 0.02
 
 
@@ -43,6 +45,7 @@ def test_a_kill_on_a_tight_budget_loses_at_most_the_in_flight_share(
         assert time.monotonic() < deadline + 60
         time.sleep(0.01)
     billed = sim.stats(keys=False)["billed_usd"]
+    open_store(db, serve_reads=False).close()  # what the kill left in the journal is fed
     with duckdb.connect(str(db), read_only=True) as conn:
         # what the store counts as spent after the kill: closed money, and every reservation
         # left open (a resume counts those as spent: the provider may have billed them)
