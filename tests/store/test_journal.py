@@ -49,7 +49,7 @@ def answer(call_id: int) -> list[LedgerRow | CallLogRow]:
             "stop",
             None,
             f'{{"a":{call_id}}}',
-        ),  # fmt: skip
+        ),
     ]
 
 
