@@ -268,7 +268,10 @@ class CallRunner:
         """One attempt: its money, its rate-limit slot, its durable reservation, the request.
 
         Returns the answer or the attempt's error (its reservation closed either way);
-        systemic errors and cancellation raise.
+        systemic errors and cancellation raise. The slot is held until the answer (or the
+        close) is durable, so the reservations a kill leaves open are at most the
+        concurrency: those of requests at the provider, and never of calls answered but not
+        yet written.
         """
         reserve_tokens = self.margin.reserve_tokens(call.est)
         amount = self.price.cost(reserve_tokens, max_out)
@@ -280,8 +283,9 @@ class CallRunner:
         reservation = await self.ledger.reserve(amount, queued=True)
         call.res_no += 1
         res_no = call.res_no
-        phase = "queued"  # -> "durable" (its row may be committed) -> "sent"
-        writing = answered = False
+        # "queued" -> "durable" (its row may be written) -> "sent" -> "closed" (in memory)
+        phase = "queued"
+        writing = False
         try:
             async with self.pool.slot(reserve_tokens + max_out) as attempt:
                 phase = "durable"
@@ -301,19 +305,24 @@ class CallRunner:
                 phase = "sent"
                 try:
                     result = await attempt.send(call.request, body=call.body)
+                except RetryableError as exc:  # raised by send only: the request had left
+                    if exc.status:
+                        self.reach.answered()
+                    phase = "closed"
+                    await self._close(call, st, reservation, res_no, exc.billed_maybe)
+                    raise  # the slot sees how it ended (a timeout lowers the cap)
+                except FatalCallError:
+                    self.reach.answered()
+                    phase = "closed"
+                    await self._close(call, st, reservation, res_no, False)
+                    raise
                 finally:
                     st.in_flight -= 1
-            answered = True
-        except RetryableError as exc:  # raised by send only: the request had left
-            if exc.status:
-                self.reach.answered()
-            await self._close(call, st, reservation, res_no, exc.billed_maybe)
-            return exc
-        except FatalCallError as exc:
-            self.reach.answered()
-            await self._close(call, st, reservation, res_no, False)
-            return exc
-        except BaseException:
+                phase = "closed"
+                return await self._succeeded(call, st, reservation, res_no, result, common)
+        except BaseException as exc:
+            if phase == "closed" and isinstance(exc, RetryableError | FatalCallError):
+                return exc  # the attempt's error, its reservation closed above
             # released (Ctrl-C), cancelled (a second Ctrl-C, the run failing) or a bug. Once
             # the request may be at the provider it counts as spent, as after a crash;
             # before it left nothing can be billed. (No await here: we are unwinding.)
@@ -325,7 +334,7 @@ class CallRunner:
                 self.writer.put_journaled_nowait(
                     [close_row(call.call_id, res_no, self.run_id, "consume", reservation.amount)]
                 )
-            else:
+            elif phase != "closed":
                 self.ledger.release(reservation)
                 if phase == "durable":  # its reserve row may be durable: close it the same way
                     self.writer.put_journaled_nowait(
@@ -333,12 +342,8 @@ class CallRunner:
                     )
             raise
         finally:
-            if writing and not answered:
+            if writing:
                 self.writing -= 1
-        try:
-            return await self._succeeded(call, st, reservation, res_no, result, common)
-        finally:
-            self.writing -= 1
 
     async def _succeeded(
         self,
