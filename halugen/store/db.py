@@ -23,7 +23,7 @@ import duckdb
 import orjson
 
 from ..errors import StoreError, StoreInUse, UnusableStore
-from .failures import damaged_store, is_locked, open_failure
+from .failures import damaged_store, is_locked, open_failure, write_error
 from .journal import Journal, journal_path, replay
 from .live import LiveConnection, connect_live
 from .live_server import Action, LiveReadServer
@@ -437,7 +437,10 @@ def open_store(
         if not read_only:
             _migrate(conn, p)
             # what a crash left durable in the journal but not in DuckDB, before any read
-            replay(conn, p)
+            try:
+                replay(conn, p)
+            except (OSError, duckdb.Error) as exc:
+                raise write_error(p, exc) from None
         elif (_outdated(conn) or journal_path(p).exists()) and os.access(p, os.W_OK):
             # written by an earlier halugen, or left with a journal to replay by a crash:
             # bring it up to date once (the file is free, we just opened it), so a read-only

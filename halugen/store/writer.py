@@ -258,7 +258,10 @@ class StoreWriter:
 
     def _journal(self) -> Journal | None:
         if self.journal is None and self._open_journal is not None and not self.closing:
-            self.journal = self._open_journal()
+            try:
+                self.journal = self._open_journal()
+            except OSError as exc:  # a read-only directory, a full disk
+                raise write_error(self.path, exc) from exc
         return self.journal
 
     def _enqueue(
