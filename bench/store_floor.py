@@ -15,12 +15,19 @@ one DuckDB thread, the writer's memory limit), through the writer's own insert p
 
 and the durable lane's CPU per call at that group size (one of each group per call).
 
+Then the same groups as the journal (store/journal.py) makes them durable now: each call's
+reservation and answer encoded and framed (orjson, CRC32), a group's records written with one
+``os.write`` and made durable with one ``os.fdatasync``; CPU of the appending thread (the
+encoding runs on the event loop, the write and sync on the journal's thread: both counted).
+Feeding DuckDB from the journal is the bulk commit of the last line above, off the send path.
+
     python bench/store_floor.py [--repeat 200]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -31,6 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from halugen.store.db import open_store
+from halugen.store.journal import encode_group
 from halugen.store.rows import CallLogRow, LedgerRow, insert_rows
 
 _RESPONSE = '{"id":"x","choices":[{"message":{"content":"' + "a" * 180 + '"}}]}'
@@ -89,6 +97,24 @@ def main() -> None:
                 flush=True,
             )
         store.close()
+
+        fd = os.open(Path(tmp) / "floor.journal", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+
+        def journal_group(g: int) -> None:
+            records = []
+            for _ in range(g):
+                c = next(ids)
+                records.append(encode_group([ledger(c, "reserve")], 0))
+                records.append(encode_group([ledger(c, "settle"), call_log(c)], 0))
+            os.write(fd, b"".join(records))
+            os.fdatasync(fd)
+
+        print("calls per group | journal CPU per call (encode, write, fdatasync)")
+        for g in (1, 8, 32, 64, 256):
+            n = max(10, args.repeat // max(1, g // 4))
+            cpu = timed(n, lambda g=g: journal_group(g))
+            print(f"{g:>15} | {cpu / g * 1e3:>11,.1f} us", flush=True)
+        os.close(fd)
 
 
 if __name__ == "__main__":

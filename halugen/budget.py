@@ -16,6 +16,13 @@ Reserve -> settle / release / consume:
     release(r)        the call was not billed (e.g. 429, 5xx): give the whole amount back
     consume(r)        the outcome is unknown (timeout after sending): count it all as spent
 
+Money in flight is bounded by the budget left: with ``in_flight_share`` (``--in-flight-share``,
+25% by default) open reservations together never hold more than that share of what is not
+spent yet (budget - spent), so a kill, which counts every reservation it leaves open as spent,
+costs a tight budget at most that share. A reservation larger than the share still goes when
+it is the only one open (else a call worth more than a quarter of what is left could never
+go): a kill then loses at most that one call's worst case.
+
 ``reserved`` is every open reservation (what a new one must fit beside); ``queued`` the part
 of it whose requests have not left (waiting for a rate-limit slot), which Ctrl-C gives back
 at $0 and a kill never counts, so the money at the provider is ``reserved - queued``.
@@ -85,8 +92,11 @@ class Reservation:
 class Ledger:
     """The budget in memory. ``budget`` None means unlimited (still counted)."""
 
-    def __init__(self, budget: int | None, *, spent: int = 0) -> None:
+    def __init__(
+        self, budget: int | None, *, spent: int = 0, in_flight_share: float | None = None
+    ) -> None:
         self.budget = budget
+        self.in_flight_share = in_flight_share  # None: open reservations may hold it all
         self.spent = spent
         self.reserved = 0
         self.queued = 0  # the part of ``reserved`` whose requests have not left
@@ -106,8 +116,20 @@ class Ledger:
         """Reserved by requests that have left: what the provider may bill."""
         return self.reserved - self.queued
 
+    @property
+    def in_flight_cap(self) -> int | None:
+        """The most open reservations may hold together now (None: no such bound)."""
+        if self.budget is None or self.in_flight_share is None:
+            return None
+        return int(self.in_flight_share * max(0, self.budget - self.spent))
+
     def _fits(self, amount: int) -> bool:
-        return self.budget is None or self.spent + self.reserved + amount <= self.budget
+        if self.budget is None:
+            return True
+        if self.spent + self.reserved + amount > self.budget:
+            return False
+        cap = self.in_flight_cap
+        return cap is None or self.reserved == 0 or self.reserved + amount <= cap
 
     def _take(self, amount: int, queued: bool) -> Reservation:
         self.reserved += amount

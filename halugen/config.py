@@ -110,6 +110,9 @@ class RunConfig:
     api_key: str | None = field(default=None, repr=False)  # never stored, never printed
     db: Path = Path(default("db"))
     budget_usd: float | None = default("budget")
+    # share of the budget left that open reservations may hold (budget.py); not part of the
+    # identity: it changes how much is at risk at once, never what a run produces
+    in_flight_share: float = default("in_flight_share")
     price_in: float | None = default("price_in")  # USD per million input tokens, over the card
     price_out: float | None = default("price_out")
     price_card: str | None = default("price_card")  # a bundled card's name ("local") or a file

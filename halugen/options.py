@@ -427,6 +427,18 @@ SETTINGS: tuple[Setting, ...] = (
         in_template=True,
     ),
     Setting(
+        name="in_flight_share",
+        kind=(int, float),
+        group="run",
+        flags=("--in-flight-share",),
+        toml="in_flight_share",
+        metavar="SHARE",
+        default=0.25,
+        help="most of the budget left that calls in flight may hold at once (0-1]: a kill "
+        "counts what they hold as spent, so it costs at most this share",
+        example=0.5,
+    ),
+    Setting(
         name="limit",
         kind=int,
         group="run",

@@ -189,6 +189,8 @@ class ProgressView:
                 ("of which in flight", format_usd(f.reserved)),
             ),
         )
+        if f.in_flight_cap is not None:
+            line.append(f" (at most {format_usd(f.in_flight_cap)})")
         if f.queued:
             _pairs(line, (("held for queued calls", format_usd(f.queued)),))
         style = f.money_style()
@@ -288,7 +290,8 @@ class ProgressView:
             )
         parts.append("; ".join(tasks) if tasks else "no seeds yet")
         parts.append(f"calls {_int(f.totals.done)} ok {_int(f.totals.failed)} failed")
-        money = f"{format_usd(f.spent)} spent ({format_usd(f.reserved)} of it in flight), "
+        cap = "" if f.in_flight_cap is None else f", at most {format_usd(f.in_flight_cap)}"
+        money = f"{format_usd(f.spent)} spent ({format_usd(f.reserved)} of it in flight{cap}), "
         money += "unlimited budget" if f.budget is None else f"{format_usd(f.remaining)} left"
         parts.append(money)
         t = f.totals

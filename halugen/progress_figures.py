@@ -76,6 +76,8 @@ class RunFigures:
         self.spent = ledger.spent + ledger.at_provider
         self.reserved = ledger.at_provider
         self.queued = ledger.queued
+        # the most calls in flight may hold at once (--in-flight-share of the budget left)
+        self.in_flight_cap = ledger.in_flight_cap
         self.remaining = ledger.remaining
         self.budget = ledger.budget
         self.exhausted = ledger.exhausted

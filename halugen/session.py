@@ -283,7 +283,9 @@ async def call_session(
             )
         run = store.get_run(run_id)
         assert run is not None
-        ledger = Ledger(run["budget_pusd"], spent=store.spent(run_id))
+        ledger = Ledger(
+            run["budget_pusd"], spent=store.spent(run_id), in_flight_share=cfg.in_flight_share
+        )
         plan: PassPlan | None = cfg.batch.plan if cfg.batch is not None else None
         # a planning pass counts into the batch session's counters, so the last reports all
         stats = plan.stats if plan is not None and plan.stats is not None else RunStats()

@@ -369,3 +369,52 @@ def test_prices_from_the_command_line_keep_the_cards_batch_discount():
     assert given.batch_discount == card.batch_discount and given.card == "command line"
     unknown = find_price("my-local-model", price_in=1.0, price_out=2.0)
     assert unknown is not None and unknown.batch_discount == 0
+
+
+def test_open_reservations_hold_at_most_the_share_of_the_budget_left():
+    async def main() -> None:
+        # $1,000 budget, 250 of it spent: a quarter of the 750 left is 187
+        ledger = Ledger(1000, spent=250, in_flight_share=0.25)
+        assert ledger.in_flight_cap == 187
+        held = [await ledger.reserve(60) for _ in range(3)]  # 180: a fourth would be 240
+        fourth = asyncio.create_task(ledger.reserve(60))
+        await asyncio.sleep(1)
+        assert not fourth.done()  # the budget has room (it would be 490 of 750): the share not
+        assert ledger.reserved == 180 <= ledger.in_flight_cap
+        ledger.settle(held[0], 10)  # spent 260, a quarter of 740 = 185; 120 held + 60 fits
+        r = await asyncio.wait_for(fourth, 1)
+        assert ledger.reserved == 180 and ledger.in_flight_cap == 185
+        # the bound follows what is left: settling more shrinks it
+        for x in (*held[1:], r):
+            ledger.settle(x, 60)
+        assert (ledger.spent, ledger.in_flight_cap) == (440, 140)
+
+    run_virtual(main())
+
+
+def test_a_reservation_above_the_share_goes_alone():
+    async def main() -> None:
+        ledger = Ledger(100, in_flight_share=0.25)  # 25 at most at once
+        big = await ledger.reserve(40)  # above the share, but nothing else is open
+        small = asyncio.create_task(ledger.reserve(5))
+        await asyncio.sleep(1)
+        assert not small.done()  # 45 would be held: it waits for the big one
+        ledger.settle(big, 40)  # 60 left: 15 at most at once
+        assert (await asyncio.wait_for(small, 1)).amount == 5
+        # what never fits the budget still ends the run, share or not
+        with pytest.raises(BudgetExhausted):
+            await Ledger(100, spent=90, in_flight_share=0.25).reserve(11)
+
+    run_virtual(main())
+
+
+def test_without_a_share_or_a_budget_reservations_are_only_bounded_by_the_budget():
+    async def main() -> None:
+        ledger = Ledger(100)
+        assert ledger.in_flight_cap is None
+        assert sum([(await ledger.reserve(20)).amount for _ in range(5)]) == 100
+        unlimited = Ledger(None, in_flight_share=0.25)
+        assert unlimited.in_flight_cap is None
+        await unlimited.reserve(10**15)
+
+    run_virtual(main())

@@ -365,3 +365,12 @@ def test_stopping_messages_say_what_is_at_the_provider_and_what_was_queued() -> 
         "(the provider may bill them)"
     )
     assert "queued" not in second  # the queued ones were released at the first press
+
+
+def test_the_live_view_shows_how_much_calls_in_flight_may_hold() -> None:
+    ledger = Ledger(usd(5.0), spent=usd(0.0123), in_flight_share=0.25)
+    ledger.reserved = usd(0.0040)
+    view = make_view(busy_stats(), ledger, FakeClock(T0 + 60.0))
+    # a quarter of what is not spent: ($5 - $0.0123) / 4
+    assert "of which in flight $0.004000 (at most $1.2469)" in render_text(view)
+    assert "($0.004000 of it in flight, at most $1.2469), $4.9837 left" in view.plain_line()

@@ -285,6 +285,12 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
     for name in ("concurrency", "rpm", "tpm", "limit", "timeout", "max_attempts",
                  "max_tokens", "context_window", "unreachable_after"):  # fmt: skip
         _positive(name.replace("_", "-"), take(name))
+    in_flight_share = float(take("in_flight_share"))
+    if not 0 < in_flight_share <= 1:
+        raise UsageError(
+            f"--in-flight-share must be above 0 and at most 1 (got {in_flight_share:g}): "
+            f"the share of the budget left that calls in flight may hold"
+        )
     if temperature < 0:
         raise UsageError(f"--temperature must not be negative (got {temperature:g})")
     api_key = take("api_key") or None
@@ -318,6 +324,7 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
         api_key=api_key,
         db=Path(take("db")),
         budget_usd=budget,
+        in_flight_share=in_flight_share,
         price_in=take("price_in"),
         price_out=take("price_out"),
         price_card=take("price_card"),

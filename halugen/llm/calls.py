@@ -1,12 +1,15 @@
 """Making one logical LLM call under all of halugen's guarantees.
 
     key -> cache? -> (first call of the session: alone) -> reserve worst case (in memory)
-        -> rate-limit slot -> reservation durable -> send -> settle to reported usage
-        (or release / consume) -> log the call -> answer
+        -> rate-limit slot -> reservation durable -> leave at the pace -> send
+        -> settle to reported usage (or release / consume) -> log the call -> answer
 
 Retries happen here, each attempt reserved and paced on its own. Per-call failures are
 returned as ``CallFailure`` values; only systemic errors raise (BudgetExhausted, Interrupted,
 AuthError, EndpointUnreachable, StoreError).
+
+"Durable" here means in the store's journal (store/journal.py): synced to disk in
+microseconds of CPU, fed to DuckDB in bulk a moment later, off the send path.
 
 Until its request is about to leave, an attempt waits in the run's ``Outbox`` (money, its
 rate-limit slot, the backoff before a retry): the first Ctrl-C releases it there at $0. Its
@@ -269,7 +272,10 @@ class CallRunner:
         """One attempt: its money, its rate-limit slot, its durable reservation, the request.
 
         Returns the answer or the attempt's error (its reservation closed either way);
-        systemic errors and cancellation raise.
+        systemic errors and cancellation raise. The slot is held until the answer (or the
+        close) is durable, so the reservations a kill leaves open are at most the
+        concurrency: those of requests at the provider, and never of calls answered but not
+        yet written.
         """
         reserve_tokens = self.margin.reserve_tokens(call.est)
         amount = self.price.cost(reserve_tokens, max_out)
@@ -281,16 +287,19 @@ class CallRunner:
         reservation = await self.ledger.reserve(amount, queued=True)
         call.res_no += 1
         res_no = call.res_no
-        phase = "queued"  # -> "durable" (its row may be committed) -> "sent"
-        writing = answered = False
+        # "queued" -> "durable" (its row may be written) -> "sent" -> "closed" (in memory)
+        phase = "queued"
+        writing = False
         try:
             async with self.pool.slot(reserve_tokens + max_out) as attempt:
                 phase = "durable"
                 self.writing += 1
                 writing = True
-                await self.writer.put_durable(
+                await self.writer.put_journaled(
                     [LedgerRow(call.call_id, res_no, self.run_id, "reserve", amount, *common)]
                 )
+                # a pause in the durable write must not let the requests it held go at once
+                await attempt.departure()
                 place.leave()  # at the provider from here: Ctrl-C no longer releases it
                 self.ledger.leaving(reservation)
                 call.reserved += amount
@@ -300,19 +309,24 @@ class CallRunner:
                 phase = "sent"
                 try:
                     result = await attempt.send(call.request, body=call.body)
+                except RetryableError as exc:  # raised by send only: the request had left
+                    if exc.status:
+                        self.reach.answered()
+                    phase = "closed"
+                    await self._close(call, st, reservation, res_no, exc.billed_maybe)
+                    raise  # the slot sees how it ended (a timeout lowers the cap)
+                except FatalCallError:
+                    self.reach.answered()
+                    phase = "closed"
+                    await self._close(call, st, reservation, res_no, False)
+                    raise
                 finally:
                     st.in_flight -= 1
-            answered = True
-        except RetryableError as exc:  # raised by send only: the request had left
-            if exc.status:
-                self.reach.answered()
-            await self._close(call, st, reservation, res_no, exc.billed_maybe)
-            return exc
-        except FatalCallError as exc:
-            self.reach.answered()
-            await self._close(call, st, reservation, res_no, False)
-            return exc
-        except BaseException:
+                phase = "closed"
+                return await self._succeeded(call, st, reservation, res_no, result, common)
+        except BaseException as exc:
+            if phase == "closed" and isinstance(exc, RetryableError | FatalCallError):
+                return exc  # the attempt's error, its reservation closed above
             # released (Ctrl-C), cancelled (a second Ctrl-C, the run failing) or a bug. Once
             # the request may be at the provider it counts as spent, as after a crash;
             # before it left nothing can be billed. (No await here: we are unwinding.)
@@ -321,21 +335,19 @@ class CallRunner:
                 st.reserved_pusd -= reservation.amount
                 st.cost_pusd += reservation.amount
                 self.ledger.consume(reservation)
-                self.writer.put(
+                self.writer.put_journaled_nowait(
                     [close_row(call.call_id, res_no, self.run_id, "consume", reservation.amount)]
                 )
-            else:
+            elif phase != "closed":
                 self.ledger.release(reservation)
-                if phase == "durable":  # its reserve row may commit: close it on the same lane
-                    self.writer.put([close_row(call.call_id, res_no, self.run_id, "release", 0)])
+                if phase == "durable":  # its reserve row may be durable: close it the same way
+                    self.writer.put_journaled_nowait(
+                        [close_row(call.call_id, res_no, self.run_id, "release", 0)]
+                    )
             raise
         finally:
-            if writing and not answered:
+            if writing:
                 self.writing -= 1
-        try:
-            return await self._succeeded(call, st, reservation, res_no, result, common)
-        finally:
-            self.writing -= 1
 
     async def _succeeded(
         self,
@@ -360,7 +372,7 @@ class CallRunner:
         call.logged = True
         # The answer is durable before the call counts as done: after a kill -9 a resume
         # re-pays only what was in flight, never an answer that already came back.
-        await self.writer.put_durable(
+        await self.writer.put_journaled(
             [
                 LedgerRow(call.call_id, res_no, self.run_id, "settle", cost, *common),
                 log_row(
@@ -407,7 +419,9 @@ class CallRunner:
         call.cost += spend
         st.reserved_pusd -= reservation.amount
         st.cost_pusd += spend
-        await self.writer.put_durable([close_row(call.call_id, res_no, self.run_id, event, spend)])
+        await self.writer.put_journaled(
+            [close_row(call.call_id, res_no, self.run_id, event, spend)]
+        )
 
     def _overshot(self, call: CallState, result: ChatResult, reserved: int, cost: int) -> None:
         """The provider billed more than was reserved: say so once, as it happens (the

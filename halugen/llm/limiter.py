@@ -37,6 +37,14 @@ in between, so nothing is paid for a request that then waits for something else.
   pace, or the tokens/min pace over the mean tokens a request was charged, whichever is
   lower.
 
+A request leaves when its bytes do, which is later than its slot: the call runner makes its
+reservation durable in between, and anything that pauses that (a checkpoint, a slow disk, a
+GC) would hold requests admitted at an even pace and then let them all go at once, a burst the
+provider answers with 429s. So a request also passes a second pair of pacers as it leaves
+(``departure``: the same rates, the same tenth-of-a-second bucket): in steady state it never
+binds (departures follow admissions a few milliseconds later), and after a pause those that
+piled up leave at the pace again, never more than the bucket together.
+
 ``ticket.counted(n)`` corrects the tokens charged at admission (a worst-case estimate) to what
 the server counted, so a tokens/min limit is used to 97% and not to the estimate's margin.
 
@@ -109,7 +117,7 @@ class LimiterSnapshot:
 class Ticket:
     """One admitted request: what it was charged and how to correct that."""
 
-    __slots__ = ("_limiter", "charged", "in_flight", "seq", "started")
+    __slots__ = ("_limiter", "charged", "departed", "in_flight", "seq", "started")
 
     def __init__(
         self, limiter: RateLimiter, seq: int, in_flight: int, started: float, charged: int
@@ -119,13 +127,17 @@ class Ticket:
         self.in_flight = in_flight  # requests in flight when this one started, itself included
         self.started = started  # loop time
         self.charged = charged  # tokens taken from the tokens pacer
+        self.departed = False  # passed the departure pacers (``RateLimiter.departure``)
 
     def counted(self, tokens: int) -> None:
         """The server counted ``tokens`` for this request: give back (or charge) the difference."""
         limiter = self._limiter
         diff = self.charged - max(0, int(tokens))
         if diff and limiter._tokens is not None:
-            limiter._tokens.adjust(diff, asyncio.get_running_loop().time())
+            now = asyncio.get_running_loop().time()
+            limiter._tokens.adjust(diff, now)
+            if self.departed and limiter._leaving_tokens is not None:
+                limiter._leaving_tokens.adjust(diff, now)
             if diff > 0:
                 limiter._freed.set()  # the head of the queue may go sooner than it planned
         self.charged -= diff
@@ -160,6 +172,9 @@ class RateLimiter:
         self._tpm = rate.tpm
         self._requests: Pacer | None = None  # made on first use, from the loop's clock
         self._tokens: Pacer | None = None
+        # the same limits again, paid as requests leave (``departure``)
+        self._leaving_requests: Pacer | None = None
+        self._leaving_tokens: Pacer | None = None
         self._control = ConcurrencyControl(rate.concurrency, deadline_s=timeout, room=room)
         self._tokens_mean: float | None = None  # charged per request, after corrections
         self._control.paced(self._pace_rps())
@@ -241,6 +256,49 @@ class RateLimiter:
         if self._tokens is None and self._tpm is not None:
             self._tokens = Pacer(self._tpm, now)
         return self._requests, self._tokens
+
+    def _leaving_pacers(self, now: float) -> tuple[Pacer | None, Pacer | None]:
+        if self._leaving_requests is None and self._rpm is not None:
+            self._leaving_requests = Pacer(self._rpm, now)
+        if self._leaving_tokens is None and self._tpm is not None:
+            self._leaving_tokens = Pacer(self._tpm, now)
+        return self._leaving_requests, self._leaving_tokens
+
+    # -- leaving ----------------------------------------------------------------------------------
+
+    def departure_delay(self, ticket: Ticket, now: float) -> float:
+        """Seconds until the request of ``ticket`` may leave (0.0: now, or it has left)."""
+        if ticket.departed:
+            return 0.0
+        wait = self._cooldown_until - now
+        requests, tokens = self._leaving_pacers(now)
+        if requests is not None:
+            wait = max(wait, requests.delay(1, now))
+        if tokens is not None and ticket.charged > 0:
+            wait = max(wait, tokens.delay(ticket.charged, now))
+        return max(0.0, wait)
+
+    def depart(self, ticket: Ticket, now: float) -> None:
+        """The request of ``ticket`` leaves now (after ``departure_delay`` said 0)."""
+        if ticket.departed:
+            return
+        ticket.departed = True
+        requests, tokens = self._leaving_pacers(now)
+        if requests is not None:
+            requests.take(1, now)
+        if tokens is not None and ticket.charged > 0:
+            tokens.take(ticket.charged, now)
+
+    async def departure(self, ticket: Ticket) -> None:
+        """Wait until the request of ``ticket`` may leave at the pace, and mark it gone.
+
+        Only a pause between the slot and the send (see the module docstring) makes this
+        wait; a cancellation while waiting sends nothing.
+        """
+        loop = asyncio.get_running_loop()
+        while (wait := self.departure_delay(ticket, loop.time())) > 0:
+            await asyncio.sleep(wait)
+        self.depart(ticket, loop.time())
 
     # -- admission with waiting -------------------------------------------------------------------
 
@@ -371,9 +429,11 @@ class RateLimiter:
             if target != self._rpm:
                 self._rpm = target
                 self._requests = self._retuned(self._requests, target, now)
+                self._leaving_requests = self._retuned(self._leaving_requests, target, now)
         elif target != self._tpm:
             self._tpm = target
             self._tokens = self._retuned(self._tokens, target, now)
+            self._leaving_tokens = self._retuned(self._leaving_tokens, target, now)
 
     @staticmethod
     def _retuned(pacer: Pacer | None, per_minute: float, now: float) -> Pacer:

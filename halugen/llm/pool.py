@@ -363,10 +363,17 @@ class Attempt:
         assert self._member is not None
         return self._member.endpoint
 
+    async def departure(self) -> None:
+        """Wait until the request may leave at the endpoint's pace (``send`` does it too;
+        the call runner waits here first, while a Ctrl-C can still release the call)."""
+        assert self._member is not None and self._ticket is not None
+        await self._member.limiter.departure(self._ticket)
+
     async def send(self, request: ChatRequest, *, body: bytes) -> ChatResult:
         """Send the request here; the errors are the client's (a 401 of one endpoint among
         several becomes retryable: another endpoint may take the call)."""
         assert self._member is not None and self._ticket is not None
+        await self._member.limiter.departure(self._ticket)
         # the request's latency counts from here, not from when its slot was taken: what the
         # caller does in between (the call runner commits its reservation) is not the server's
         self._ticket.started = asyncio.get_running_loop().time()

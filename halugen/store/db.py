@@ -23,7 +23,8 @@ import duckdb
 import orjson
 
 from ..errors import StoreError, StoreInUse, UnusableStore
-from .failures import damaged_store, is_locked, open_failure
+from .failures import damaged_store, is_locked, open_failure, write_error
+from .journal import Journal, journal_path, replay
 from .live import LiveConnection, connect_live
 from .live_guard import QueryLimits
 from .live_server import Action, LiveReadServer
@@ -109,7 +110,13 @@ class Store:
         if self.is_live:
             raise StoreError(f"store {self.path} is held by a running halugen process: read only")
         if self._writer is None:
-            self._writer = StoreWriter(self.conn.cursor(), self.conn.cursor(), path=self.path)
+            conn = self.conn
+            self._writer = StoreWriter(
+                conn.cursor(),
+                conn.cursor(),
+                path=self.path,
+                journal=lambda: Journal(self.path, conn.cursor()),
+            )
         return self._writer
 
     @property
@@ -163,7 +170,15 @@ class Store:
         self.close()
 
     # -- reads -------------------------------------------------------------------------
+    def _caught_up(self) -> None:
+        """Feed DuckDB what this process's journal holds, so that its reads see its writes
+        (reservations and answers reach DuckDB a moment after they are durable)."""
+        writer = self._writer
+        if writer is not None and writer.journal is not None and writer.journal.behind:
+            writer.journal.flush_blocking()
+
     def query(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+        self._caught_up()
         return self.conn.execute(sql, params or []).fetchall()
 
     def find_run(self, *, config_hash: str, kind: str) -> RunRow | None:
@@ -188,6 +203,7 @@ class Store:
         return [RunRow(zip(cols, r, strict=True)) for r in rows]
 
     def spent(self, run_id: str) -> int:
+        self._caught_up()
         (value,) = self.conn.execute(
             "SELECT COALESCE(sum(pusd), 0) FROM ledger WHERE run_id = ? "
             "AND event IN ('settle', 'consume', 'lost')",
@@ -197,6 +213,7 @@ class Store:
 
     def open_reservations(self, run_id: str) -> list[tuple[int, int, int]]:
         """(call_id, res_no, pusd) of reservations never closed: in flight at a crash."""
+        self._caught_up()
         return self.conn.execute(
             """
             SELECT r.call_id, r.res_no, r.pusd FROM ledger r
@@ -208,6 +225,7 @@ class Store:
         ).fetchall()
 
     def next_call_id(self) -> int:
+        self._caught_up()
         (value,) = self.conn.execute(
             "SELECT greatest((SELECT COALESCE(max(call_id), 0) FROM ledger),"
             " (SELECT COALESCE(max(call_id), 0) FROM call_log))"
@@ -215,12 +233,23 @@ class Store:
         return int(value) + 1
 
     def response_index(self) -> KeyIndex:
+        self._caught_up()
         rows = self.conn.execute("SELECT key_prefix FROM call_log WHERE status = 'ok'").fetchall()
         return KeyIndex(r[0] for r in rows)
 
     def cached_response(self, key: str) -> tuple[Any, ...] | None:
         """(response_json, prompt_tokens, completion_tokens, cached_tokens,
         usage_estimated) of a key's stored answer."""
+        if self._writer is not None:  # durable in the journal, maybe not in DuckDB yet
+            row = self._writer.journaled_answer(key)
+            if row is not None:
+                return (
+                    row.response_json,
+                    row.prompt_tokens,
+                    row.completion_tokens,
+                    row.cached_tokens,
+                    row.usage_estimated,
+                )
         return self.conn.execute(
             "SELECT response_json, prompt_tokens, completion_tokens, cached_tokens, "
             "usage_estimated FROM call_log WHERE key_prefix = ? AND key = ? AND status = 'ok' "
@@ -273,6 +302,7 @@ class Store:
 
     def copy_to(self, query: str, params: list[Any], path: str, options: str) -> None:
         """``COPY (query) TO path (options)``, also on a store another process holds."""
+        self._caught_up()
         target = path.replace("'", "''")
         if not self.is_live:
             self.conn.execute(f"COPY ({query}) TO '{target}' ({options})", params)
@@ -288,6 +318,7 @@ class Store:
     def iter_rows(
         self, sql: str, params: list[Any] | None = None, batch: int = 1000
     ) -> Iterator[tuple[Any, ...]]:
+        self._caught_up()
         cur = self.conn.cursor()
         cur.execute(sql, params or [])
         while True:
@@ -418,9 +449,15 @@ def open_store(
     try:
         if not read_only:
             _migrate(conn, p)
-        elif _outdated(conn) and os.access(p, os.W_OK):
-            # written by an earlier halugen: bring it up to date once (the file is free, we
-            # just opened it), so a read-only command sees the tables and views it queries
+            # what a crash left durable in the journal but not in DuckDB, before any read
+            try:
+                replay(conn, p)
+            except (OSError, duckdb.Error) as exc:
+                raise write_error(p, exc) from None
+        elif (_outdated(conn) or journal_path(p).exists()) and os.access(p, os.W_OK):
+            # written by an earlier halugen, or left with a journal to replay by a crash:
+            # bring it up to date once (the file is free, we just opened it), so a read-only
+            # command sees the tables, views and rows it queries
             conn.close()
             open_store(p, serve_reads=False).close()
             conn = duckdb.connect(str(p), read_only=True, config=config)

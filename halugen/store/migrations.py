@@ -16,6 +16,15 @@ from .initial_tables import INITIAL_TABLES
 
 __all__ = ["MIGRATIONS"]
 
+# How far the journal (journal.py) has been fed: its id and the byte position after the last
+# group fed, replaced in the same transaction as the rows it fed (one row at most).
+_JOURNAL_FED = """
+CREATE TABLE journal_fed (
+    journal_id VARCHAR NOT NULL,
+    position BIGINT NOT NULL
+);
+"""
+
 # Long documents: how many tokens were cut to fit the model's context (NULL: none).
 _TRUNCATION = """
 ALTER TABLE seeds ADD COLUMN truncated_tokens INTEGER;
@@ -410,5 +419,6 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0021_cost_views", ""),  # views only: cost_per_sample, seed_waste (VIEWS)
     ("0022_run_cache_plan", _RUN_CACHE_PLAN),
     ("0023_label_checks", _LABEL_CHECKS),  # and the label_checks view, samples' columns (VIEWS)
+    ("0024_journal_fed", _JOURNAL_FED),
     ("0029_judgement_reader", _JUDGEMENT_READER),
 )

@@ -20,6 +20,10 @@ with its own thread and DuckDB connection, so neither waits behind the other:
   money as spent, never less.
 
 ``created_at`` is filled in at commit time (one clock read per group, not per row).
+
+The call runner's reservations and answers take a third way (``put_journaled``): the journal
+(journal.py), an append-only file made durable by grouped ``fdatasync`` and fed to DuckDB in
+bulk a moment later, so no request waits for a DuckDB commit or checkpoint.
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ from typing import Any
 import duckdb
 
 from .failures import write_error
-from .rows import Record, RowViews, Statement, insert_rows, table_of
+from .journal import Journal
+from .rows import CallLogRow, Record, RowViews, Statement, insert_rows, table_of
 
 __all__ = ["StoreWriter", "WriterRow"]
 
@@ -184,8 +189,13 @@ class StoreWriter:
         bulk_seconds: float = 0.5,
         max_rows: int = 50_000,
         path: object = "the store",
+        journal: Callable[[], Journal] | None = None,
     ) -> None:
         self.path = path
+        # opens the journal on first use (a command that never calls leaves no journal);
+        # None: ``put_journaled`` takes the durable lane instead
+        self._open_journal = journal
+        self.journal: Journal | None = None
         self.error: BaseException | None = None
         self.closing = False
         # how many durable writers could be waiting now (the run's calls that hold a
@@ -224,6 +234,36 @@ class StoreWriter:
         self._enqueue(self._durable, rows, fut)
         await fut
 
+    async def put_journaled(self, rows: Sequence[WriterRow]) -> None:
+        """Make rows durable in the journal (DuckDB gets them a moment later); wait for it."""
+        journal = self._journal()
+        if journal is None:
+            await self.put_durable(rows)
+            return
+        self._check()
+        await journal.append(rows)
+
+    def put_journaled_nowait(self, rows: Sequence[WriterRow]) -> None:
+        """Hand rows to the journal without waiting (for code that is unwinding)."""
+        journal = self._journal()
+        if journal is None:
+            self.put(rows)
+            return
+        self._check()
+        journal.append_nowait(rows)
+
+    def journaled_answer(self, key: str) -> CallLogRow | None:
+        """The answer of ``key`` if the journal holds it and DuckDB may not have it yet."""
+        return self.journal.answer(key) if self.journal is not None else None
+
+    def _journal(self) -> Journal | None:
+        if self.journal is None and self._open_journal is not None and not self.closing:
+            try:
+                self.journal = self._open_journal()
+            except OSError as exc:  # a read-only directory, a full disk
+                raise write_error(self.path, exc) from exc
+        return self.journal
+
     def _enqueue(
         self, lane: _Lane, rows: Sequence[WriterRow], fut: asyncio.Future[None] | None
     ) -> None:
@@ -240,7 +280,9 @@ class StoreWriter:
             lane.wake.set()  # the first writer starts the lane's wait; a full group ends it
 
     async def flush(self) -> None:
-        """Wait until everything queued so far is committed (both lanes)."""
+        """Wait until everything queued so far is committed (both lanes and the journal)."""
+        if self.journal is not None:
+            await self.journal.flush()
         loop = asyncio.get_running_loop()
         futs = []
         for lane in (self._bulk, self._durable):
@@ -253,6 +295,8 @@ class StoreWriter:
         self._check()
 
     def flush_blocking(self, timeout: float | None = None) -> None:
+        if self.journal is not None:
+            self.journal.flush_blocking(timeout)
         for lane in (self._bulk, self._durable):
             lane.flush_requested = True
             lane.wake.set()
@@ -263,8 +307,12 @@ class StoreWriter:
     def close(self) -> None:
         """Commit what is queued, then stop the threads."""
         self.closing = True
-        self._durable.join()
-        self._bulk.join()
+        try:
+            if self.journal is not None:
+                self.journal.close()
+        finally:
+            self._durable.join()
+            self._bulk.join()
         self._check()
 
     def done(self, items: int) -> None:
