@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..records import fingerprint
-from ..tasks.base import normalise
+from ..tasks.base import content_words
 from .items import Item
 
 __all__ = [
@@ -232,19 +232,10 @@ def length_only(examples: Sequence[Example]) -> Score:
     return _cross_validate(examples, _stump_predict(lambda ex: float(len(ex.text))))
 
 
-_STOP_WORDS = """a an the and or of to in on at by for with from is are was were be been it its
-    this that as not no"""
-_STOP = frozenset(_STOP_WORDS.split())
-
-
-def _words(text: str) -> set[str]:
-    return {w for w in normalise(text).split() if w not in _STOP}
-
-
 def overlap_with(text: str, other: str) -> float:
     """The share of ``text``'s words (stop words aside) that ``other`` holds."""
-    words = _words(text)
-    return len(words & _words(other)) / len(words) if words else 0.0
+    words = content_words(text)
+    return len(words & content_words(other)) / len(words) if words else 0.0
 
 
 def overlap(examples: Sequence[Example]) -> Score:
