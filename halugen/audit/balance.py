@@ -39,6 +39,7 @@ from .classifiers import (
     folds_of,
     overlap_with,
     sklearn_parts,
+    word_vectors,
 )
 from .items import Item, fields_of
 from .report import AuditRow
@@ -106,12 +107,9 @@ def _overlap_tells(items: Sequence[Item]) -> list[float]:
 
 def _answer_tells(items: Sequence[Item]) -> list[float]:
     """Per item: held-out P(hallucinated | its hallucinated text) - P(... | its right text)."""
-    tfidf, logreg, make_union = sklearn_parts()
+    _, logreg, _ = sklearn_parts()
     examples = examples_of(items)
-    vectors = make_union(
-        tfidf(analyzer="word", ngram_range=(1, 2), sublinear_tf=True),
-        tfidf(analyzer="char_wb", ngram_range=(2, 4), min_df=2, sublinear_tf=True),
-    ).fit_transform([ex.text for ex in examples])
+    vectors = word_vectors([ex.text for ex in examples])
     folds = folds_of(examples)
     prob = [0.5] * len(examples)
     for fold in sorted(set(folds)):

@@ -7,8 +7,8 @@ Folds keep the examples of one group (a pair, or an OpenDialKG dialogue) togethe
 classifier is scored on a text whose partner it was trained on.
 
 * ``length_only``: a threshold on the text's length in characters (either direction);
-* ``answer_only``: logistic regression on word 1-2-grams and character 2-4-grams of the
-  text (scikit-learn, the ``topics`` extra);
+* ``answer_only``: logistic regression on the word 1-2-grams of the text (scikit-learn,
+  the ``topics`` extra; character n-grams are a certifying probe's, ``probes``);
 * ``overlap``: a threshold on the share of the text's words found in the question side or
   in the knowledge side (whichever splits the training folds better).
 
@@ -36,6 +36,7 @@ __all__ = [
     "Example",
     "Score",
     "answer_only",
+    "cross_validate",
     "examples_of",
     "fit_stump",
     "folds_of",
@@ -45,6 +46,7 @@ __all__ = [
     "ratio_interval",
     "score",
     "sklearn_parts",
+    "word_vectors",
 ]
 
 MISSING_EXTRA = (
@@ -197,7 +199,7 @@ def fit_stump(
     return best
 
 
-def _cross_validate(
+def cross_validate(
     examples: Sequence[Example],
     fit_predict: Callable[[list[Example], list[Example]], list[bool]],
 ) -> Score:
@@ -229,7 +231,7 @@ def _stump_predict(feature: Callable[[Example], float]) -> Callable:
 
 def length_only(examples: Sequence[Example]) -> Score:
     """Accuracy of a length threshold (characters, as given: whitespace counts too)."""
-    return _cross_validate(examples, _stump_predict(lambda ex: float(len(ex.text))))
+    return cross_validate(examples, _stump_predict(lambda ex: float(len(ex.text))))
 
 
 def overlap_with(text: str, other: str) -> float:
@@ -253,7 +255,7 @@ def overlap(examples: Sequence[Example]) -> Score:
         side, t, above, _ = max(fits, key=lambda fit: fit[3])
         return [(overlap_with(ex.text, getattr(ex, side)) > t) == above for ex in test]
 
-    return _cross_validate(examples, fit_predict)
+    return cross_validate(examples, fit_predict)
 
 
 def sklearn_parts() -> tuple[Any, Any, Any]:
@@ -267,17 +269,22 @@ def sklearn_parts() -> tuple[Any, Any, Any]:
     return TfidfVectorizer, LogisticRegression, make_union
 
 
+def word_vectors(texts: Sequence[str]) -> Any:
+    """TF-IDF of the word 1-2-grams of ``texts`` (fitted on them: no label is seen). The
+    one text representation ``answer_only`` and ``--balance`` use; character n-grams are
+    left to the certifying probe, so balancing never tunes what certifies."""
+    tfidf, _, _ = sklearn_parts()
+    return tfidf(analyzer="word", ngram_range=(1, 2), sublinear_tf=True).fit_transform(texts)
+
+
 def answer_only(examples: Sequence[Example]) -> Score:
-    """Accuracy of logistic regression on the text's word and character n-grams alone.
+    """Accuracy of logistic regression on the text's word n-grams alone.
 
     The n-gram vocabulary and its IDF weights are fitted once on every text (they never see
     a label), the regression on the training folds only.
     """
-    tfidf, logreg, make_union = sklearn_parts()
-    vectors = make_union(
-        tfidf(analyzer="word", ngram_range=(1, 2), sublinear_tf=True),
-        tfidf(analyzer="char_wb", ngram_range=(2, 4), min_df=2, sublinear_tf=True),
-    ).fit_transform([ex.text for ex in examples])
+    _, logreg, _ = sklearn_parts()
+    vectors = word_vectors([ex.text for ex in examples])
     row = {id(ex): i for i, ex in enumerate(examples)}
 
     def fit_predict(train: list[Example], test: list[Example]) -> list[bool]:
@@ -285,12 +292,12 @@ def answer_only(examples: Sequence[Example]) -> Score:
         model.fit(vectors[[row[id(ex)] for ex in train]], [ex.label for ex in train])
         return [bool(p) for p in model.predict(vectors[[row[id(ex)] for ex in test]])]
 
-    return _cross_validate(examples, fit_predict)
+    return cross_validate(examples, fit_predict)
 
 
 # measure -> (what it looks at, the classifier)
 MEASURES: dict[str, tuple[str, Callable[[Sequence[Example]], Score]]] = {
     "length_only": ("length of the text alone", length_only),
-    "answer_only": ("the text alone: word and character n-grams", answer_only),
+    "answer_only": ("the text alone: word n-grams", answer_only),
     "overlap": ("word overlap of the text with the question / knowledge", overlap),
 }

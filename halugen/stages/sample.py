@@ -87,9 +87,7 @@ def _by_guard(cand: Candidate) -> bool:
     return bool(cand.text) and cand.status not in ("ok", "truncated")
 
 
-async def _ask(
-    ctx: GenContext, task: LoadedTask, seed: Seed, idx: int, attempt: int
-) -> Candidate:
+async def _ask(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int, attempt: int) -> Candidate:
     spec = task.spec
     template = task.sample_templates[idx]
     request = ChatRequest(

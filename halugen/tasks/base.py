@@ -239,10 +239,9 @@ def normalise(text: str) -> str:
 
 # Words that carry no content: left out when a text's words are compared with another's
 # (a guard's overlap with the knowledge, the audit's overlap measure).
-STOP_WORDS = frozenset(
-    """a an the and or of to in on at by for with from is are was were be been it its
-    this that as not no""".split()
-)
+_STOP_LIST = """a an the and or of to in on at by for with from is are was were be been it
+    its this that as not no"""
+STOP_WORDS = frozenset(_STOP_LIST.split())
 
 
 def content_words(text: str) -> set[str]:

@@ -125,9 +125,13 @@ class ShortSpanForm:
                 return "answer_too_long"
         elif words > 3 * right_words + 5:
             return "answer_too_long"
-        elif right_words >= 4 and _is_sentence(right):
-            if words <= self.span_words and not _is_sentence(candidate):
-                return "span_for_sentence"
+        elif (
+            right_words >= 4
+            and _is_sentence(right)
+            and words <= self.span_words
+            and not _is_sentence(candidate)
+        ):
+            return "span_for_sentence"
         return ""
 
 

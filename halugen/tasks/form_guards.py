@@ -40,7 +40,7 @@ def final_mark(text: str, marks: str = ".!?") -> str:
 
 
 def casing_class(text: str) -> str:
-    """"upper" (every letter upper case, two or more), "lower" (every letter lower case),
+    """ "upper" (every letter upper case, two or more), "lower" (every letter lower case),
     "capital" (the first letter upper case, others mixed), "mixed" (the first letter lower
     case, others not), or "none" (fewer letters than that: "1865", "A")."""
     letters = [c for c in text if c.isalpha() and c.lower() != c.upper()]
@@ -129,4 +129,3 @@ class KnowledgeOverlap:
         if abs(mine - theirs) > self.max_gap + 1e-9:
             return self.problem
         return ""
-
