@@ -44,7 +44,14 @@ from .classifiers import (
 from .items import Item, fields_of
 from .report import AuditRow
 
-__all__ = ["BALANCED_MEASURES", "Balanced", "balance", "describe_balance", "write_balanced"]
+__all__ = [
+    "BALANCED_MEASURES",
+    "Balanced",
+    "balance",
+    "describe_balance",
+    "hard_path",
+    "write_balanced",
+]
 
 TOLERANCE = 0.05
 MIN_ITEMS = 10
@@ -275,26 +282,41 @@ def _record(item: Item) -> bytes:
     return orjson.dumps({name: values.get(name, "") for name in layout})
 
 
+def hard_path(out: Path) -> Path:
+    """Where the hard split goes beside the full set ``out``: ``qa.json`` -> ``qa.hard.json``."""
+    return out.with_name(f"{out.stem}.hard{out.suffix}" if out.suffix else f"{out.name}.hard")
+
+
+def _write_lines(items: Sequence[Item], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    with tmp.open("wb") as f:
+        for item in items:
+            f.write(_record(item) + b"\n")
+    os.replace(tmp, path)
+
+
 def write_balanced(
     result: Balanced,
     out: Path,
     *,
     source: str,
+    full: Sequence[Item],
     before: Sequence[AuditRow],
     after: Sequence[AuditRow],
     tolerance: float = TOLERANCE,
     balanced: bool | None = None,
-) -> Path:
-    """The kept items as HaluEval JSON lines at ``out``, and ``<out>.audit.json`` beside it
-    with the audit figures before and after, and what was dropped and why (``balanced``:
-    the verdict on the figures after, per pattern too; by default the measures'). Returns the
-    metadata file's path."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".part")
-    with tmp.open("wb") as f:
-        for item in result.kept:
-            f.write(_record(item) + b"\n")
-    os.replace(tmp, out)
+) -> tuple[Path, Path]:
+    """The full set as HaluEval JSON lines at ``out``, the hard split (the kept items)
+    beside it (``hard_path``), never in its place, and ``<out>.audit.json`` with both
+    splits' sizes, the hard split's interval width, the audit figures before and after, and
+    what was dropped and why (``balanced``: the verdict on the figures after, per pattern
+    too; by default the measures'). Returns (the metadata file, the hard split's file)."""
+    from .certify import half_width
+
+    hard = hard_path(out)
+    _write_lines(full, out)
+    _write_lines(result.kept, hard)
     meta = out.with_name(out.name + ".audit.json")
 
     def rows(rs: Sequence[AuditRow]) -> list[dict[str, object]]:
@@ -316,6 +338,16 @@ def write_balanced(
             {
                 "source": source,
                 "file": out.name,
+                "splits": {
+                    "test": {"file": out.name, "n": len(full)},
+                    "hard": {
+                        "file": hard.name,
+                        "n": len(result.kept),
+                        "kept_share": len(result.kept) / len(full) if full else None,
+                        "interval_half_width": half_width(len(result.kept)),
+                        "balanced_by": list(result.figures),
+                    },
+                },
                 "halugen_version": __version__,
                 "tolerance": tolerance,
                 "balanced": result.balanced if balanced is None else balanced,
@@ -335,4 +367,4 @@ def write_balanced(
             option=orjson.OPT_INDENT_2,
         )
     )
-    return meta
+    return meta, hard

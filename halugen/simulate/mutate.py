@@ -167,8 +167,32 @@ _DEFAULT_ORDERS: tuple[tuple[str, ...], ...] = (
 )
 
 
+def _in_form_of(out: str, right: str) -> str:
+    """``out`` written in ``right``'s form, as a model shown the right text writes its wrong
+    one: a capital first letter where it has one (lower case where it is all lower case),
+    and its final full stop, question or exclamation mark, or none."""
+    first = next((c for c in right if c.isalpha()), "")
+    at = next((i for i, c in enumerate(out) if c.isalpha()), None)
+    if first and at is not None:
+        letters = [c for c in right if c.isalpha()]
+        if first.isupper() and out[at].islower():
+            out = out[:at] + out[at].upper() + out[at + 1 :]
+        elif len(letters) > 1 and all(c.islower() for c in letters):
+            out = out.lower()
+    mark = right.rstrip()[-1:] if right.rstrip()[-1:] in (".", "!", "?") else ""
+    body = out.rstrip()
+    while body[-1:] in (".", "!", "?"):
+        body = body[:-1]
+    return body + mark if body else out
+
+
 def hallucinate(right: str, context: str, pattern: str, key: int, *, question: str = "") -> str:
-    """A plausible but wrong variant of ``right``; never equal to it after ``normalise``."""
+    """A plausible but wrong variant of ``right`` in its form (``_in_form_of``); never
+    equal to it after ``normalise``."""
+    return _in_form_of(_hallucinate(right, context, pattern, key, question=question), right)
+
+
+def _hallucinate(right: str, context: str, pattern: str, key: int, *, question: str = "") -> str:
     right = " ".join(right.split())
     if not right:
         pool = names(context) or list(_FALLBACK_NAMES)
