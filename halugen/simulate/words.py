@@ -40,7 +40,7 @@ _NOT_NAME_WORDS = """The A An In On At By For With From Of To And Or But If When
 _NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 # initials keep their dots ("U.S."), other words do not, so "England. The" splits
-_CAP = r"(?:(?:[A-Z]\.)+|[A-Z][A-Za-z'’-]*)"
+_CAP = r"(?:(?:[A-Z]\.)+|[A-Z][A-Za-z0-9'’-]*)"
 _NAME = re.compile(rf"\b{_CAP}(?:[ ](?:of |for |the |de |von |van )?{_CAP})*")
 _POSSESSIVE = re.compile(r"['’]s?$")
 
