@@ -101,3 +101,13 @@ def test_form_guard_settings_are_read_and_checked() -> None:
         "guards[2] (knowledge_overlap)",
         "guards[3] (casing).strict",
     ]
+
+
+def test_task_check_lists_each_guard_with_its_settings(capsys) -> None:
+    from halugen.cli import main
+    from halugen.tasks import BUILTIN_DIR
+
+    assert main(["task", "check", str(BUILTIN_DIR / "qa")]) == 0
+    out = capsys.readouterr().out
+    assert "final_punctuation(marks='.!?'), casing, knowledge_overlap(max_gap=0.5)" in out
+    assert "short_span_form(span_words=3), length_class(max_gap=1)" in out
