@@ -186,10 +186,39 @@ def _in_form_of(out: str, right: str) -> str:
     return body + mark if body else out
 
 
+def _from_the_record(right: str, context: str, key: int) -> str | None:
+    """Where ``right`` is a span of the record (a name, a number), another span of the same
+    kind from it: a model asked for a plausible wrong answer names another entity or figure
+    the text gives rather than editing the right one into a string found nowhere."""
+    norm, text = normalise(right), normalise(context)
+    if not norm or f" {norm} " not in f" {text} ":
+        return None
+    if _NUMBER.fullmatch(right.strip()):
+        pool = [
+            m.group(0)
+            for m in _NUMBER.finditer(context)
+            if normalise(m.group(0)) != norm and ("," in m.group(0)) == ("," in right)
+        ]
+    elif names(right):
+        size = len(right.split())
+        pool = [
+            n
+            for n, n_norm in names_normalised(context)
+            if abs(len(n.split()) - size) <= size // 2 and n_norm not in norm and norm not in n_norm
+        ]
+    else:
+        return None
+    return pick(pool, key, 21) if pool else None
+
+
 def hallucinate(right: str, context: str, pattern: str, key: int, *, question: str = "") -> str:
     """A plausible but wrong variant of ``right`` in its form (``_in_form_of``); never
-    equal to it after ``normalise``."""
-    return _in_form_of(_hallucinate(right, context, pattern, key, question=question), right)
+    equal to it after ``normalise``. An answer taken from the record is swapped for another
+    of the record's names or figures (``_from_the_record``) unless the edit already is one."""
+    out = _hallucinate(right, context, pattern, key, question=question)
+    if f" {normalise(out)} " not in f" {normalise(context)} ":
+        out = _from_the_record(" ".join(right.split()), context, key) or out
+    return _in_form_of(out, right)
 
 
 def _hallucinate(right: str, context: str, pattern: str, key: int, *, question: str = "") -> str:

@@ -109,5 +109,5 @@ def test_task_check_lists_each_guard_with_its_settings(capsys) -> None:
 
     assert main(["task", "check", str(BUILTIN_DIR / "qa")]) == 0
     out = capsys.readouterr().out
-    assert "final_punctuation(marks='.!?'), casing, knowledge_overlap(max_gap=0.5)" in out
+    assert "final_punctuation(marks='.!?'), casing, knowledge_overlap(max_gap=0.25)" in out
     assert "short_span_form(span_words=3), length_class(max_gap=1)" in out
