@@ -219,10 +219,17 @@ def balance(
 
 
 def _out_of_tolerance(rows: Sequence[AuditRow], tolerance: float) -> list[AuditRow]:
+    """The rows far from chance, the certifying probes' aside: balancing never aims at
+    them, they judge its result (``certify``)."""
+    from .probes import PROBES
+
     return [
         r
         for r in rows
-        if r.value is not None and r.chance is not None and abs(r.value - r.chance) > tolerance
+        if r.value is not None
+        and r.chance is not None
+        and r.measure not in PROBES
+        and abs(r.value - r.chance) > tolerance
     ]
 
 

@@ -157,7 +157,9 @@ _PATTERN_ORDER: dict[str, tuple[str, ...]] = {
     "extrinsic-hard": ("name", "number", "detail", "negate"),
     "extrinsic-grouped": ("name", "detail", "number", "negate"),
     "factual": ("number", "name", "detail", "negate"),
-    "non-factual": ("detail", "name", "number", "negate"),
+    # a made-up fact in the summary's own words: another name or figure first (an added
+    # tail, "..., according to X", is a tell any n-gram model reads)
+    "non-factual": ("name", "number", "detail", "negate"),
     "intrinsic": ("name", "negate", "number", "detail"),
 }
 _DEFAULT_ORDERS: tuple[tuple[str, ...], ...] = (
@@ -216,6 +218,8 @@ def hallucinate(right: str, context: str, pattern: str, key: int, *, question: s
     equal to it after ``normalise``. An answer taken from the record is swapped for another
     of the record's names or figures (``_from_the_record``) unless the edit already is one."""
     out = _hallucinate(right, context, pattern, key, question=question)
+    if not right.strip():
+        return out  # no right text to take the form of
     if f" {normalise(out)} " not in f" {normalise(context)} ":
         out = _from_the_record(" ".join(right.split()), context, key) or out
     return _in_form_of(out, right)
