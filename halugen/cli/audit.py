@@ -15,7 +15,8 @@ def add_parsers(sub: Any) -> None:
     au = sub.add_parser(
         "audit",
         help="accuracy of classifiers that never see the knowledge (length, answer text, "
-        "overlap), beside chance; --balance picks a subset without such artifacts",
+        "overlap) and of certifying probes, beside chance; --balance keeps a hard split "
+        "without such artifacts beside the full set",
     )
     au.add_argument(
         "--data",
