@@ -40,19 +40,15 @@ def final_mark(text: str, marks: str = ".!?") -> str:
 
 
 def casing_class(text: str) -> str:
-    """ "upper" (every letter upper case, two or more), "lower" (every letter lower case),
-    "capital" (the first letter upper case, others mixed), "mixed" (the first letter lower
-    case, others not), or "none" (fewer letters than that: "1865", "A")."""
+    """ "upper" (every letter upper case, two or more), "capital" (the first letter upper
+    case), "lower" (the first letter lower case: "the euro", "the Czech koruna"), or "none"
+    (at most one letter: "1865", "A")."""
     letters = [c for c in text if c.isalpha() and c.lower() != c.upper()]
-    if not letters:
-        return "none"
-    if len(letters) >= 2 and all(c.isupper() for c in letters):
-        return "upper"
-    if all(c.islower() for c in letters):
-        return "lower"
     if len(letters) < 2:
         return "none"
-    return "capital" if letters[0].isupper() else "mixed"
+    if all(c.isupper() for c in letters):
+        return "upper"
+    return "capital" if letters[0].isupper() else "lower"
 
 
 @dataclass(frozen=True)
@@ -76,9 +72,10 @@ class FinalPunctuation:
 
 @dataclass(frozen=True)
 class Casing:
-    """The candidate's casing class (``casing_class``) is the right text's.
+    """The candidate's casing class (``casing_class``: initial capital, lower-case
+    initial, all capitals) is the right text's.
 
-    An all-lower-case hallucination of a capitalised right answer (or the reverse, or all
+    A lower-case hallucination of a capitalised right answer (or the reverse, or all
     capitals) is a tell a character model reads at once. A text with no more than one
     letter ("1865", "3 km") matches any class: the form of a number says nothing.
     """
@@ -93,9 +90,13 @@ class Casing:
 
 
 def knowledge_share(text: str, knowledge: str) -> float | None:
-    """The share of ``text``'s content words (``content_words``) that ``knowledge`` holds;
-    None when the text has none."""
-    words = content_words(text)
+    """The share of ``text``'s content words (``content_words``, numbers aside) that
+    ``knowledge`` holds; None when the text has none.
+
+    Numbers are left out: a wrong year or count is rarely one the knowledge states, and a
+    guard that asked for one would leave "In which year ...?" with no hallucination at all;
+    the substring probe of ``audit`` measures what this leaves."""
+    words = {w for w in content_words(text) if not w.isdigit()}
     if not words:
         return None
     return len(words & content_words(knowledge)) / len(words)

@@ -58,6 +58,9 @@ def test_knowledge_overlap_holds_the_share_to_the_right_texts() -> None:
     # and the other way: a hallucination more "in the knowledge" than the truth
     assert guard("Tamm", "Serin", KNOWLEDGE) == "knowledge_overlap"
     assert guard("Serin", "Tamm", "") == ""  # no knowledge, no bound
+    # numbers aside: a wrong year is rarely one the knowledge states
+    assert guard("1865", "1866", KNOWLEDGE) == ""
+    assert guard("in 1865 in Vallona", "in 1866 in Ostra", KNOWLEDGE) == "knowledge_overlap"
     with pytest.raises(ValueError, match="max_gap"):
         KnowledgeOverlap(max_gap=2.0)
 
