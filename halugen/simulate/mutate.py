@@ -206,7 +206,9 @@ def _from_the_record(right: str, context: str, key: int) -> str | None:
         pool = [
             n
             for n, n_norm in names_normalised(context)
-            if abs(len(n.split()) - size) <= size // 2 and n_norm not in norm and norm not in n_norm
+            if abs(len(n.split()) - size) <= max(1, size // 2)
+            and n_norm not in norm
+            and norm not in n_norm
         ]
     else:
         return None
@@ -216,12 +218,12 @@ def _from_the_record(right: str, context: str, key: int) -> str | None:
 def hallucinate(right: str, context: str, pattern: str, key: int, *, question: str = "") -> str:
     """A plausible but wrong variant of ``right`` in its form (``_in_form_of``); never
     equal to it after ``normalise``. An answer taken from the record is swapped for another
-    of the record's names or figures (``_from_the_record``) unless the edit already is one."""
-    out = _hallucinate(right, context, pattern, key, question=question)
+    of the record's names or figures (``_from_the_record``) where it has one."""
     if not right.strip():
-        return out  # no right text to take the form of
-    if f" {normalise(out)} " not in f" {normalise(context)} ":
-        out = _from_the_record(" ".join(right.split()), context, key) or out
+        return _hallucinate(right, context, pattern, key, question=question)
+    out = _from_the_record(" ".join(right.split()), context, key)
+    if out is None:
+        out = _hallucinate(right, context, pattern, key, question=question)
     return _in_form_of(out, right)
 
 
