@@ -107,11 +107,21 @@ def hotpot_record(i: int) -> dict[str, Any]:
     }
 
 
+def hotpot_record_with_more_names(i: int) -> dict[str, Any]:
+    """``hotpot_record`` whose knowledge also holds "He worked mostly in Lisbon": two names a
+    wrong answer in the right one's form can take, so the two candidates of a seed differ
+    and the filter judge is asked (with one, the form guards leave them identical)."""
+    record = hotpot_record(i)
+    record["supporting_facts"] = [*record["supporting_facts"], [f"Aldo Brun{i}", 1]]
+    return record
+
+
 @pytest.fixture
-def hotpot_file(tmp_path: Path) -> Callable[[int], Path]:
-    def write(n: int, name: str = "seeds.json") -> Path:
+def hotpot_file(tmp_path: Path) -> Callable[..., Path]:
+    def write(n: int, name: str = "seeds.json", *, more_names: bool = False) -> Path:
         path = tmp_path / name
-        path.write_bytes(orjson.dumps([hotpot_record(i) for i in range(n)]))
+        make = hotpot_record_with_more_names if more_names else hotpot_record
+        path.write_bytes(orjson.dumps([make(i) for i in range(n)]))
         return path
 
     return write

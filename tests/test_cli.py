@@ -40,7 +40,8 @@ def test_status_and_sql_after_a_run(simulator, hotpot_file, tmp_path, capsys):
             [
                 "run",
                 "--seeds",
-                str(hotpot_file(40)),  # enough for some seeds to reach the filter
+                # enough for some seeds to reach the filter
+                str(hotpot_file(40, more_names=True)),
                 "--base-url",
                 sim.base_url,
                 "--api-key",

@@ -39,11 +39,19 @@ from .classifiers import (
     folds_of,
     overlap_with,
     sklearn_parts,
+    word_vectors,
 )
 from .items import Item, fields_of
 from .report import AuditRow
 
-__all__ = ["BALANCED_MEASURES", "Balanced", "balance", "describe_balance", "write_balanced"]
+__all__ = [
+    "BALANCED_MEASURES",
+    "Balanced",
+    "balance",
+    "describe_balance",
+    "hard_path",
+    "write_balanced",
+]
 
 TOLERANCE = 0.05
 MIN_ITEMS = 10
@@ -106,12 +114,9 @@ def _overlap_tells(items: Sequence[Item]) -> list[float]:
 
 def _answer_tells(items: Sequence[Item]) -> list[float]:
     """Per item: held-out P(hallucinated | its hallucinated text) - P(... | its right text)."""
-    tfidf, logreg, make_union = sklearn_parts()
+    _, logreg, _ = sklearn_parts()
     examples = examples_of(items)
-    vectors = make_union(
-        tfidf(analyzer="word", ngram_range=(1, 2), sublinear_tf=True),
-        tfidf(analyzer="char_wb", ngram_range=(2, 4), min_df=2, sublinear_tf=True),
-    ).fit_transform([ex.text for ex in examples])
+    vectors = word_vectors([ex.text for ex in examples])
     folds = folds_of(examples)
     prob = [0.5] * len(examples)
     for fold in sorted(set(folds)):
@@ -214,10 +219,17 @@ def balance(
 
 
 def _out_of_tolerance(rows: Sequence[AuditRow], tolerance: float) -> list[AuditRow]:
+    """The rows far from chance, the certifying probes' aside: balancing never aims at
+    them, they judge its result (``certify``)."""
+    from .probes import PROBES
+
     return [
         r
         for r in rows
-        if r.value is not None and r.chance is not None and abs(r.value - r.chance) > tolerance
+        if r.value is not None
+        and r.chance is not None
+        and r.measure not in PROBES
+        and abs(r.value - r.chance) > tolerance
     ]
 
 
@@ -277,26 +289,41 @@ def _record(item: Item) -> bytes:
     return orjson.dumps({name: values.get(name, "") for name in layout})
 
 
+def hard_path(out: Path) -> Path:
+    """Where the hard split goes beside the full set ``out``: ``qa.json`` -> ``qa.hard.json``."""
+    return out.with_name(f"{out.stem}.hard{out.suffix}" if out.suffix else f"{out.name}.hard")
+
+
+def _write_lines(items: Sequence[Item], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    with tmp.open("wb") as f:
+        for item in items:
+            f.write(_record(item) + b"\n")
+    os.replace(tmp, path)
+
+
 def write_balanced(
     result: Balanced,
     out: Path,
     *,
     source: str,
+    full: Sequence[Item],
     before: Sequence[AuditRow],
     after: Sequence[AuditRow],
     tolerance: float = TOLERANCE,
     balanced: bool | None = None,
-) -> Path:
-    """The kept items as HaluEval JSON lines at ``out``, and ``<out>.audit.json`` beside it
-    with the audit figures before and after, and what was dropped and why (``balanced``:
-    the verdict on the figures after, per pattern too; by default the measures'). Returns the
-    metadata file's path."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".part")
-    with tmp.open("wb") as f:
-        for item in result.kept:
-            f.write(_record(item) + b"\n")
-    os.replace(tmp, out)
+) -> tuple[Path, Path]:
+    """The full set as HaluEval JSON lines at ``out``, the hard split (the kept items)
+    beside it (``hard_path``), never in its place, and ``<out>.audit.json`` with both
+    splits' sizes, the hard split's interval width, the audit figures before and after, and
+    what was dropped and why (``balanced``: the verdict on the figures after, per pattern
+    too; by default the measures'). Returns (the metadata file, the hard split's file)."""
+    from .certify import half_width
+
+    hard = hard_path(out)
+    _write_lines(full, out)
+    _write_lines(result.kept, hard)
     meta = out.with_name(out.name + ".audit.json")
 
     def rows(rs: Sequence[AuditRow]) -> list[dict[str, object]]:
@@ -318,6 +345,16 @@ def write_balanced(
             {
                 "source": source,
                 "file": out.name,
+                "splits": {
+                    "test": {"file": out.name, "n": len(full)},
+                    "hard": {
+                        "file": hard.name,
+                        "n": len(result.kept),
+                        "kept_share": len(result.kept) / len(full) if full else None,
+                        "interval_half_width": half_width(len(result.kept)),
+                        "balanced_by": list(result.figures),
+                    },
+                },
                 "halugen_version": __version__,
                 "tolerance": tolerance,
                 "balanced": result.balanced if balanced is None else balanced,
@@ -337,4 +374,4 @@ def write_balanced(
             option=orjson.OPT_INDENT_2,
         )
     )
-    return meta
+    return meta, hard

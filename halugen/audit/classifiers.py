@@ -7,8 +7,8 @@ Folds keep the examples of one group (a pair, or an OpenDialKG dialogue) togethe
 classifier is scored on a text whose partner it was trained on.
 
 * ``length_only``: a threshold on the text's length in characters (either direction);
-* ``answer_only``: logistic regression on word 1-2-grams and character 2-4-grams of the
-  text (scikit-learn, the ``topics`` extra);
+* ``answer_only``: logistic regression on the word 1-2-grams of the text (scikit-learn,
+  the ``topics`` extra; character n-grams are a certifying probe's, ``probes``);
 * ``overlap``: a threshold on the share of the text's words found in the question side or
   in the knowledge side (whichever splits the training folds better).
 
@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..records import fingerprint
-from ..tasks.base import normalise
+from ..tasks.base import content_words
 from .items import Item
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "Example",
     "Score",
     "answer_only",
+    "cross_validate",
     "examples_of",
     "fit_stump",
     "folds_of",
@@ -45,6 +46,7 @@ __all__ = [
     "ratio_interval",
     "score",
     "sklearn_parts",
+    "word_vectors",
 ]
 
 MISSING_EXTRA = (
@@ -197,7 +199,7 @@ def fit_stump(
     return best
 
 
-def _cross_validate(
+def cross_validate(
     examples: Sequence[Example],
     fit_predict: Callable[[list[Example], list[Example]], list[bool]],
 ) -> Score:
@@ -229,22 +231,13 @@ def _stump_predict(feature: Callable[[Example], float]) -> Callable:
 
 def length_only(examples: Sequence[Example]) -> Score:
     """Accuracy of a length threshold (characters, as given: whitespace counts too)."""
-    return _cross_validate(examples, _stump_predict(lambda ex: float(len(ex.text))))
-
-
-_STOP_WORDS = """a an the and or of to in on at by for with from is are was were be been it its
-    this that as not no"""
-_STOP = frozenset(_STOP_WORDS.split())
-
-
-def _words(text: str) -> set[str]:
-    return {w for w in normalise(text).split() if w not in _STOP}
+    return cross_validate(examples, _stump_predict(lambda ex: float(len(ex.text))))
 
 
 def overlap_with(text: str, other: str) -> float:
     """The share of ``text``'s words (stop words aside) that ``other`` holds."""
-    words = _words(text)
-    return len(words & _words(other)) / len(words) if words else 0.0
+    words = content_words(text)
+    return len(words & content_words(other)) / len(words) if words else 0.0
 
 
 def overlap(examples: Sequence[Example]) -> Score:
@@ -262,7 +255,7 @@ def overlap(examples: Sequence[Example]) -> Score:
         side, t, above, _ = max(fits, key=lambda fit: fit[3])
         return [(overlap_with(ex.text, getattr(ex, side)) > t) == above for ex in test]
 
-    return _cross_validate(examples, fit_predict)
+    return cross_validate(examples, fit_predict)
 
 
 def sklearn_parts() -> tuple[Any, Any, Any]:
@@ -276,17 +269,22 @@ def sklearn_parts() -> tuple[Any, Any, Any]:
     return TfidfVectorizer, LogisticRegression, make_union
 
 
+def word_vectors(texts: Sequence[str]) -> Any:
+    """TF-IDF of the word 1-2-grams of ``texts`` (fitted on them: no label is seen). The
+    one text representation ``answer_only`` and ``--balance`` use; character n-grams are
+    left to the certifying probe, so balancing never tunes what certifies."""
+    tfidf, _, _ = sklearn_parts()
+    return tfidf(analyzer="word", ngram_range=(1, 2), sublinear_tf=True).fit_transform(texts)
+
+
 def answer_only(examples: Sequence[Example]) -> Score:
-    """Accuracy of logistic regression on the text's word and character n-grams alone.
+    """Accuracy of logistic regression on the text's word n-grams alone.
 
     The n-gram vocabulary and its IDF weights are fitted once on every text (they never see
     a label), the regression on the training folds only.
     """
-    tfidf, logreg, make_union = sklearn_parts()
-    vectors = make_union(
-        tfidf(analyzer="word", ngram_range=(1, 2), sublinear_tf=True),
-        tfidf(analyzer="char_wb", ngram_range=(2, 4), min_df=2, sublinear_tf=True),
-    ).fit_transform([ex.text for ex in examples])
+    _, logreg, _ = sklearn_parts()
+    vectors = word_vectors([ex.text for ex in examples])
     row = {id(ex): i for i, ex in enumerate(examples)}
 
     def fit_predict(train: list[Example], test: list[Example]) -> list[bool]:
@@ -294,12 +292,12 @@ def answer_only(examples: Sequence[Example]) -> Score:
         model.fit(vectors[[row[id(ex)] for ex in train]], [ex.label for ex in train])
         return [bool(p) for p in model.predict(vectors[[row[id(ex)] for ex in test]])]
 
-    return _cross_validate(examples, fit_predict)
+    return cross_validate(examples, fit_predict)
 
 
 # measure -> (what it looks at, the classifier)
 MEASURES: dict[str, tuple[str, Callable[[Sequence[Example]], Score]]] = {
     "length_only": ("length of the text alone", length_only),
-    "answer_only": ("the text alone: word and character n-grams", answer_only),
+    "answer_only": ("the text alone: word n-grams", answer_only),
     "overlap": ("word overlap of the text with the question / knowledge", overlap),
 }

@@ -57,8 +57,12 @@ def audit_items(
     source: str,
     measures: Sequence[str] = tuple(MEASURES),
     min_pairs: int = MIN_PAIRS,
+    probes: Sequence[str] = (),
 ) -> list[AuditRow]:
-    """The classifiers' cross-validated figures, per task and per pattern."""
+    """The classifiers' cross-validated figures, per task and per pattern, then the
+    certifying ``probes``' (``probes.PROBES``) per task."""
+    from .probes import PROBES, within_chance
+
     rows: list[AuditRow] = []
     by_task: dict[str, list[Item]] = {}
     for item in items:
@@ -91,6 +95,25 @@ def audit_items(
                         note,
                     )
                 )
+        examples = examples_of(task_items)
+        for probe in probes:
+            what, run_probe = PROBES[probe]
+            s = run_probe(examples)
+            verdict = "within" if within_chance(s) else "NOT within"
+            rows.append(
+                AuditRow(
+                    source,
+                    task,
+                    "all",
+                    probe,
+                    len(task_items),
+                    s.value,
+                    s.low,
+                    s.high,
+                    0.5,
+                    f"certifying probe: {what}; {verdict} 5 points of chance",
+                )
+            )
     return rows
 
 

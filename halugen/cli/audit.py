@@ -23,7 +23,8 @@ def add_parsers(sub: Any) -> None:
     au = sub.add_parser(
         "audit",
         help="accuracy of classifiers that never see the knowledge (length, answer text, "
-        "overlap), beside chance; --balance picks a subset without such artifacts",
+        "overlap) and of certifying probes, beside chance; --balance keeps a hard split "
+        "without such artifacts beside the full set",
     )
     au.add_argument(
         "--data",
@@ -53,12 +54,27 @@ def add_parsers(sub: Any) -> None:
         default=20,
         help="a pattern with fewer items gets no row of its own (default: 20)",
     )
+    au.add_argument(
+        "--probes",
+        default="substring,final_char,casing,char_ngrams,weak_ensemble",
+        help="comma-separated certifying probes, kept apart from the guards and --balance: "
+        "substring, final_char, casing, char_ngrams, weak_ensemble (the last two need "
+        "halugen[topics]), or none (default: all five)",
+    )
     add_format_flag(au)
     au.add_argument(
         "--balance",
         action="store_true",
-        help="choose the largest subset whose length-only and answer-only baselines are within "
-        "--tolerance of 50%%, and say what was dropped and why",
+        help="choose the largest subset (the hard split, kept beside the full set) whose "
+        "--measures are within --tolerance of 50%%, say what was dropped and why, and "
+        "certify it with --probes",
+    )
+    au.add_argument(
+        "--min-items",
+        type=int,
+        metavar="N",
+        help="with --balance: accept a hard split of at least N items (default: 385, the "
+        "size whose 95%% interval is ±5 points; smaller is refused unless given)",
     )
     au.add_argument(
         "--tolerance",
@@ -69,7 +85,8 @@ def add_parsers(sub: Any) -> None:
     au.add_argument(
         "--out",
         metavar="FILE",
-        help="with --balance: write the kept items (HaluEval layout) and FILE.audit.json "
+        help="with --balance: write the full set to FILE, the hard split beside it "
+        "(FILE's name with .hard before its suffix), both as read, and FILE.audit.json "
         "(default: write nothing)",
     )
     add_setting(
@@ -105,6 +122,21 @@ def _measures(text: str) -> tuple[str, ...]:
     return names
 
 
+def _probes(text: str) -> tuple[str, ...]:
+    from ..audit.probes import PROBES
+
+    if text.strip() == "none":
+        return ()
+    names = tuple(p.strip() for p in text.split(",") if p.strip())
+    unknown = [p for p in names if p not in PROBES]
+    if unknown or not names:
+        raise UsageError(
+            f"unknown --probes {', '.join(unknown) or '(none)'}; known: {', '.join(PROBES)}, "
+            "or none"
+        )
+    return names
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     from ..audit import (
         audit_items,
@@ -124,6 +156,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if resolve_settings(args).verify:
         return _verify(args)
     measures = _measures(args.measures)
+    probes = _probes(args.probes)
+    if args.min_items is not None and not args.balance:
+        raise UsageError("--min-items sets the smallest hard split: give --balance with it")
+    if args.min_items is not None and args.min_items < 1:
+        raise UsageError("--min-items must be a whole number of items, 1 or more")
     if args.out and not args.balance:
         raise UsageError("--out writes a balanced set: give --balance with it")
     if not 0 < args.tolerance < 0.5:
@@ -156,7 +193,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 )
             groups.append((source, items))
         for source, items in groups:
-            rows += audit_items(items, source=source, measures=measures, min_pairs=args.min_pairs)
+            rows += audit_items(
+                items, source=source, measures=measures, min_pairs=args.min_pairs, probes=probes
+            )
             if not args.data and store is not None:
                 patterns = {}
                 for task in {i.task for i in items}:
@@ -166,7 +205,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 rows += rows_from_shares(shares, source)
         balanced_rows = []
         if args.balance:
-            balanced_rows = _balance(args, groups, rows, measures)
+            balanced_rows = _balance(args, groups, rows, measures, probes)
         if store is not None:
             identity = audit_id(" ".join(s for s, _ in groups))
             save(store, rows + balanced_rows, identity)
@@ -182,44 +221,77 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     # csv: one line per figure with its source and note, as `audit_results` holds them
     render_tables([csv_table(shown)] if args.format == "csv" else audit_tables(shown), args.format)
+    from ..audit.certify import certify_lines
+
+    for line in certify_lines(shown):
+        err.print(line)
     return 0
 
 
 def _balance(
-    args: argparse.Namespace, groups: list[tuple[str, list]], before: list, measures: tuple
+    args: argparse.Namespace,
+    groups: list[tuple[str, list]],
+    before: list,
+    measures: tuple,
+    probes: tuple[str, ...],
 ) -> list:
-    """Balance the one group; print what was kept and dropped; write --out. The balanced
-    set's audit rows."""
+    """Balance the one group; print what was kept and dropped, and what its size can show;
+    write --out (the full set and the hard split beside it). The hard split's audit rows."""
     import dataclasses
 
     from ..audit import audit_items, balance, write_balanced
     from ..audit.balance import BALANCED_MEASURES, describe_balance
+    from ..audit.certify import SIZE_FLOOR, size_line
 
     if len(groups) != 1 or len({i.task for i in groups[0][1]}) != 1:
         raise UsageError(
             "--balance works on one task of one source: give one --data file, or --task"
         )
     source, items = groups[0]
+    floor = SIZE_FLOOR if args.min_items is None else args.min_items
+    too_few = (
+        "; give --min-items N to accept a smaller hard split, knowing what its size cannot show"
+    )
+    if len(items) < floor:
+        raise UsageError(
+            f"{len(items)} item(s) cannot give a hard split of {floor}: "
+            + (size_line(len(items)) + too_few)
+        )
     result = balance(
         items, tolerance=args.tolerance, measures=[m for m in measures if m in BALANCED_MEASURES]
     )
-    after = audit_items(result.kept, source=source, measures=measures, min_pairs=args.min_pairs)
+    after = audit_items(
+        result.kept, source=source, measures=measures, min_pairs=args.min_pairs, probes=probes
+    )
     label, summary, balanced = describe_balance(
         result, source, after, total=len(items), tolerance=args.tolerance
     )
     after = [dataclasses.replace(r, source=label) for r in after]
     err.print(summary)
+    kept = len(result.kept)
+    err.print(
+        f"hard split: {kept} of {len(items)} item(s) ({kept / len(items):.0%} kept); "
+        + size_line(kept)
+    )
+    if kept < floor:
+        raise UsageError(
+            f"the hard split holds {kept} item(s), fewer than {floor}: " + size_line(kept) + too_few
+        )
     if args.out:
-        meta = write_balanced(
+        meta, hard = write_balanced(
             result,
             Path(args.out),
             source=source,
+            full=items,
             before=[r for r in before if r.source == source],
             after=after,
             tolerance=args.tolerance,
             balanced=balanced,
         )
-        err.print(f"wrote {len(result.kept)} item(s) to {args.out}; figures and drops in {meta}")
+        err.print(
+            f"wrote the full set ({len(items)} item(s)) to {args.out}, the hard split "
+            f"({kept}) to {hard}; figures and drops in {meta}"
+        )
     return after
 
 

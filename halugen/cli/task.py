@@ -97,14 +97,29 @@ def _check(args: argparse.Namespace) -> int:
     ]
     if spec.generated:
         parts.append(f"patterns {', '.join(spec.patterns)}")
-        names = {cls: name for name, cls in GUARDS.items()}
-        guards = [names.get(type(g), type(g).__name__) for g in spec.checks]
+        guards = [_guard_line(g, GUARDS) for g in spec.checks]
         parts.append(f"guards {', '.join(guards) or 'none'}")
     parts.append(f"strategies {', '.join(spec.strategies)}")
     out.print("; ".join(parts))
     if args.model:
         _print_openings(spec, args.model, args.price_card)
     return 0
+
+
+def _guard_line(guard: Any, known: dict[str, type]) -> str:
+    """A guard as ``task check`` names it: ``knowledge_overlap(max_gap=0.5)``."""
+    import dataclasses
+
+    names = {cls: name for name, cls in known.items()}
+    name = names.get(type(guard), type(guard).__name__)
+    settings = []
+    for f in dataclasses.fields(guard):
+        if not f.init or f.name == "problem":
+            continue
+        value = getattr(guard, f.name)
+        shown = f"{len(value)} patterns" if isinstance(value, tuple) else repr(value)
+        settings.append(f"{f.name}={shown}")
+    return f"{name}({', '.join(settings)})" if settings else name
 
 
 def _print_openings(spec: Any, model: str, card: str | None) -> None:

@@ -157,7 +157,9 @@ _PATTERN_ORDER: dict[str, tuple[str, ...]] = {
     "extrinsic-hard": ("name", "number", "detail", "negate"),
     "extrinsic-grouped": ("name", "detail", "number", "negate"),
     "factual": ("number", "name", "detail", "negate"),
-    "non-factual": ("detail", "name", "number", "negate"),
+    # a made-up fact in the summary's own words: another name or figure first (an added
+    # tail, "..., according to X", is a tell any n-gram model reads)
+    "non-factual": ("name", "number", "detail", "negate"),
     "intrinsic": ("name", "negate", "number", "detail"),
 }
 _DEFAULT_ORDERS: tuple[tuple[str, ...], ...] = (
@@ -167,8 +169,65 @@ _DEFAULT_ORDERS: tuple[tuple[str, ...], ...] = (
 )
 
 
+def _in_form_of(out: str, right: str) -> str:
+    """``out`` written in ``right``'s form, as a model shown the right text writes its wrong
+    one: a capital first letter where it has one (lower case where it is all lower case),
+    and its final full stop, question or exclamation mark, or none."""
+    first = next((c for c in right if c.isalpha()), "")
+    at = next((i for i, c in enumerate(out) if c.isalpha()), None)
+    if first and at is not None:
+        letters = [c for c in right if c.isalpha()]
+        if first.isupper() and out[at].islower():
+            out = out[:at] + out[at].upper() + out[at + 1 :]
+        elif len(letters) > 1 and all(c.islower() for c in letters):
+            out = out.lower()
+    mark = right.rstrip()[-1:] if right.rstrip()[-1:] in (".", "!", "?") else ""
+    body = out.rstrip()
+    while body[-1:] in (".", "!", "?"):
+        body = body[:-1]
+    return body + mark if body else out
+
+
+def _from_the_record(right: str, context: str, key: int) -> str | None:
+    """Where ``right`` is a span of the record (a name, a number), another span of the same
+    kind from it: a model asked for a plausible wrong answer names another entity or figure
+    the text gives rather than editing the right one into a string found nowhere."""
+    norm, text = normalise(right), normalise(context)
+    if not norm or f" {norm} " not in f" {text} ":
+        return None
+    if _NUMBER.fullmatch(right.strip()):
+        pool = [
+            m.group(0)
+            for m in _NUMBER.finditer(context)
+            if normalise(m.group(0)) != norm and ("," in m.group(0)) == ("," in right)
+        ]
+    elif names(right):
+        size = len(right.split())
+        pool = [
+            n
+            for n, n_norm in names_normalised(context)
+            if abs(len(n.split()) - size) <= max(1, size // 2)
+            and n_norm not in norm
+            and norm not in n_norm
+        ]
+    else:
+        return None
+    return pick(pool, key, 21) if pool else None
+
+
 def hallucinate(right: str, context: str, pattern: str, key: int, *, question: str = "") -> str:
-    """A plausible but wrong variant of ``right``; never equal to it after ``normalise``."""
+    """A plausible but wrong variant of ``right`` in its form (``_in_form_of``); never
+    equal to it after ``normalise``. An answer taken from the record is swapped for another
+    of the record's names or figures (``_from_the_record``) where it has one."""
+    if not right.strip():
+        return _hallucinate(right, context, pattern, key, question=question)
+    out = _from_the_record(" ".join(right.split()), context, key)
+    if out is None:
+        out = _hallucinate(right, context, pattern, key, question=question)
+    return _in_form_of(out, right)
+
+
+def _hallucinate(right: str, context: str, pattern: str, key: int, *, question: str = "") -> str:
     right = " ".join(right.split())
     if not right:
         pool = names(context) or list(_FALLBACK_NAMES)

@@ -36,11 +36,14 @@ STOP = frozenset(_STOP_TEXT.split())
 _NOT_NAME_WORDS = """The A An In On At By For With From Of To And Or But If When While After
     Before During As He She It They This That These Those His Her Its Their We I You Our My Your
     There Here Yes No Not Question Knowledge Answer Document Summary Response Dialogue Right
-    Human Assistant User What Who Where Why How Which Also However Although"""
+    Human Assistant User What Who Where Why How Which Also However Although Do Does Did Can
+    Could Would Will Should Shall May Might Must Have Has Had Is Are Was Were Am Be Sure Yeah
+    Yep Okay Ok Well Oh Hi Hello Hey Thanks Thank Please Great Nice Cool Wow Really Maybe
+    Just So Then Now Absolutely Definitely Certainly Let Me Any Some"""
 _NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 # initials keep their dots ("U.S."), other words do not, so "England. The" splits
-_CAP = r"(?:(?:[A-Z]\.)+|[A-Z][A-Za-z'’-]*)"
+_CAP = r"(?:(?:[A-Z]\.)+|[A-Z][A-Za-z0-9'’-]*)"
 _NAME = re.compile(rf"\b{_CAP}(?:[ ](?:of |for |the |de |von |van )?{_CAP})*")
 _POSSESSIVE = re.compile(r"['’]s?$")
 

@@ -57,6 +57,11 @@ class GenContext:
         """The ``prompt_cache_key`` of a template's requests, where the endpoint takes one."""
         return prompt_cache_key(template_name) if self.cache_keys else None
 
-    def request_seed(self, seed_key: str, index: int) -> int:
-        """The ``seed`` parameter sent with a sampling request (providers' best effort)."""
-        return int(fingerprint([self.run_seed, seed_key, index], size=8), 16) & 0x7FFFFFFF
+    def request_seed(self, seed_key: str, index: int, attempt: int = 0) -> int:
+        """The ``seed`` parameter sent with a sampling request (providers' best effort);
+        ``attempt`` > 0 for a candidate asked for again after a guard turned one away (a
+        new seed, so a new request and a new answer, not the cached one)."""
+        parts: list[object] = [self.run_seed, seed_key, index]
+        if attempt:
+            parts.append(attempt)
+        return int(fingerprint(parts, size=8), 16) & 0x7FFFFFFF

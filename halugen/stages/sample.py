@@ -22,6 +22,11 @@ __all__ = ["run_sample_stage", "sample_seed"]
 # current guards, which cost no call.
 RETRY_STATUSES = frozenset({"call_failed", "context_length"})
 
+# A candidate a guard turns away (out of form, or not wrong) is asked for again with a new
+# request seed, up to this many asks in all per candidate, each within the run's budget like
+# any call; the last answer is what is stored, with the reasons of the ones before it.
+GUARD_ATTEMPTS = 3
+
 
 async def run_sample_stage(
     ctx: GenContext,
@@ -63,6 +68,26 @@ async def sample_seed(ctx: GenContext, seed: Seed) -> list[Candidate]:
 
 
 async def _sample_one(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int) -> Candidate:
+    turned_away: list[str] = []
+    for attempt in range(GUARD_ATTEMPTS):
+        cand = await _ask(ctx, task, seed, idx, attempt)
+        if not _by_guard(cand):
+            break
+        turned_away.append(cand.status)
+    if turned_away and cand.ok:
+        cand = replace(cand, detail=f"asked again after: {', '.join(turned_away)}")
+    elif _by_guard(cand) and len(turned_away) > 1:
+        cand = replace(cand, detail=f"asked {len(turned_away)} times: {', '.join(turned_away)}")
+    _store(ctx, seed, cand)
+    return cand
+
+
+def _by_guard(cand: Candidate) -> bool:
+    """Was ``cand`` read, then turned away by the task's checks (its status a guard's)?"""
+    return bool(cand.text) and cand.status not in ("ok", "truncated")
+
+
+async def _ask(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int, attempt: int) -> Candidate:
     spec = task.spec
     template = task.sample_templates[idx]
     request = ChatRequest(
@@ -71,7 +96,7 @@ async def _sample_one(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int) -
         temperature=ctx.sampling.temperature,
         max_tokens=ctx.sampling.max_tokens,
         top_p=ctx.sampling.top_p,
-        seed=ctx.request_seed(seed.key, idx),
+        seed=ctx.request_seed(seed.key, idx, attempt),
         cache_key=ctx.cache_key(template.name),
         index=idx,
     )
@@ -87,20 +112,18 @@ async def _sample_one(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int) -
         call_key=request.key,
     )
     if isinstance(result, CallFailure):
-        cand = Candidate(
+        return Candidate(
             **base, text="", pattern="", status=result.reason, detail=result.message[:300]
         )
-    else:
-        cand = _candidate_from_reply(spec, seed, base, result.text, result.finish_reason)
-        if cand.status == "truncated" and result.completion_tokens < request.max_tokens:
-            # cut before max_tokens: the server shortened the reply to fit its context
-            cand = replace(
-                cand,
-                detail=f"the server cut the reply at {result.completion_tokens} tokens to fit "
-                f"its context window (max_tokens was {request.max_tokens}); a larger window "
-                f"or a shorter record avoids it",
-            )
-    _store(ctx, seed, cand)
+    cand = _candidate_from_reply(spec, seed, base, result.text, result.finish_reason)
+    if cand.status == "truncated" and result.completion_tokens < request.max_tokens:
+        # cut before max_tokens: the server shortened the reply to fit its context
+        cand = replace(
+            cand,
+            detail=f"the server cut the reply at {result.completion_tokens} tokens to fit "
+            f"its context window (max_tokens was {request.max_tokens}); a larger window "
+            f"or a shorter record avoids it",
+        )
     return cand
 
 

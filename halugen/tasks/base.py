@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ParsedCandidate",
     "TaskSpec",
+    "content_words",
     "labelled_value",
     "normalise",
     "parse_choice",
@@ -246,6 +247,18 @@ def normalise(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).casefold()
     text = re.sub(r"[^\w\s]", " ", text)
     return " ".join(text.split())
+
+
+# Words that carry no content: left out when a text's words are compared with another's
+# (a guard's overlap with the knowledge, the audit's overlap measure).
+_STOP_LIST = """a an the and or of to in on at by for with from is are was were be been it
+    its this that as not no"""
+STOP_WORDS = frozenset(_STOP_LIST.split())
+
+
+def content_words(text: str) -> set[str]:
+    """The distinct words of ``text`` (``normalise``d) that are not ``STOP_WORDS``."""
+    return {w for w in normalise(text).split() if w not in STOP_WORDS}
 
 
 @lru_cache(maxsize=256)

@@ -3,7 +3,8 @@
 A hallucination that a model can spot by its form rather than its content measures
 nothing: HaluEval's released QA data can be solved to 90% by length alone, and an answer
 that contains the right one ("1865" -> "1865 and George Frederick Ernest Albert") is not
-wrong. Each guard is a small frozen object, ``guard(right, candidate) -> problem``, that a
+wrong. Each guard is a small frozen object, ``guard(right, candidate, knowledge) ->
+problem``, that a
 task lists in its declaration (``[[guards]]`` in its ``task.toml``, by the names of
 ``GUARDS``, with their settings); "" means the candidate passes. Equality with the right text
 (up to punctuation and case) is checked for every task before these (``steps.check``).
@@ -17,11 +18,15 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .base import normalise
+from .form_guards import Casing, FinalPunctuation, KnowledgeOverlap
 
 __all__ = [
     "GUARDS",
+    "Casing",
     "Check",
     "ContainsRight",
+    "FinalPunctuation",
+    "KnowledgeOverlap",
     "LengthClass",
     "LengthRatio",
     "MetaTalk",
@@ -32,7 +37,10 @@ __all__ = [
 
 
 class Check(Protocol):
-    def __call__(self, right: str, candidate: str) -> str: ...
+    """``guard(right, candidate, knowledge)``: "" when the candidate passes, else why not
+    (``knowledge``: the seed's knowledge side, "" when the task has none)."""
+
+    def __call__(self, right: str, candidate: str, knowledge: str = "") -> str: ...
 
 
 def contains_span(longer: str, shorter: str) -> bool:
@@ -55,7 +63,7 @@ class ContainsRight:
 
     problem: str = "contains_right_answer"
 
-    def __call__(self, right: str, candidate: str) -> str:
+    def __call__(self, right: str, candidate: str, knowledge: str = "") -> str:
         if right and (contains_span(candidate, right) or contains_span(right, candidate)):
             return self.problem
         return ""
@@ -79,7 +87,7 @@ class LengthClass:
     max_gap: int = 1
     problem: str = "length_class"
 
-    def __call__(self, right: str, candidate: str) -> str:
+    def __call__(self, right: str, candidate: str, knowledge: str = "") -> str:
         if right and abs(length_class(candidate) - length_class(right)) > self.max_gap:
             return self.problem
         return ""
@@ -88,26 +96,42 @@ class LengthClass:
 _SENTENCE_END = re.compile(r"[.!?]['\"”’)]*$")
 
 
+def _is_sentence(text: str) -> bool:
+    return bool(_SENTENCE_END.search(text.strip()))
+
+
 @dataclass(frozen=True)
 class ShortSpanForm:
-    """A full sentence where the right answer is a short span gives itself away.
+    """A sentence where the right answer is a short span, or a span where it is a
+    sentence, gives itself away.
 
     HaluEval's right answers are short spans while many of its hallucinated answers are
     full sentences. "sentence_for_short_answer" for a sentence of four words or more where
     the right answer has at most five words and no full stop; "answer_too_long" for a
-    candidate far longer in words.
+    candidate far longer in words; "span_for_sentence" for a span of at most
+    ``span_words`` words with no full stop where the right answer is a sentence of four
+    words or more (the same tell read the other way).
     """
 
-    def __call__(self, right: str, candidate: str) -> str:
+    span_words: int = 3
+
+    def __call__(self, right: str, candidate: str, knowledge: str = "") -> str:
         right_words = len(right.split())
         words = len(candidate.split())
-        if right_words <= 5 and not _SENTENCE_END.search(right.strip()):
-            if words >= 4 and _SENTENCE_END.search(candidate.strip()):
+        if right_words <= 5 and not _is_sentence(right):
+            if words >= 4 and _is_sentence(candidate):
                 return "sentence_for_short_answer"
             if words > max(2 * right_words + 3, right_words + 5):
                 return "answer_too_long"
         elif words > 3 * right_words + 5:
             return "answer_too_long"
+        elif (
+            right_words >= 4
+            and _is_sentence(right)
+            and words <= self.span_words
+            and not _is_sentence(candidate)
+        ):
+            return "span_for_sentence"
         return ""
 
 
@@ -124,7 +148,7 @@ class LengthRatio:
     min_ratio: float
     slack: int = 0
 
-    def __call__(self, right: str, candidate: str) -> str:
+    def __call__(self, right: str, candidate: str, knowledge: str = "") -> str:
         size = len(" ".join(candidate.split()))
         right_size = len(" ".join(right.split()))
         if right_size:
@@ -145,7 +169,7 @@ class MetaTalk:
     def __post_init__(self) -> None:
         object.__setattr__(self, "regex", re.compile("|".join(self.any_of), re.IGNORECASE))
 
-    def __call__(self, right: str, candidate: str) -> str:
+    def __call__(self, right: str, candidate: str, knowledge: str = "") -> str:
         if self.regex.search(" ".join(candidate.split())):
             return "meta_talk"
         return ""
@@ -158,4 +182,7 @@ GUARDS: dict[str, type] = {
     "length_class": LengthClass,
     "length_ratio": LengthRatio,
     "meta_talk": MetaTalk,
+    "final_punctuation": FinalPunctuation,
+    "casing": Casing,
+    "knowledge_overlap": KnowledgeOverlap,
 }

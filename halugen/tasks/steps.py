@@ -145,8 +145,9 @@ def check(spec: TaskSpec, fields: Mapping[str, str], text: str) -> str:
     right = fields.get(spec.right_field, "")
     if normalise(text) == normalise(right):
         return "equals_right_answer"
+    knowledge = fields.get(spec.knowledge_field, "") if spec.knowledge_field else ""
     for guard in spec.checks:
-        problem = guard(right, text)
+        problem = guard(right, text, knowledge)
         if problem:
             return problem
     return ""

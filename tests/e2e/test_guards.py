@@ -100,3 +100,42 @@ def test_a_resumed_candidate_is_checked_again_under_todays_guards() -> None:
     assert [(table_of(r), r.idx, r.status) for r in writer.rows] == [
         ("candidates", 0, "contains_right_answer")
     ]
+
+
+def once_out_of_form_model(sim: Simulator, seen: dict[str, int]):  # type: ignore[no-untyped-def]
+    """The simulator, except that the first ask for each candidate is answered in lower
+    case where the right answer is capitalised (out of form), every later ask in form."""
+
+    async def handle(path: str, headers: dict, body: bytes):  # type: ignore[no-untyped-def]
+        request = orjson.loads(body)
+        last = request["messages"][-1]["content"]
+        m = RIGHT.search(last)
+        if m and "Pattern:" in last:
+            key = orjson.dumps(request["messages"]).decode()
+            seen[key] = seen.get(key, 0) + 1
+            wrong = m.group(1).replace("Serin", "Vallona")  # another name of the knowledge
+            answer = wrong.lower() if seen[key] == 1 else wrong
+            response = await sim.handle(path, headers, body)
+            payload = orjson.loads(response.body)
+            payload["choices"][0]["message"]["content"] = f"Pattern: factualness\nAnswer: {answer}"
+            return type(response)(response.status, response.headers, orjson.dumps(payload))
+        return await sim.handle(path, headers, body)
+
+    return HandlerTransport(handle)
+
+
+def test_a_candidate_out_of_form_is_asked_for_again_and_kept_when_in_form(hotpot_file, tmp_path):
+    db = tmp_path / "h.duckdb"
+    sim = Simulator(SimConfig())
+    seen: dict[str, int] = {}
+    cfg = config("http://sim/v1", hotpot_file(4), db)
+    outcome = anyio.run(lambda: generate(cfg, transport=once_out_of_form_model(sim, seen)))
+    assert outcome.exit_code == 0, outcome.message
+    assert query(db, "SELECT count(*) FROM samples")[0][0] == 4
+    rows = query(db, "SELECT status, text, detail FROM candidates")
+    assert len(rows) == 8 and {r[0] for r in rows} == {"ok"}
+    assert {r[2] for r in rows} == {"asked again after: casing"}
+    assert all(r[1].startswith("Vallona") for r in rows)
+    # two asks per candidate, each a call of its own within the run's budget
+    assert query(db, "SELECT count(*) FROM call_log WHERE stage = 'sample'")[0][0] == 16
+    assert sorted(seen.values()) == [2] * 8

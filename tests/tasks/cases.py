@@ -137,9 +137,11 @@ QA_FORMS = [
     ("Delhi", "Mumbai, the financial capital of India.", "sentence_for_short_answer"),
     ("Arthur's Magazine", "First for Women was started first.", "sentence_for_short_answer"),
     ("no", "yes", ""),
-    ("no", "Yes, they were.", ""),
+    ("no", "yes, they were", ""),
+    ("no", "Yes, they were.", "final_punctuation"),  # a full stop where the right has none
     ("1832", "the year the canal was finished in Ontario", "answer_too_long"),
-    ("Washington, D.C.", "St. Louis", ""),
+    ("Washington, D.C.", "St. Louis, Mo.", ""),
+    ("Washington, D.C.", "St. Louis", "final_punctuation"),  # an abbreviation's stop counts
     (
         "It was built to carry timber and coal between the two towns.",
         "It was built to carry troops between the two towns during the war.",
@@ -278,6 +280,7 @@ DIALOGUE_CHOICES = [
 ]
 
 D_RIGHT = "x" * 100  # 100 characters
+D_SENTENCE = "I think Denis Villeneuve directed that one."  # a sentence, for sentences
 D_HIGH = int(MAX_LENGTH_RATIO * 100 + LENGTH_SLACK)  # 240: the longest accepted
 D_LOW = int(MIN_LENGTH_RATIO * 100 - LENGTH_SLACK)  # 0: nothing is too short at this length
 
@@ -286,7 +289,7 @@ DIALOGUE_FORMS = [
     (D_RIGHT, "y" * 100, ""),
     (D_RIGHT, "y" * D_HIGH, ""),
     (D_RIGHT, "y" * (D_HIGH + 1), "too_long"),
-    (D_RIGHT, "Yes!", ""),
+    (D_RIGHT, "yes", ""),
     ("Yes, I loved it!", "yes... I loved it", "equals_right_answer"),  # punctuation and case
     ("x" * 300, "y" * 80, ""),  # 0.4 * 300 - 40 = 80: the shortest accepted
     ("x" * 300, "y" * 79, "too_short"),
@@ -296,8 +299,8 @@ DIALOGUE_FORMS = [
     (D_RIGHT, "Here is a hallucinated reply: he directed it.", "meta_talk"),
     (D_RIGHT, "Unlike the true response, I say he directed it.", "meta_talk"),
     (D_RIGHT, "He directed it. [Human]: Great!", "meta_talk"),
-    (D_RIGHT, "To the best of my knowledge he directed it.", ""),
-    (D_RIGHT, "Extrinsically speaking, he directed it.", ""),
+    (D_SENTENCE, "To the best of my knowledge he directed it.", ""),
+    (D_SENTENCE, "Extrinsically speaking, he directed it.", ""),
 ]
 
 # -- summarization -----------------------------------------------------------------------
@@ -423,7 +426,7 @@ SUMMARIZATION_CHOICES = [
 ]
 
 S_RIGHT = "r" * 100
-S_META_RIGHT = "r" * 60
+S_META_RIGHT = "R" + "r" * 58 + "."  # a sentence, as the candidates below are
 
 # (right summary, candidate, problem)
 SUMMARIZATION_FORMS = [

@@ -1,0 +1,116 @@
+"""The form guards: a candidate's final mark, casing, span-or-sentence shape and overlap
+with the knowledge follow its own seed's right text."""
+
+from __future__ import annotations
+
+import pytest
+
+from halugen.tasks import get_task
+from halugen.tasks.checks import Casing, FinalPunctuation, KnowledgeOverlap, ShortSpanForm
+from halugen.tasks.guard_settings import read_guards
+
+KNOWLEDGE = "The Serin flows through Vallona. Aldo Brun was born in Vallona in 1865."
+
+
+@pytest.mark.parametrize(
+    ("right", "candidate", "problem"),
+    [
+        ("Vallona", "Ostra.", "final_punctuation"),  # "ends with a period => hallucinated"
+        ("He was born in Vallona.", "He was born in Ostra", "final_punctuation"),
+        ("Was it Vallona?", "Was it Ostra.", "final_punctuation"),
+        ("Vallona", "Ostra", ""),
+        ("He said \u201cno.\u201d ", "He said \u201cyes.\u201d", ""),  # closers and spaces aside
+        ("It was there...", "It was here.", ""),
+    ],
+)
+def test_final_punctuation_follows_the_right_text(right, candidate, problem) -> None:
+    assert FinalPunctuation()(right, candidate) == problem
+
+
+def test_final_punctuation_compares_only_the_marks_it_is_given() -> None:
+    assert FinalPunctuation(marks=".")("Was it Vallona?", "Was it Ostra!") == ""
+    assert FinalPunctuation(marks=".")("Vallona", "Ostra.") == "final_punctuation"
+
+
+@pytest.mark.parametrize(
+    ("right", "candidate", "problem"),
+    [
+        ("Vallona", "ostra", "casing"),
+        ("the blue whale", "The fin whale", "casing"),
+        ("NASA", "Esa", "casing"),
+        ("NASA", "ESA", ""),
+        ("Vallona", "Ostra Bay", ""),
+        ("1865", "March 1866", ""),  # a number's form says nothing
+        ("iPhone", "iPad", ""),
+    ],
+)
+def test_casing_class_follows_the_right_text(right, candidate, problem) -> None:
+    assert Casing()(right, candidate) == problem
+
+
+def test_knowledge_overlap_holds_the_share_to_the_right_texts() -> None:
+    guard = KnowledgeOverlap(max_gap=0.5)
+    # the right answer is in the knowledge; an invented one is not: a tell
+    assert guard("Serin", "Tamm", KNOWLEDGE) == "knowledge_overlap"
+    assert guard("Serin", "Vallona", KNOWLEDGE) == ""  # another name of the knowledge
+    assert guard("the Serin river", "the Tamm river", KNOWLEDGE) == ""  # 1/2 vs 1/1: in band
+    assert KnowledgeOverlap(max_gap=0.2)("the Serin river", "the Tamm river", KNOWLEDGE) != ""
+    # and the other way: a hallucination more "in the knowledge" than the truth
+    assert guard("Tamm", "Serin", KNOWLEDGE) == "knowledge_overlap"
+    assert guard("Serin", "Tamm", "") == ""  # no knowledge, no bound
+    # numbers aside: a wrong year is rarely one the knowledge states
+    assert guard("1865", "1866", KNOWLEDGE) == ""
+    assert guard("in 1865 in Vallona", "in 1866 in Ostra", KNOWLEDGE) == "knowledge_overlap"
+    with pytest.raises(ValueError, match="max_gap"):
+        KnowledgeOverlap(max_gap=2.0)
+
+
+def test_span_and_sentence_shapes_are_checked_both_ways() -> None:
+    guard = ShortSpanForm()
+    assert guard("Vallona", "It was born in the town of Ostra.") == "sentence_for_short_answer"
+    assert guard("He was born in Vallona.", "Ostra") == "span_for_sentence"
+    assert guard("He was born in Vallona.", "He was born in Ostra.") == ""
+    assert guard("Vallona", "Ostra Bay") == ""
+
+
+def test_the_task_check_gives_the_guards_the_seeds_knowledge() -> None:
+    spec = get_task("qa")
+    fields = {"knowledge": KNOWLEDGE, "question": "Which river?", "right_answer": "Serin"}
+    assert spec.check_candidate(fields, "Vallona") == ""
+    assert spec.check_candidate(fields, "Tamm") == "knowledge_overlap"
+    assert spec.check_candidate(fields, "vallona") == "casing"
+    assert spec.check_candidate(fields, "Vallona.") == "final_punctuation"
+
+
+@pytest.mark.parametrize("task", ["qa", "dialogue", "summarization"])
+def test_the_built_in_tasks_list_the_form_guards(task) -> None:
+    names = {type(g).__name__ for g in get_task(task).checks}
+    assert {"FinalPunctuation", "Casing", "KnowledgeOverlap"} <= names
+
+
+def test_form_guard_settings_are_read_and_checked() -> None:
+    problems: list[tuple[str, str]] = []
+    guards = read_guards(
+        [
+            {"check": "knowledge_overlap", "max_gap": 0.3},
+            {"check": "final_punctuation", "marks": "."},
+            {"check": "knowledge_overlap", "max_gap": 3},
+            {"check": "casing", "strict": True},
+        ],
+        lambda key, message: problems.append((key, message)),
+    )
+    assert guards == (KnowledgeOverlap(max_gap=0.3), FinalPunctuation(marks="."))
+    assert [k for k, _ in problems] == [
+        "guards[2] (knowledge_overlap)",
+        "guards[3] (casing).strict",
+    ]
+
+
+def test_task_check_lists_each_guard_with_its_settings(capsys) -> None:
+    from halugen.cli import main
+    from halugen.tasks import BUILTIN_DIR
+
+    assert main(["task", "check", str(BUILTIN_DIR / "qa")]) == 0
+    out = capsys.readouterr().out
+    assert "final_punctuation(marks='.!?'), casing, knowledge_overlap(max_gap=0.25)" in out
+    assert "short_span_form(span_words=3), length_class(max_gap=1)" in out
