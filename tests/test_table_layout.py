@@ -108,7 +108,7 @@ def test_report_and_compare_tables_keep_every_figure_whole(eval_store, width) ->
     with open_store(eval_store, read_only=True) as store:
         report = report_tables(results_from_store(store))
         compared = compare_tables(compare_from_store(store))
-    assert len(report[1].columns) == 19  # the details: far wider than 120 on one line
+    assert len(report[1].columns) == 20  # the details: far wider than 120 on one line
     _assert_whole(report, width)
     _assert_whole(compared, width)
 

@@ -59,7 +59,8 @@ def add_parsers(sub: Any) -> None:
         default="substring,final_char,casing,char_ngrams,weak_ensemble",
         help="comma-separated certifying probes, kept apart from the guards and --balance: "
         "substring, final_char, casing, char_ngrams, weak_ensemble (the last two need "
-        "halugen[topics]), or none (default: all five)",
+        "halugen[topics]), or none (default: substring,final_char,casing,char_ngrams,"
+        "weak_ensemble)",
     )
     add_format_flag(au)
     au.add_argument(

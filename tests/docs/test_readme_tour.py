@@ -28,7 +28,7 @@ def tour_commands() -> list[str]:
 def test_the_tour_names_the_commands_a_newcomer_needs() -> None:
     verbs = [c.split()[3] for c in tour_commands() if c.startswith("python -m halugen ")]
     assert verbs[:3] == ["simulate", "estimate", "run"]
-    assert {"status", "sql", "export", "audit", "eval", "report", "view"} <= set(verbs)
+    assert {"status", "sql", "export", "audit", "eval", "report", "compare", "view"} <= set(verbs)
 
 
 @pytest.mark.timeout(600)
@@ -53,5 +53,7 @@ def test_every_command_of_the_readme_tour_runs(simulator, tmp_path, monkeypatch,
         out = capsys.readouterr()
         assert code == 0, f"{command}: exit {code}\n{out.out[-2000:]}\n{out.err[-2000:]}"
         ran.append(argv[3])
-    assert ran == ["estimate", "run", "status", "sql", "export", "audit", "eval", "report"]
+    assert ran == [
+        "estimate", "run", "status", "sql", "export", "audit", "eval", "report", "compare"
+    ]  # fmt: skip
     assert (tmp_path / "samples.jsonl").stat().st_size > 0
