@@ -19,10 +19,22 @@ table.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .tables import TableData
+
+class TableData(Protocol):
+    """What a table to lay out must have (``tables.TableData`` has it); named here so this
+    module, which ``tables`` uses, does not depend on it in turn."""
+
+    @property
+    def title(self) -> str | None: ...
+    @property
+    def caption(self) -> str | None: ...
+    @property
+    def columns(self) -> Sequence[Any]: ...
+    @property
+    def total_rows(self) -> int: ...
+
 
 __all__ = ["fit_table"]
 

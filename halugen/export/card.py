@@ -22,7 +22,14 @@ from .. import __version__
 from ..store.db import Store
 from .card_checks import label_check_section
 from .card_figures import baseline_lines, recognition_lines, task_spec
-from .card_header import SEED_LICENCES, CardFile, card_header, config_name, named_table_sources
+from .card_header import (
+    SEED_LICENCES,
+    CardFile,
+    card_header,
+    config_name,
+    md_table,
+    named_table_sources,
+)
 
 __all__ = ["card_text", "write_card"]
 
@@ -88,15 +95,6 @@ def _fields_table(
         for n, (dtype, c) in seen.items()
     ]
     return md_table(["field", "type", "configs", "meaning"], rows)
-
-
-def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    def cell(value: str) -> str:
-        return " ".join(str(value).split()).replace("|", "\\|")
-
-    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
-    return out
 
 
 def _folder_sources(files: Sequence[CardFile]) -> list[tuple[str, str]]:

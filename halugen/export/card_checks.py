@@ -8,14 +8,13 @@ from collections.abc import Sequence
 from ..label_noise import NOT_VERIFIED, SHARE_COLUMNS, share_rows
 from ..store.db import Store
 from ..store.label_checks import flagged_shares, verified_runs
+from .card_header import md_table
 
 __all__ = ["label_check_section"]
 
 
 def label_check_section(store: Store, runs: Sequence[str]) -> list[str]:
     """The card's "Label check" section for the samples of ``runs``."""
-    from .card import md_table
-
     lines = ["## Label check", ""]
     checked = verified_runs(store, runs)
     unchecked = [r for r in runs if r not in checked]

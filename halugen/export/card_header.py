@@ -22,6 +22,7 @@ __all__ = [
     "CardFile",
     "card_header",
     "config_name",
+    "md_table",
     "named_table_sources",
 ]
 
@@ -281,3 +282,14 @@ def card_header(
         head += [f"  download_size: {f.path.stat().st_size}", f"  dataset_size: {num_bytes}"]
     head.append("---")
     return head, features
+
+
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A markdown table (cells on one line, pipes escaped)."""
+
+    def cell(value: str) -> str:
+        return " ".join(str(value).split()).replace("|", "\\|")
+
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return out
