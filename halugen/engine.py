@@ -21,6 +21,7 @@ from .budget import Ledger
 from .cacheplan import plan_task
 from .config import RunConfig
 from .context_window import effective_window, requeue_context_rejections, window_learner
+from .cut_note import cut_note, window_origin
 from .endings import closing, with_failed_work
 from .errors import UsageError
 from .llm.capabilities import JSON_SCHEMA
@@ -38,6 +39,7 @@ from .stages.seeds import SeedSource
 from .stages.verify import check_judge_price, verify_run
 from .stats import RunStats
 from .store.db import Store
+from .store.queries import cut_counts
 from .tasks import TASK_NAMES, get_task
 from .tasks.base import TaskSpec
 from .tasks.stored import remember
@@ -244,6 +246,10 @@ async def _generate(
             card_window=session.price.context_window,
             run_id=run_id,
         )
+        session.stats.window = window
+        session.stats.window_origin = window_origin(
+            source=source, window=window, slots=info.slots if info is not None else None
+        )
         requeued = requeue_context_rejections(store, run_id, window)
         if requeued:
             session.notes.append(
@@ -272,6 +278,10 @@ async def _generate(
         def lower_window(server_window: int) -> None:
             if server_window < ctx.context_window:
                 ctx.context_window = server_window
+                ctx.stats.window = server_window
+                ctx.stats.window_origin = window_origin(
+                    source="learned", window=server_window, slots=None
+                )
 
         session.runner.on_context_window = window_learner(
             store.writer, base_url=cfg.base_url, model=cfg.model, apply=lower_window
@@ -356,6 +366,10 @@ def _finish(
         )
     elif status in ("budget_exhausted", "interrupted"):
         summary += f"; {pending} seed(s) pending"
+    cut, records, _window = cut_counts(store, run_id)
+    said = cut_note(cut, records, st.window or _window, st.window_origin)
+    if said and summary:
+        summary += f"; {said}"
     message, code = closing(
         status, what=what, summary=summary, detail=detail, budget=format_usd(ledger.budget)
     )

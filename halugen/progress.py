@@ -29,6 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .budget import Ledger
+from .cut_note import cut_note
 from .prices import format_usd
 from .progress_figures import NONE, RunFigures, format_eta
 from .progress_figures import count_text as _int
@@ -148,6 +149,9 @@ class ProgressView:
         lines = [self._task_line(f, task, width) for task in f.tasks]
         if not f.tasks and self._batches is None:
             lines.append(Text("no seeds yet", style="dim"))
+        cut = self._cut_line(f)
+        if cut is not None:
+            lines.append(cut)
         lines.append(self._money_line(f))
         lines.append(self._cache_line(f))
         lines.append(self._rate_line(f))
@@ -178,6 +182,23 @@ class ProgressView:
                 (w["per"], f.cost_per_sample(task)),
             ),
         )
+        return line
+
+    def _cut_line(self, f: RunFigures) -> Text | None:
+        """How many records were cut to fit the context window, and which window: its
+        parts split by two spaces so a narrow view wraps between them (cut_note.py)."""
+        cut, admitted = f.cut()
+        if not cut:
+            return None
+        said = cut_note(cut, admitted, f.stats.window, f.stats.window_origin)
+        line = Text("cut")
+        # "cut  10 of 18 records  to fit a 2,048-token window  (...)": a narrow view wraps
+        # before "to fit" and before the origin, never inside a figure
+        head, _, rest = said.partition(" cut to fit")
+        window, _, origin = rest.partition(" (")
+        line.append(f"  {head}  to fit{window}")
+        if origin:
+            line.append(f"  ({origin}")
         return line
 
     def _money_line(self, f: RunFigures) -> Text:
@@ -289,6 +310,9 @@ class ProgressView:
                 f"{w['seeds']} ({', '.join(detail)})"
             )
         parts.append("; ".join(tasks) if tasks else "no seeds yet")
+        cut, admitted = f.cut()
+        if cut:
+            parts.append(cut_note(cut, admitted, f.stats.window, f.stats.window_origin))
         parts.append(f"calls {_int(f.totals.done)} ok {_int(f.totals.failed)} failed")
         cap = "" if f.in_flight_cap is None else f", at most {format_usd(f.in_flight_cap)}"
         money = f"{format_usd(f.spent)} spent ({format_usd(f.reserved)} of it in flight{cap}), "

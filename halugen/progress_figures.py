@@ -119,6 +119,10 @@ class RunFigures:
         return format_usd(self.task_cost.get(task, 0) // sampled) if sampled > 0 else NONE
 
     # --- whole run --------------------------------------------------------------------------
+    def cut(self) -> tuple[int, int]:
+        """(records cut to fit the context window, records admitted) this session."""
+        return self._sum(self.stats.truncated), self._sum(self.stats.admitted)
+
     def _sum(self, counter: dict[str, int]) -> int:
         return sum(counter.get(t, 0) for t in self.tasks)
 

@@ -47,6 +47,9 @@ class RunStats:
     failed: dict[str, int] = field(default_factory=dict)
     bad_records: dict[str, int] = field(default_factory=dict)
     truncated: dict[str, int] = field(default_factory=dict)
+    # the context window records are fitted to, and where it came from (cut_note.py)
+    window: int = 0
+    window_origin: str = ""
     filter_calls: dict[str, int] = field(default_factory=dict)
     # why calls failed after their retries: the closing message names the most common cause
     failure_causes: dict[str, int] = field(default_factory=dict)

@@ -48,6 +48,8 @@ class EndpointInfo:
     context_windows: dict[str, int] | None = None  # per model id, where the server says
     source: str = ""  # which answer gave the windows: "models" | "props"
     unreachable: str = ""  # why no connection could be made, when none could
+    # llama.cpp's total_slots, when its /props gave the window (each slot's share of -c)
+    slots: int | None = None
 
     def window(self, model: str) -> int | None:
         windows = self.context_windows or {}
@@ -90,6 +92,7 @@ async def describe_endpoint(
     models: list[str] = []
     windows: dict[str, int] = {}
     source = ""
+    slots: int | None = None
     try:
         data = await _get_json(transport, f"{base}/models", api_key)
     except ConnectFailed as exc:
@@ -118,7 +121,10 @@ async def describe_endpoint(
             for model in models or [""]:
                 windows[model] = n_ctx
             source = "props"
-    return EndpointInfo(tuple(models), windows or None, source)
+            total = props.get("total_slots") if isinstance(props, dict) else None
+            if isinstance(total, int) and not isinstance(total, bool) and total > 0:
+                slots = total
+    return EndpointInfo(tuple(models), windows or None, source, slots=slots)
 
 
 async def announced_slots(transport: Transport, base_url: str, api_key: str | None) -> int | None:

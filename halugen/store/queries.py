@@ -6,7 +6,14 @@ from typing import Any
 
 from .db import Store
 
-__all__ = ["cost_per_sample", "rejection_reasons", "run_overview", "seed_waste", "stage_costs"]
+__all__ = [
+    "cost_per_sample",
+    "cut_counts",
+    "rejection_reasons",
+    "run_overview",
+    "seed_waste",
+    "stage_costs",
+]
 
 
 def _dicts(store: Store, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
@@ -112,3 +119,18 @@ def seed_waste(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
     """,
         [run_id] if run_id else [],
     )
+
+
+def cut_counts(store: Store, run_id: str) -> tuple[int, int, int | None]:
+    """(records cut to fit, records admitted, the window they were fitted to) of a run."""
+    row = store.conn.execute(
+        """
+        SELECT count(*) FILTER (WHERE s.truncated_tokens > 0), count(*),
+               (SELECT context_window FROM runs WHERE run_id = ?)
+        FROM seeds s WHERE s.run_id = ?
+        """,
+        [run_id, run_id],
+    ).fetchone()
+    if row is None:
+        return 0, 0, None
+    return int(row[0]), int(row[1]), row[2]
