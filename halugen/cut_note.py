@@ -10,7 +10,7 @@ their product (``-c``) shared among the slots (``-np``), which a user may not ex
 
 from __future__ import annotations
 
-__all__ = ["cut_note", "window_origin"]
+__all__ = ["cut_note", "window_origin", "window_phrase"]
 
 
 def window_origin(*, source: str, window: int, slots: int | None) -> str:
@@ -30,14 +30,16 @@ def window_origin(*, source: str, window: int, slots: int | None) -> str:
     return ""
 
 
-def cut_note(cut: int, records: int, window: int | None, origin: str = "") -> str:
-    """'10 of 18 records cut to fit a 2,048-token window (origin)', or "" if none was cut."""
+def window_phrase(window: int | None, origin: str = "") -> str:
+    """'a 2,048-token window (origin)': what a run's records were fitted to, as the run
+    records it (``runs.fitted_window``) for the card."""
+    text = f"a {window:,}-token window" if window else "the context window"
+    return f"{text} ({origin})" if origin else text
+
+
+def cut_note(cut: int, records: int, phrase: str) -> str:
+    """'10 of 18 records cut to fit PHRASE' (``window_phrase``), or "" if none was cut."""
     if cut <= 0:
         return ""
     noun = "record" if records == 1 else "records"
-    text = f"{cut:,} of {records:,} {noun} cut to fit"
-    if window:
-        text += f" a {window:,}-token window"
-    else:
-        text += " the context window"
-    return f"{text} ({origin})" if origin else text
+    return f"{cut:,} of {records:,} {noun} cut to fit {phrase}"

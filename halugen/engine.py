@@ -21,7 +21,7 @@ from .budget import Ledger
 from .cacheplan import plan_task
 from .config import RunConfig
 from .context_window import effective_window, requeue_context_rejections, window_learner
-from .cut_note import cut_note, window_origin
+from .cut_note import cut_note, window_origin, window_phrase
 from .endings import closing, with_failed_work
 from .errors import UsageError
 from .llm.capabilities import JSON_SCHEMA
@@ -366,14 +366,18 @@ def _finish(
         )
     elif status in ("budget_exhausted", "interrupted"):
         summary += f"; {pending} seed(s) pending"
-    cut, records, _window = cut_counts(store, run_id)
-    said = cut_note(cut, records, st.window or _window, st.window_origin)
+    fitted = window_phrase(st.window, st.window_origin) if st.window else None
+    cut, records, stored = cut_counts(store, run_id)
+    said = cut_note(cut, records, fitted or stored or window_phrase(None))
     if said and summary:
         summary += f"; {said}"
     message, code = closing(
         status, what=what, summary=summary, detail=detail, budget=format_usd(ledger.budget)
     )
-    store.update_run(run_id, status=status, status_detail=message[:1000])
+    if fitted is None:
+        store.update_run(run_id, status=status, status_detail=message[:1000])
+    else:
+        store.update_run(run_id, status=status, status_detail=message[:1000], fitted_window=fitted)
     return RunOutcome(
         run_id=run_id,
         status=status,

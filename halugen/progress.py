@@ -29,7 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .budget import Ledger
-from .cut_note import cut_note
+from .cut_note import cut_note, window_phrase
 from .prices import format_usd
 from .progress_figures import NONE, RunFigures, format_eta
 from .progress_figures import count_text as _int
@@ -190,7 +190,7 @@ class ProgressView:
         cut, admitted = f.cut()
         if not cut:
             return None
-        said = cut_note(cut, admitted, f.stats.window, f.stats.window_origin)
+        said = cut_note(cut, admitted, window_phrase(f.stats.window, f.stats.window_origin))
         line = Text("cut")
         # "cut  10 of 18 records  to fit a 2,048-token window  (...)": a narrow view wraps
         # before "to fit" and before the origin, never inside a figure
@@ -312,7 +312,8 @@ class ProgressView:
         parts.append("; ".join(tasks) if tasks else "no seeds yet")
         cut, admitted = f.cut()
         if cut:
-            parts.append(cut_note(cut, admitted, f.stats.window, f.stats.window_origin))
+            phrase = window_phrase(f.stats.window, f.stats.window_origin)
+            parts.append(cut_note(cut, admitted, phrase))
         parts.append(f"calls {_int(f.totals.done)} ok {_int(f.totals.failed)} failed")
         cap = "" if f.in_flight_cap is None else f", at most {format_usd(f.in_flight_cap)}"
         money = f"{format_usd(f.spent)} spent ({format_usd(f.reserved)} of it in flight{cap}), "

@@ -11,12 +11,13 @@ from rich.console import Console
 
 from halugen.cli import main
 from halugen.cli.data import status_tables
+from halugen.cut_note import window_origin
 from halugen.evaluate.compare import compare_from_store, compare_tables
 from halugen.evaluate.report import report_tables
 from halugen.evaluate.results import results_from_store
 from halugen.store.db import open_store
 from halugen.tables import TableData, _right_aligned, _text, render_tables
-from tests.test_progress import FakeClock, busy_ledger, busy_stats, make_view
+from tests.test_progress import FakeClock, FakeStats, busy_ledger, busy_stats, make_view
 
 WIDTHS = (80, 120)
 
@@ -128,11 +129,21 @@ def test_a_table_whose_keys_leave_no_room_is_stacked() -> None:
     assert "12345" in out
 
 
+def _cut_stats() -> FakeStats:
+    """busy_stats with records cut to fit a llama.cpp server's per-slot window."""
+    stats = busy_stats()
+    stats.admitted["qa"], stats.truncated["qa"], stats.window = 18, 10, 2048
+    stats.window_origin = window_origin(source="the server (props)", window=2048, slots=2)
+    return stats
+
+
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_live_view_keeps_every_figure_whole(width) -> None:
+@pytest.mark.parametrize("cut", [False, True])
+def test_the_live_view_keeps_every_figure_whole(width, cut) -> None:
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False)
-    view = make_view(busy_stats(), busy_ledger(), FakeClock(), console=console)
+    stats = _cut_stats() if cut else busy_stats()
+    view = make_view(stats, busy_ledger(), FakeClock(), console=console)
     console.print(view.render())
     lines = _lines(buf.getvalue(), width)
     text = "\n".join(lines)
@@ -157,3 +168,7 @@ def test_the_live_view_keeps_every_figure_whole(width) -> None:
         assert any(figure in line for line in lines), (figure, text)
     headers = ("in flight", "tokens in", "tokens out", "per sample")
     assert all(any(h in line for line in lines) for h in headers), text
+    # what was cut and to what window: each part whole on its line
+    parts = ("cut  10 of 18 records", "to fit a 2,048-token window", "-c 4096 over 2 slots")
+    for part in parts:
+        assert any(part in line for line in lines) is cut, (part, text)

@@ -19,7 +19,9 @@ from typing import Any
 import orjson
 
 from .. import __version__
+from ..cut_note import cut_note, window_phrase
 from ..store.db import Store
+from ..store.queries import cut_counts
 from .card_checks import label_check_section
 from .card_figures import baseline_lines, recognition_lines, task_spec
 from .card_header import (
@@ -235,6 +237,10 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
         if stamps:
             read = [f"`{n}` ({size:,} bytes, sha256 `{sha}`)" for n, size, sha in stamps]
             body.append("  - seed files: " + "; ".join(read))
+        cut, records, fitted = cut_counts(store, run["run_id"])
+        if cut:
+            said = cut_note(cut, records, fitted or window_phrase(None))
+            body.append(f"  - long documents: {said}")
     body += [
         "",
         "Candidates equal to (or containing) the right answer, unparseable ones and ones "

@@ -395,6 +395,14 @@ ALTER TABLE judgements ADD COLUMN reader VARCHAR;
 UPDATE judgements SET reader = 'lenient' WHERE reader IS NULL;
 """
 
+# The window a run's records were last fitted to, in words with where it came from ("a
+# 2,048-token window (the server's per-slot context: -c 4096 over 2 slots)"): the card says
+# it beside how many records were cut (cut_note.py). runs.context_window stays the number
+# the next session compares its own window with.
+_RUN_FITTED_WINDOW = """
+ALTER TABLE runs ADD COLUMN fitted_window VARCHAR;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", INITIAL_TABLES),
     ("0002_views", ""),  # views only: see VIEWS
@@ -421,4 +429,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0023_label_checks", _LABEL_CHECKS),  # and the label_checks view, samples' columns (VIEWS)
     ("0024_journal_fed", _JOURNAL_FED),
     ("0029_judgement_reader", _JUDGEMENT_READER),
+    ("0031_run_fitted_window", _RUN_FITTED_WINDOW),
 )

@@ -121,16 +121,18 @@ def seed_waste(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
     )
 
 
-def cut_counts(store: Store, run_id: str) -> tuple[int, int, int | None]:
-    """(records cut to fit, records admitted, the window they were fitted to) of a run."""
-    row = store.conn.execute(
+def cut_counts(store: Store, run_id: str) -> tuple[int, int, str | None]:
+    """(records cut to fit, records admitted, the window they were fitted to in words:
+    cut_note.window_phrase) of a run. One row, whatever the run's size."""
+    rows = store.query(
         """
         SELECT count(*) FILTER (WHERE s.truncated_tokens > 0), count(*),
-               (SELECT context_window FROM runs WHERE run_id = ?)
+               (SELECT fitted_window FROM runs WHERE run_id = ?)
         FROM seeds s WHERE s.run_id = ?
         """,
         [run_id, run_id],
-    ).fetchone()
-    if row is None:
+    )
+    if not rows:
         return 0, 0, None
-    return int(row[0]), int(row[1]), row[2]
+    cut, records, fitted = rows[0]
+    return int(cut), int(records), fitted
