@@ -213,6 +213,20 @@ def add_parsers(sub: Any) -> None:
         "llama.cpp's server does above its slot count (-np) (default: no cap)",
     )
     sim.add_argument(
+        "--context-window",
+        type=int,
+        metavar="TOKENS",
+        help="each request's context window, prompt and reply (llama.cpp: a slot's share of "
+        "-c); longer prompts get a 400 naming it (default: the simulator's own)",
+    )
+    sim.add_argument(
+        "--announce-window",
+        choices=("models", "props", "none"),
+        default="none",
+        help="say the window in GET /v1/models (vLLM's max_model_len), in GET /props "
+        "(llama.cpp's n_ctx), or only in 400 replies (default: none)",
+    )
+    sim.add_argument(
         "--announce-slots",
         action="store_true",
         help="say the --capacity in GET /props as total_slots, as llama.cpp's server does",
@@ -262,6 +276,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         kw["oracle"] = oracle
     if args.judge_accuracy is not None:
         kw["judge_accuracy"] = args.judge_accuracy
+    if args.context_window is not None:
+        kw["context_window"] = args.context_window
     cache = CacheConfig(
         enabled=not args.no_cache,
         min_tokens=args.cache_min_tokens,
@@ -298,6 +314,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         frozen_after=args.frozen_after,
         max_n=args.max_n,
         announce_slots=args.announce_slots,
+        announce_window=args.announce_window,
         **kw,
     )
 
