@@ -22,6 +22,7 @@ from .. import __version__
 from ..store.db import Store
 from .card_checks import label_check_section
 from .card_figures import baseline_lines, recognition_lines, task_spec
+from .card_hard import hard_split_section, splits_sentence
 from .card_header import (
     SEED_LICENCES,
     CardFile,
@@ -202,8 +203,9 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
             ],
         ),
         "",
-        "Each config has one split, `test`: HaluEval is a benchmark, not training data.",
+        splits_sentence(files),
         "",
+        *hard_split_section(store, card_path, files),
         *_tasks_section(files),
         "## Fields",
         "",
