@@ -76,7 +76,7 @@ def test_a_balanced_run_exports_its_hard_split_beside_the_full_set(
         '- config_name: "qa"\n  data_files:\n  - split: test\n    path: "qa.parquet"\n'
         '  - split: hard\n    path: "qa.hard.parquet"'
     ) in header
-    assert f"  - name: hard\n" in header and f"    num_examples: {len(recorded)}\n" in header
+    assert "  - name: hard\n" in header and f"    num_examples: {len(recorded)}\n" in header
     assert f"    num_examples: {total}\n" in header
     assert "split `hard` (`qa.hard.parquet`)" in card
     assert size_line(len(recorded)) in card  # n, the interval, what it can and cannot show
