@@ -48,7 +48,7 @@ def hard_split_section(store: Store, card_path: Path, files: Sequence[CardFile])
         verdict = (
             "every audited figure within the tolerance of chance"
             if recorded and all(s.balanced for s in recorded)
-            else "NOT balanced on every audited figure (see audit_results)"
+            else "NOT balanced on every audited figure: see audit_results"
         )
         share = f" ({hard.rows / f.rows:.0%})" if f.rows else ""
         lines.append(
@@ -58,10 +58,11 @@ def hard_split_section(store: Store, card_path: Path, files: Sequence[CardFile])
         )
     lines += [
         "",
-        "The hard split is the largest subset found whose cheap classifiers that never read "
-        "the knowledge (length, answer text, overlap) are near chance; it is published "
-        "beside the full set, never in its place. Its interval is the 95% interval on an "
-        "accuracy near 50% over its n items.",
+        "The hard split is the largest subset `audit --balance` found in which cheap "
+        "classifiers that never read the knowledge (length, answer text, overlap) come "
+        "nearest to chance (the line above says whether all came within its tolerance); it "
+        "is published beside the full set, never in its place. Its interval is the 95% "
+        "interval on an accuracy near 50% over its n items.",
         "",
     ]
     return lines
