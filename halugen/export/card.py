@@ -191,15 +191,18 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
         "## Files",
         "",
         *md_table(
-            ["config", "file", "rows", "runs"],
+            ["config", "split", "file", "rows", "runs"],
             [
                 [
                     config_name(f),
-                    Path(os.path.relpath(f.path, card_path.parent)).as_posix(),
-                    f"{f.rows:,}",
-                    ", ".join(f.runs),
+                    split,
+                    Path(os.path.relpath(file.path, card_path.parent)).as_posix(),
+                    f"{file.rows:,}",
+                    ", ".join(file.runs),
                 ]
                 for f in files
+                for split, file in (("test", f), ("hard", f.hard))
+                if file is not None
             ],
         ),
         "",

@@ -79,6 +79,7 @@ def test_a_balanced_run_exports_its_hard_split_beside_the_full_set(
     assert "  - name: hard\n" in header and f"    num_examples: {len(recorded)}\n" in header
     assert f"    num_examples: {total}\n" in header
     assert "split `hard` (`qa.hard.parquet`)" in card
+    assert f"| qa | hard | qa.hard.parquet | {len(recorded):,} | {run_id} |" in card
     assert size_line(len(recorded)) in card  # n, the interval, what it can and cannot show
     assert f"n={len(recorded)}: a 95% interval of ±" in card
 
