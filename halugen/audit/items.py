@@ -46,6 +46,9 @@ class Item:
     cluster: str = ""  # items of one cluster (an OpenDialKG dialogue) are not independent
     label: bool | None = None
     raw: bytes = b""  # the record's line as read (files), written as is by a balanced export
+    # a stored sample's run and seed key ("" for a file's record): what a hard split records
+    run_id: str = ""
+    seed_key: str = ""
 
 
 task_of = halueval_task  # the task whose HaluEval fields a record has
@@ -63,6 +66,7 @@ def _item(
     pattern: str = "",
     cluster: str = "",
     raw: bytes = b"",
+    sample: tuple[str, str] = ("", ""),
 ) -> Item:
     right, hallucinated, question, knowledge = fields_of(task)
     label = None
@@ -82,6 +86,8 @@ def _item(
         pattern=pattern,
         cluster=cluster,
         raw=raw,
+        run_id=sample[0],
+        seed_key=sample[1],
     )
 
 
@@ -126,4 +132,11 @@ def items_from_store(
         if row[-1]:  # a task folder's own fields
             rec.update(orjson.loads(row[-1]))
         cluster = f"{src}:{line}" if dataset == "opendialkg" else f"{run_id}:{seed_key}"
-        yield _item(row_task, rec, seed_id or seed_key, pattern=pattern or "", cluster=cluster)
+        yield _item(
+            row_task,
+            rec,
+            seed_id or seed_key,
+            pattern=pattern or "",
+            cluster=cluster,
+            sample=(str(run_id), str(seed_key)),
+        )

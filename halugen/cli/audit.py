@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from .common import (
@@ -17,6 +17,9 @@ from .common import (
     run_config,
 )
 from .data import add_format_flag
+
+if TYPE_CHECKING:
+    from ..store.db import Store
 
 
 def add_parsers(sub: Any) -> None:
@@ -205,10 +208,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 shares += pattern_shares(items, patterns)
                 rows += rows_from_shares(shares, source)
         balanced_rows = []
+        identity = audit_id(" ".join(s for s, _ in groups))
         if args.balance:
-            balanced_rows = _balance(args, groups, rows, measures, probes)
+            # a balance of the store's samples records its hard split there (export takes it)
+            keep_in = None if args.data else store
+            balanced_rows = _balance(args, groups, rows, measures, probes, keep_in, identity)
         if store is not None:
-            identity = audit_id(" ".join(s for s, _ in groups))
             save(store, rows + balanced_rows, identity)
             err.print(f"audit {identity}: {len(rows + balanced_rows)} row(s) in audit_results")
     finally:
@@ -235,14 +240,18 @@ def _balance(
     before: list,
     measures: tuple,
     probes: tuple[str, ...],
+    store: Store | None,
+    identity: str,
 ) -> list:
     """Balance the one group; print what was kept and dropped, and what its size can show;
-    write --out (the full set and the hard split beside it). The hard split's audit rows."""
+    record the hard split in ``store`` (the store's samples were balanced) and write --out
+    (the full set and the hard split beside it). The hard split's audit rows."""
     import dataclasses
 
     from ..audit import audit_items, balance, write_balanced
     from ..audit.balance import BALANCED_MEASURES, describe_balance
     from ..audit.certify import SIZE_FLOOR, size_line
+    from ..store.hard_splits import record_hard_split
 
     if len(groups) != 1 or len({i.task for i in groups[0][1]}) != 1:
         raise UsageError(
@@ -277,6 +286,20 @@ def _balance(
     if kept < floor:
         raise UsageError(
             f"the hard split holds {kept} item(s), fewer than {floor}: " + size_line(kept) + too_few
+        )
+    if store is not None:
+        runs = sorted({i.run_id for i in items})
+        record_hard_split(
+            store,
+            audit_id=identity,
+            task=items[0].task,
+            runs=runs,
+            members=[(i.run_id, i.seed_key) for i in result.kept],
+            balanced=balanced,
+        )
+        err.print(
+            f"hard split of {items[0].task} recorded for run(s) {', '.join(runs)} "
+            f"(audit {identity}): 'halugen export' writes it beside the full set"
         )
     if args.out:
         meta, hard = write_balanced(

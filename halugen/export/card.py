@@ -24,6 +24,7 @@ from ..store.db import Store
 from ..store.queries import cut_counts
 from .card_checks import label_check_section
 from .card_figures import baseline_lines, recognition_lines, task_spec
+from .card_hard import hard_split_section, splits_sentence
 from .card_header import (
     SEED_LICENCES,
     CardFile,
@@ -192,20 +193,24 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
         "## Files",
         "",
         *md_table(
-            ["config", "file", "rows", "runs"],
+            ["config", "split", "file", "rows", "runs"],
             [
                 [
                     config_name(f),
-                    Path(os.path.relpath(f.path, card_path.parent)).as_posix(),
-                    f"{f.rows:,}",
-                    ", ".join(f.runs),
+                    split,
+                    Path(os.path.relpath(file.path, card_path.parent)).as_posix(),
+                    f"{file.rows:,}",
+                    ", ".join(file.runs),
                 ]
                 for f in files
+                for split, file in (("test", f), ("hard", f.hard))
+                if file is not None
             ],
         ),
         "",
-        "Each config has one split, `test`: HaluEval is a benchmark, not training data.",
+        splits_sentence(files),
         "",
+        *hard_split_section(store, card_path, files),
         *_tasks_section(files),
         "## Fields",
         "",

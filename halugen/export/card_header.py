@@ -35,6 +35,8 @@ class CardFile:
     rows: int
     query: str  # the rows written to the file
     params: tuple[Any, ...]
+    # the hard split written beside it (``audit --balance``), its second split; None: none
+    hard: CardFile | None = None
 
 
 # seed reader -> (dataset, Hub licence id, where the licence is stated)
@@ -270,6 +272,9 @@ def card_header(
             "  - split: test",
             f"    path: {_q(Path(rel).as_posix())}",
         ]
+        if f.hard is not None:
+            hard_rel = os.path.relpath(f.hard.path, card_path.parent)
+            head += ["  - split: hard", f"    path: {_q(Path(hard_rel).as_posix())}"]
     features = [_features(store, f) for f in files]
     head.append("dataset_info:")
     for f, feats in zip(files, features, strict=True):
@@ -279,7 +284,14 @@ def card_header(
         num_bytes = _num_bytes(store, f, feats)
         head += ["  splits:", "  - name: test", f"    num_bytes: {num_bytes}"]
         head += [f"    num_examples: {f.rows}"]
-        head += [f"  download_size: {f.path.stat().st_size}", f"  dataset_size: {num_bytes}"]
+        download = f.path.stat().st_size
+        if f.hard is not None:
+            hard_bytes = _num_bytes(store, f.hard, feats)
+            head += ["  - name: hard", f"    num_bytes: {hard_bytes}"]
+            head += [f"    num_examples: {f.hard.rows}"]
+            num_bytes += hard_bytes
+            download += f.hard.path.stat().st_size
+        head += [f"  download_size: {download}", f"  dataset_size: {num_bytes}"]
     head.append("---")
     return head, features
 

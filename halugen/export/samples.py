@@ -19,6 +19,7 @@ import duckdb
 from .. import __version__
 from ..errors import UsageError
 from ..store.db import Store
+from ..store.hard_splits import IN_HARD_SPLIT, hard_split_size
 from ..tasks import get_task
 from ..tasks.columns import SAMPLE_COLUMNS, field_columns
 from .card import write_card
@@ -149,6 +150,33 @@ def card_name(target: Target, fmt: str) -> str:
     return "README.md"
 
 
+def _hard_file(
+    store: Store,
+    path: Path,
+    fmt: str,
+    predicate: str,
+    params: list[Any],
+    tasks: tuple[str, ...],
+    runs: tuple[str, ...],
+    metadata: dict[str, str],
+    *,
+    one_task: bool,
+) -> CardFile | None:
+    """The hard split of the rows written to ``path`` (those ``audit --balance`` recorded),
+    written beside it (``qa.parquet`` -> ``qa.hard.parquet``); None when none is recorded.
+    The full file stays as it is: the hard split is a second split, never a replacement."""
+    from ..audit.balance import hard_path
+
+    hard_predicate = f"({predicate}) AND {IN_HARD_SPLIT}" if predicate else IN_HARD_SPLIT
+    rows = hard_split_size(store, predicate, params)
+    hard = hard_path(path)
+    if not rows:
+        return None
+    query = _rows_query(hard_predicate, tasks, one_task=one_task)
+    copy_query(store, query, params, hard, fmt, {**metadata, "halugen_split": "hard"})
+    return CardFile(path=hard, tasks=tasks, runs=runs, rows=rows, query=query, params=tuple(params))
+
+
 def export_sample_files(
     store: Store,
     target: Target,
@@ -187,14 +215,29 @@ def export_sample_files(
         copy_query(store, query, all_params, path, fmt, metadata)
         rows = sum(p.rows for p in picked)
         files.append((path, rows))
+        tasks = tuple(p.unit[0] for p in picked)
+        hard = _hard_file(
+            store,
+            path,
+            fmt,
+            predicate,
+            all_params,
+            tasks,
+            chosen.runs,
+            metadata,
+            one_task=name is not None,
+        )
+        if hard is not None:
+            files.append((hard.path, hard.rows))
         card_files.append(
             CardFile(
                 path=path,
-                tasks=tuple(p.unit[0] for p in picked),
+                tasks=tasks,
                 runs=chosen.runs,
                 rows=rows,
                 query=query,
                 params=tuple(all_params),
+                hard=hard,
             )
         )
     if card:

@@ -403,6 +403,20 @@ _RUN_FITTED_WINDOW = """
 ALTER TABLE runs ADD COLUMN fitted_window VARCHAR;
 """
 
+# The hard split of each generation run's task: the samples the latest ``audit --balance``
+# over them kept (audit/balance.py), which ``export`` writes beside the full set as split
+# ``hard``. A new balance of a task replaces the rows of the runs it covered.
+_HARD_SPLITS = """
+CREATE TABLE hard_split_rows (
+    audit_id VARCHAR NOT NULL,         -- the audit that chose them (audit_results.audit_id)
+    run_id VARCHAR NOT NULL,
+    task VARCHAR NOT NULL,
+    seed_key VARCHAR NOT NULL,
+    balanced BOOLEAN NOT NULL,         -- every audited figure within the tolerance of chance
+    created_at TIMESTAMP NOT NULL
+);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial_tables", INITIAL_TABLES),
     ("0002_views", ""),  # views only: see VIEWS
@@ -428,6 +442,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0022_run_cache_plan", _RUN_CACHE_PLAN),
     ("0023_label_checks", _LABEL_CHECKS),  # and the label_checks view, samples' columns (VIEWS)
     ("0024_journal_fed", _JOURNAL_FED),
+    ("0026_hard_splits", _HARD_SPLITS),
     ("0029_judgement_reader", _JUDGEMENT_READER),
     ("0031_run_fitted_window", _RUN_FITTED_WINDOW),
 )
