@@ -50,6 +50,7 @@ from halugen.reply_contract import VERDICT, choice_contract
 
 SHARED_DIALKG = SHARED / "opendialkg" / "opendialkg_test_split.csv"
 STRATEGIES = ("plain", "knowledge", "cot", "contrast")
+TASKS = ("qa", "dialogue", "summarization")
 
 
 def free_port() -> int:
@@ -206,7 +207,7 @@ def reply_text(raw: str | None) -> str:
 
 def table(title: str, header: list[str], rows: list[list[object]]) -> None:
     print(f"\n{title}")
-    cells = [header, *[[f"{c:.1%}" if isinstance(c, float) else str(c) for c in r] for r in rows]]
+    cells = [header, *[[f"{c:.1f}" if isinstance(c, float) else str(c) for c in r] for r in rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     for r in cells:
         print("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
@@ -216,14 +217,24 @@ def analyse(db: Path, walls: dict[str, float], busy: float | None) -> None:
     con = duckdb.connect(str(db), read_only=True)
     q = lambda sql, *p: con.execute(sql, list(p)).fetchall()  # noqa: E731
 
+    def generation_wall(task: str) -> float | None:
+        """Seconds from a task's first call to its last answer, over its generation runs."""
+        ((wall,),) = q(
+            "SELECT epoch(max(created_at) - min(created_at)) FROM call_log WHERE task = ? "
+            "AND stage IN ('sample', 'filter', 'verify')",
+            task,
+        )
+        return float(wall) if wall else None
+
     rows = []
     for task, seeds, sampled in q(
         "SELECT task, count(DISTINCT seed_key), count(DISTINCT seed_key) FILTER "
         "(WHERE outcome = 'sampled') FROM seed_outcomes GROUP BY task ORDER BY task"
     ):
-        wall = walls.get(task)
-        per_hour = f"{sampled / wall * 3600:.0f}" if wall else "-"
-        rows.append([task, seeds, sampled, sampled / seeds if seeds else 0.0, per_hour])
+        wall = walls.get(task) or generation_wall(task)
+        per_hour = f"{sampled / wall * 3600:.1f}" if wall else "-"
+        share = f"{sampled / seeds:.1%}" if seeds else "-"
+        rows.append([task, seeds, sampled, share, per_hour])
     table("acceptance", ["task", "seeds", "samples", "share", "samples/hour"], rows)
 
     rows = [
@@ -245,15 +256,14 @@ def analyse(db: Path, walls: dict[str, float], busy: float | None) -> None:
 
     # the judges' replies: the filter's and the recognition eval's, first replies only
     shapes: Counter[tuple[str, str, str]] = Counter()
-    for _task, raw, shown in q("SELECT task, raw, shown_order FROM filter_decisions"):
+    for _task, raw, shown in q(
+        "SELECT task, raw, shown_order FROM filter_decisions WHERE call_key IS NOT NULL"
+    ):
         n = len(orjson.loads(shown)) if shown and shown.startswith("[") else 2
         text = reply_text(raw)
         read = choice_contract(max(n, 1)).read(text)
         shapes[("filter", shape_of(text), "unsure" if read is None else "committed")] += 1
-    judged = q(
-        "SELECT strategy, coalesce(first_raw, raw) FROM judgements WHERE run_id IN "
-        "(SELECT run_id FROM runs WHERE kind = 'evaluate')"
-    )
+    judged = q("SELECT strategy, coalesce(first_raw, raw) FROM judgements")
     for strategy, raw in judged:
         text = reply_text(raw)
         contract = choice_contract(2) if strategy == "contrast" else VERDICT
@@ -273,7 +283,9 @@ def analyse(db: Path, walls: dict[str, float], busy: float | None) -> None:
         "count(*) FILTER (WHERE (verdict = 'yes') = truth AND verdict <> 'invalid') "
         "FROM judgements GROUP BY strategy ORDER BY strategy"
     ):
-        rows.append([strategy, n, first_invalid / n, asked / n, still / n, correct / n])
+        rows.append(
+            [strategy, n, *(f"{x / n:.1%}" for x in (first_invalid, asked, still, correct))]
+        )
     table(
         "recognition (accuracy counts invalid as wrong, as the paper)",
         ["strategy", "n", "first unsure", "re-asked", "still unsure", "accuracy"],
@@ -292,12 +304,15 @@ def analyse(db: Path, walls: dict[str, float], busy: float | None) -> None:
         ["stage", "calls", "busy s", "median s", "prompt tok", "completion tok", "cached tok"],
         [list(r) for r in calls],
     )
-    total_wall = sum(walls.values())
+    total_wall = sum(walls.values()) or sum(generation_wall(t) or 0 for t in walls or TASKS)
     if busy is not None:
         print(f"\nserver busy share (polled /slots): {busy:.1%} of {total_wall:.0f} s")
     elif total_wall:
-        spent = sum(r[2] or 0 for r in calls)
-        print(f"\nserver busy share (call latencies / wall): {spent / total_wall:.1%}")
+        spent = sum(r[2] or 0 for r in calls if r[0] in ("sample", "filter", "verify", "probe"))
+        print(
+            f"\nserver busy share of the generation runs (call latencies / wall): "
+            f"{spent / total_wall:.1%} of {total_wall:.0f} s"
+        )
 
 
 def main() -> None:
