@@ -8,12 +8,13 @@ file that cannot be used as given is bad input (exit 2).
 
 from __future__ import annotations
 
+import asyncio
 import errno
 from pathlib import Path
 
 from ..errors import StoreError, UnusableStore
 
-__all__ = ["damaged_store", "is_locked", "open_failure", "write_error"]
+__all__ = ["damaged_store", "is_locked", "open_failure", "resolve_writes", "write_error"]
 
 _DAMAGE = ("Corrupt database file", "Could not read enough bytes", "checksum")
 
@@ -116,3 +117,17 @@ def _write_failure(path: object, error: BaseException) -> str:
 def is_locked(error: BaseException) -> bool:
     """True when DuckDB could not open the file because another process holds it."""
     return "lock" in _first_line(error).lower()
+
+
+def resolve_writes(
+    futures: list[asyncio.Future[None]], error: BaseException | None, path: object
+) -> None:
+    """Settle the waiters of a group of writes: done, or failed with the write's error
+    named for the user (``write_error``). Used by both durable lanes (writer, journal)."""
+    for fut in futures:
+        if fut.done():
+            continue
+        if error is None:
+            fut.set_result(None)
+        else:
+            fut.set_exception(write_error(path, error))

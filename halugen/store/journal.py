@@ -46,6 +46,7 @@ from typing import Any
 import duckdb
 import orjson
 
+from .failures import resolve_writes, write_error
 from .rows import RECORDS, CallLogRow, Record, RowViews, Statement, insert_rows, table_of
 
 __all__ = [
@@ -378,8 +379,6 @@ class Journal:
 
     def _check(self) -> None:
         if self.error is not None:
-            from .failures import write_error
-
             raise write_error(self._store_name, self.error) from self.error
 
     # -- the sync thread ------------------------------------------------------------------------
@@ -416,7 +415,7 @@ class Journal:
             if futures:
                 with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits
                     futures[0].get_loop().call_soon_threadsafe(
-                        _resolve, futures, error, self._store_name
+                        resolve_writes, futures, error, self._store_name
                     )
             if error is not None:
                 with self._wake_feed:
@@ -452,17 +451,3 @@ class Journal:
                 self._wake_feed.notify_all()
             if done and not batch:
                 return
-
-
-def _resolve(
-    futures: list[asyncio.Future[None]], error: BaseException | None, path: object
-) -> None:
-    from .failures import write_error
-
-    for fut in futures:
-        if fut.done():
-            continue
-        if error is None:
-            fut.set_result(None)
-        else:
-            fut.set_exception(write_error(path, error))

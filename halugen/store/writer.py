@@ -39,7 +39,7 @@ from typing import Any
 
 import duckdb
 
-from .failures import write_error
+from .failures import resolve_writes, write_error
 from .journal import Journal
 from .rows import CallLogRow, Record, RowViews, Statement, insert_rows, table_of
 
@@ -172,7 +172,7 @@ class _Lane:
             loop = futures[0].get_loop()
             # a closed loop means nobody is waiting any more
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(_resolve, futures, error, owner.path)
+                loop.call_soon_threadsafe(resolve_writes, futures, error, owner.path)
         owner.done(len(batch))
 
     def _insert(self, table: str, rows: list[tuple[Any, ...]], stamp: datetime) -> None:
@@ -330,15 +330,3 @@ def _table_and_values(row: WriterRow) -> tuple[str, Any]:
     if table is not None:  # a record
         return table, row
     return "sql", row  # a Statement: _enqueue let nothing else in
-
-
-def _resolve(
-    futures: list[asyncio.Future[None]], error: BaseException | None, path: object
-) -> None:
-    for fut in futures:
-        if fut.done():
-            continue
-        if error is None:
-            fut.set_result(None)
-        else:
-            fut.set_exception(write_error(path, error))
