@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tests.audit import fixtures
 from tests.docs.page_shell import page_shell
 from tests.docs.shown_commands import shown_commands
 
@@ -34,14 +35,21 @@ PAGE_FILES = {
     "examples": ROOT / "examples",
 }
 
+# a page's own file of a name: the audit page's hard split needs 100 hard items or more
+PAGE_OWN_FILES = {
+    "audit.md": {"qa_data.json": lambda path: fixtures.write(path, fixtures.balanceable(220))},
+}
 
-def lay_out_files(folder: Path) -> None:
+
+def lay_out_files(folder: Path, page: str) -> None:
     for name, source in PAGE_FILES.items():
         if source.is_dir():
             shutil.copytree(source, folder / name)
         else:
             shutil.copy(source, folder / name)
     shutil.copytree(HERE / "files", folder, dirs_exist_ok=True)
+    for name, write in PAGE_OWN_FILES.get(page, {}).items():
+        write(folder / name)
     # a HotpotQA split as Hugging Face serves it (Parquet), made from the JSON one
     hf = HERE / "files" / "hotpot_hf.jsonl"
     if hf.exists():
@@ -55,7 +63,7 @@ def lay_out_files(folder: Path) -> None:
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_command_the_page_shows_runs(page: Path, tmp_path: Path, monkeypatch) -> None:
     commands = shown_commands(page)
-    lay_out_files(tmp_path)
+    lay_out_files(tmp_path, page.name)
     with page_shell(tmp_path, monkeypatch) as shell:
         monkeypatch.setenv("OPENAI_BASE_URL", shell.start_simulator())
         monkeypatch.setenv("OPENAI_API_KEY", "x")
