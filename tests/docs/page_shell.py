@@ -11,6 +11,8 @@ a Ctrl-C:
   started);
 - another halugen command ending in ``&`` runs in a process of its own, waited for at the
   end of the page;
+- ``python -m vllm.entrypoints.openai.run_batch`` is answered by the simulator
+  (``run_like_vllm``);
 - ``export A=1``, ``S="..."`` (``$S`` is expanded) and a few file commands (``cp``,
   ``mkdir``) do what a shell does;
 - a command the page marks ``not run`` is only parsed by halugen's argument parser.
@@ -36,6 +38,7 @@ from typing import Any
 import pytest
 
 from halugen.cli import build_parser, main
+from tests.batch.test_exchange import run_like_vllm
 from tests.conftest import serve_simulator
 from tests.docs.shown_commands import ShownCommand
 
@@ -146,6 +149,8 @@ class PageShell:
             for assignment in argv:
                 name, _, value = assignment.partition("=")
                 self.variables[name] = value
+        elif argv[:3] == ["python", "-m", "vllm.entrypoints.openai.run_batch"]:
+            self._like_vllm(argv[3:])
         elif argv[0] in _FILE_COMMANDS:
             done = subprocess.run(argv, cwd=self.folder, capture_output=True, text=True)
             assert done.returncode == command.expected_exit, f"{command.where}\n{done.stderr}"
@@ -159,6 +164,11 @@ class PageShell:
         else:
             self._in_process(command, args)
         self.ran.append(command)
+
+    def _like_vllm(self, args: list[str]) -> None:
+        """vLLM's batch runner, played by the simulator (as tests/batch/test_exchange.py does)."""
+        given = dict(zip(args[::2], args[1::2], strict=True))
+        run_like_vllm(self.folder / given["-i"], self.folder / given["-o"])
 
     def _parses(self, command: ShownCommand, args: list[str]) -> None:
         stderr = StringIO()
