@@ -1,8 +1,9 @@
 """Every command README.md and docs/*.md show runs, page by page, against the simulator.
 
 Each page plays in an empty folder of its own holding the files pages name (``PAGE_FILES``)
-and a copy of ``examples/``, with a simulator standing in for the provider a page talks to
-(``OPENAI_BASE_URL``; a page that starts its own with ``halugen simulate`` gets that one).
+and a copy of ``examples/``, with a simulator standing in for OpenAI (``OPENAI_BASE_URL``; serving gpt-4o-mini, which
+halugen picks on OpenAI when no ``--model`` is given); a page that starts its own simulator
+with ``halugen simulate`` gets that one.
 A command a page cannot run here is marked there (``<!-- not run: why -->``, see
 shown_commands.py) and is only parsed; a command neither run nor marked fails the test, so a
 page cannot drift from the tool.
@@ -35,6 +36,9 @@ PAGE_FILES = {
     "examples": ROOT / "examples",
 }
 
+# tests/docs/tables/NAME.jsonl is written as NAME.parquet, or where this says
+PARQUET_AT = {"my_rag_set": "my_rag_set/part-00000.parquet"}
+
 # a page's own file of a name: the audit page's hard split needs 100 hard items or more
 PAGE_OWN_FILES = {
     "audit.md": {"qa_data.json": lambda path: fixtures.write(path, fixtures.balanceable(220))},
@@ -50,12 +54,12 @@ def lay_out_files(folder: Path, page: str) -> None:
     shutil.copytree(HERE / "files", folder, dirs_exist_ok=True)
     for name, write in PAGE_OWN_FILES.get(page, {}).items():
         write(folder / name)
-    # a HotpotQA split as Hugging Face serves it (Parquet), made from the JSON one
-    hf = HERE / "files" / "hotpot_hf.jsonl"
-    if hf.exists():
+    # tables the pages name as Parquet, written from JSON lines (tests/docs/tables/)
+    for source in sorted((HERE / "tables").glob("*.jsonl")):
+        target = PARQUET_AT.get(source.stem, f"{source.stem}.parquet")
+        (folder / target).parent.mkdir(parents=True, exist_ok=True)
         duckdb.execute(
-            f"COPY (FROM read_json('{hf}')) TO "
-            f"'{folder / 'validation-00000-of-00001.parquet'}' (FORMAT parquet)"
+            f"COPY (FROM read_json('{source}')) TO '{folder / target}' (FORMAT parquet)"
         )
 
 
@@ -65,7 +69,9 @@ def test_every_command_the_page_shows_runs(page: Path, tmp_path: Path, monkeypat
     commands = shown_commands(page)
     lay_out_files(tmp_path, page.name)
     with page_shell(tmp_path, monkeypatch) as shell:
-        monkeypatch.setenv("OPENAI_BASE_URL", shell.start_simulator())
+        # OpenAI's stand-in: without --model, halugen asks OpenAI for gpt-4o-mini
+        openai = shell.start_simulator(served_models=("gpt-4o-mini",))
+        monkeypatch.setenv("OPENAI_BASE_URL", openai)
         monkeypatch.setenv("OPENAI_API_KEY", "x")
         for command in commands:
             shell.run(command)
