@@ -9,8 +9,9 @@ a Ctrl-C:
 - ``halugen view`` and ``halugen annotate serve`` serve on a free port, the page is fetched
   once, and the server stops as if Ctrl-C had come (a browser ``--open`` asks for is not
   started);
-- another halugen command ending in ``&`` runs in a process of its own, waited for at the
-  end of the page;
+- another halugen command ending in ``&`` runs in a process of its own: the next command
+  comes once it says it started (its store is open then), and it is waited for at the end
+  of the page;
 - ``python -m vllm.entrypoints.openai.run_batch`` is answered by the simulator
   (``run_like_vllm``);
 - ``export A=1``, ``S="..."`` (``$S`` is expanded) and a few file commands (``cp``,
@@ -28,6 +29,7 @@ import re
 import shlex
 import subprocess
 import sys
+import threading
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
@@ -70,7 +72,9 @@ class PageShell:
         self.ran: list[ShownCommand] = []
         self.parsed: list[ShownCommand] = []
         self._stops: list[Callable[[], None]] = []
-        self._background: list[tuple[ShownCommand, subprocess.Popen[bytes]]] = []
+        self._background: list[
+            tuple[ShownCommand, subprocess.Popen[bytes], list[bytes], threading.Thread]
+        ] = []
         monkeypatch.chdir(folder)
         monkeypatch.setattr("halugen.simulate.run_server", self._serve_simulator)
         for module in ("halugen.view.serving", "halugen.annotate.serving"):
@@ -196,18 +200,29 @@ class PageShell:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         )
-        self._background.append((command, process))
+        # as a reader does, go on once it says it started (the store is open then), not before
+        assert process.stdout is not None
+        seen: list[bytes] = []
+        for line in process.stdout:
+            seen.append(line)
+            if line.startswith((b"starting ", b"resuming ")):
+                break
+        rest = threading.Thread(target=lambda: seen.extend(process.stdout or ()), daemon=True)
+        rest.start()
+        self._background.append((command, process, seen, rest))
 
     def close(self) -> None:
         """Wait for the page's processes in the background, then stop its simulators."""
         try:
-            for command, process in self._background:
-                output, _ = process.communicate(timeout=300)
+            for command, process, seen, rest in self._background:
+                process.wait(timeout=300)
+                rest.join(30)
+                output = b"".join(seen).decode(errors="replace")
                 assert process.returncode == command.expected_exit, (
-                    f"{command.where}: exit {process.returncode}\n{output.decode()[-3000:]}"
+                    f"{command.where}: exit {process.returncode}\n{output[-3000:]}"
                 )
         finally:
-            for process in (p for _, p in self._background if p.poll() is None):
+            for process in (p for _, p, _, _ in self._background if p.poll() is None):
                 process.kill()
             for stop in self._stops:
                 stop()

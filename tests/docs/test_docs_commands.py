@@ -1,7 +1,7 @@
 """Every command README.md and docs/*.md show runs, page by page, against the simulator.
 
 Each page plays in an empty folder of its own holding the files pages name (``PAGE_FILES``)
-and a copy of ``examples/``, with a simulator standing in for OpenAI (``OPENAI_BASE_URL``; serving gpt-4o-mini, which
+and a checkout's data folders (``examples/``, ``prompts/``), with a simulator standing in for OpenAI (``OPENAI_BASE_URL``; serving gpt-4o-mini, which
 halugen picks on OpenAI when no ``--model`` is given); a page that starts its own simulator
 with ``halugen simulate`` gets that one.
 A command a page cannot run here is marked there (``<!-- not run: why -->``, see
@@ -33,7 +33,9 @@ PAGE_FILES = {
     "seeds.json": ROOT / "halugen" / "examples" / "qa_seeds.json",
     "qa_data.json": ROOT / "tests" / "audit" / "data" / "qa_data.json",
     "dialogue_data.json": ROOT / "tests" / "audit" / "data" / "dialogue_data.json",
+    # a checkout's data folders, which pages name by their paths there
     "examples": ROOT / "examples",
+    "halugen/examples/qa_seeds.json": ROOT / "halugen" / "examples" / "qa_seeds.json",
 }
 
 # tests/docs/tables/NAME.jsonl is written as NAME.parquet, or where this says
@@ -46,10 +48,13 @@ PAGE_OWN_FILES = {
 
 
 def lay_out_files(folder: Path, page: str) -> None:
+    # the built-in task folders, linked: halugen knows them by where they are
+    (folder / "prompts").symlink_to(ROOT / "prompts", target_is_directory=True)
     for name, source in PAGE_FILES.items():
         if source.is_dir():
             shutil.copytree(source, folder / name)
         else:
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(source, folder / name)
     shutil.copytree(HERE / "files", folder, dirs_exist_ok=True)
     for name, write in PAGE_OWN_FILES.get(page, {}).items():
