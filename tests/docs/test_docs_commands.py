@@ -32,6 +32,7 @@ PAGE_FILES = {
     "hotpot_train_v1.1.json": ROOT / "halugen" / "examples" / "qa_seeds.json",
     "seeds.json": ROOT / "halugen" / "examples" / "qa_seeds.json",
     "qa_data.json": ROOT / "tests" / "audit" / "data" / "qa_data.json",
+    "qa.jsonl": ROOT / "tests" / "audit" / "data" / "qa_data.json",
     "dialogue_data.json": ROOT / "tests" / "audit" / "data" / "dialogue_data.json",
     # a checkout's data folders, which pages name by their paths there
     "examples": ROOT / "examples",
