@@ -130,13 +130,6 @@ class PageShell:
         return text
 
     def run(self, command: ShownCommand) -> None:
-        import time; t=time.monotonic()
-        try:
-            self._run(command)
-        finally:
-            print(f'TIME {time.monotonic()-t:.1f} {command.where}', file=sys.__stderr__)
-
-    def _run(self, command: ShownCommand) -> None:
         text = command.text.removesuffix("&").strip() if command.background else command.text
         argv = shlex.split(self._expand(text))
         args = halugen_argv(argv)

@@ -108,6 +108,14 @@ def _block_commands(lines: list[tuple[int, str]], info: str) -> list[tuple[int, 
     return found
 
 
+def _why_not_run(markers: list[tuple[str | None, str]], command: str) -> str | None:
+    """The reason of the first marker that covers ``command``; None when none does."""
+    for prefix, why in markers:
+        if prefix is None or command.startswith(prefix):
+            return why
+    return None
+
+
 def shown_commands(path: Path) -> list[ShownCommand]:
     """Every command of the page at ``path``, in the order shown."""
     commands: list[ShownCommand] = []
@@ -119,10 +127,7 @@ def shown_commands(path: Path) -> list[ShownCommand]:
             if line.strip().startswith(fence) and not line.strip()[len(fence) :].strip():
                 if info not in _NO_COMMANDS:
                     for at, text, comment in _block_commands(block, info):
-                        why = next(
-                            (w for prefix, w in markers if prefix is None or text.startswith(prefix)),
-                            None,
-                        )
+                        why = _why_not_run(markers, text)
                         commands.append(ShownCommand(path.name, at, text, comment, why))
                 block, markers = None, []
             else:

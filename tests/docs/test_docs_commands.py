@@ -1,9 +1,10 @@
 """Every command README.md and docs/*.md show runs, page by page, against the simulator.
 
-Each page plays in an empty folder of its own holding the files pages name (``PAGE_FILES``)
-and a checkout's data folders (``examples/``, ``prompts/``), with a simulator standing in for OpenAI (``OPENAI_BASE_URL``; serving gpt-4o-mini, which
-halugen picks on OpenAI when no ``--model`` is given); a page that starts its own simulator
-with ``halugen simulate`` gets that one.
+Each page plays in an empty folder of its own holding the files pages name (``PAGE_FILES``,
+tests/docs/files/, tests/docs/tables/) and a checkout's data folders (``examples/``,
+``prompts/``). A simulator stands in for OpenAI (``OPENAI_BASE_URL``; it serves gpt-4o-mini,
+which halugen picks on OpenAI when no ``--model`` is given); a page that starts its own with
+``halugen simulate`` gets that one (page_shell.py says how each kind of command is played).
 A command a page cannot run here is marked there (``<!-- not run: why -->``, see
 shown_commands.py) and is only parsed; a command neither run nor marked fails the test, so a
 page cannot drift from the tool.
@@ -64,14 +65,14 @@ def lay_out_files(folder: Path, page: str) -> None:
     for source in sorted((HERE / "tables").glob("*.jsonl")):
         target = PARQUET_AT.get(source.stem, f"{source.stem}.parquet")
         (folder / target).parent.mkdir(parents=True, exist_ok=True)
-        duckdb.execute(
-            f"COPY (FROM read_json('{source}')) TO '{folder / target}' (FORMAT parquet)"
-        )
+        duckdb.execute(f"COPY (FROM read_json('{source}')) TO '{folder / target}' (FORMAT parquet)")
 
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
-def test_every_command_the_page_shows_runs(page: Path, tmp_path: Path, monkeypatch) -> None:
+def test_every_command_the_page_shows_runs(
+    page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     commands = shown_commands(page)
     lay_out_files(tmp_path, page.name)
     with page_shell(tmp_path, monkeypatch) as shell:
