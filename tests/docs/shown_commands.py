@@ -14,6 +14,7 @@ block (blank lines and other markers may come between):
 
     <!-- not run: WHY -->              every command of the next block
     <!-- not run "PREFIX": WHY -->     the next block's commands that start with PREFIX
+    <!-- not run 'PREFIX': WHY -->     the same, for a PREFIX that holds a double quote
 
 Those are only parsed. A comment on a command's line that says ``exit N`` is the exit code
 the page promises for it (``# refused, exit 2``); otherwise it is 0.
@@ -29,7 +30,10 @@ __all__ = ["ShownCommand", "shown_commands"]
 
 _SHELL = {"bash", "sh", "shell", "zsh"}
 _NO_COMMANDS = {"python", "py", "toml", "json", "yaml", "sql"}
-_MARKER = re.compile(r'<!--\s*not run(?:\s+"(?P<prefix>[^"]+)")?\s*:\s*(?P<why>.+?)\s*-->')
+_MARKER = re.compile(
+    r"""<!--\s*not run(?:\s+(?:"(?P<prefix>[^"]+)"|'(?P<quoted>[^']+)'))?"""
+    r"\s*:\s*(?P<why>.+?)\s*-->"
+)
 _FENCE = re.compile(r"^(?P<fence>```+|~~~+)\s*(?P<info>[\w+-]*)")
 _COMMENT = re.compile(r"\s+#\s.*$|\s+#$")
 _EXIT = re.compile(r"\bexit (\d+)\b")
@@ -139,7 +143,8 @@ def shown_commands(path: Path) -> list[ShownCommand]:
             continue
         marker = _MARKER.search(line)
         if marker:
-            markers.append((marker.group("prefix"), marker.group("why")))
+            prefix = marker.group("prefix") or marker.group("quoted")
+            markers.append((prefix, marker.group("why")))
         elif line.strip():
             markers = []  # a marker is for the block right after it
     return commands

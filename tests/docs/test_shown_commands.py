@@ -12,12 +12,14 @@ from tests.docs.shown_commands import ShownCommand, shown_commands
 PAGE = """# A page
 
 <!-- not run "pip install": installs packages -->
+<!-- not run 'python -m halugen sql "CHECKPOINT"': a race -->
 ```bash
 pip install -e . && python -m halugen demo   # install, then the demo
 python -m halugen run --seeds s.json \\
     --budget 1usd &
 # a comment line
 python -m halugen sql "SELECT '#' AS hash"   # refused, exit 2
+python -m halugen sql "CHECKPOINT"
 ```
 
 <!-- not run: this marker is for the next block only -->
@@ -49,16 +51,17 @@ def test_a_page_s_commands_with_their_markers_comments_and_exit_codes(tmp_path: 
     page.write_text(PAGE, encoding="utf-8")
     shown = shown_commands(page)
     assert [(c.line, c.text, c.not_run) for c in shown] == [
-        (5, "pip install -e .", "installs packages"),
-        (5, "python -m halugen demo", None),
-        (6, "python -m halugen run --seeds s.json --budget 1usd &", None),
-        (9, "python -m halugen sql \"SELECT '#' AS hash\"", None),
-        (16, "halugen status", None),
-        (21, "python -m halugen report", None),
-        (31, "halugen view --open", "every command of this block"),
+        (6, "pip install -e .", "installs packages"),
+        (6, "python -m halugen demo", None),
+        (7, "python -m halugen run --seeds s.json --budget 1usd &", None),
+        (10, "python -m halugen sql \"SELECT '#' AS hash\"", None),
+        (11, 'python -m halugen sql "CHECKPOINT"', "a race"),
+        (18, "halugen status", None),
+        (23, "python -m halugen report", None),
+        (33, "halugen view --open", "every command of this block"),
     ]
-    assert [c.expected_exit for c in shown] == [0, 0, 0, 2, 0, 0, 0]
-    assert [c.background for c in shown] == [False, False, True, False, False, False, False]
+    assert [c.expected_exit for c in shown] == [0, 0, 0, 2, 0, 0, 0, 0]
+    assert [c.background for c in shown] == [False, False, True, False, False, False, False, False]
 
 
 def _command(text: str, not_run: str | None = None) -> ShownCommand:
