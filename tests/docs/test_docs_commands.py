@@ -80,6 +80,7 @@ def test_every_command_the_page_shows_runs(
         openai = shell.start_simulator(served_models=("gpt-4o-mini",))
         monkeypatch.setenv("OPENAI_BASE_URL", openai)
         monkeypatch.setenv("OPENAI_API_KEY", "x")
+        monkeypatch.delenv("HALUGEN_DB", raising=False)  # each page's store is its folder's
         for command in commands:
             shell.run(command)
     assert len(shell.ran) + len(shell.parsed) == len(commands)
