@@ -23,8 +23,8 @@ from halugen.estimate import estimate_task, estimate_ways, expected_cached, fixe
 from halugen.prices import find_price, format_usd
 from halugen.prompts import PER_MESSAGE_TOKENS, parse_template
 from halugen.simulate import CacheConfig
-from halugen.tasks import get_task
 from halugen.tokens import get_counter
+from tests.task_specs import task_spec
 
 # a fixed opening long enough for OpenAI's 1,024-token minimum
 LONG = " ".join(f"Rule {i}: keep the wrong answer as short as the right one." for i in range(150))
@@ -34,7 +34,7 @@ def long_prompts(tmp_path: Path, task: str = "qa") -> Path:
     """The bundled templates of ``task``, each opened by the same long system message."""
     out = tmp_path / "prompts"
     (out / task).mkdir(parents=True)
-    folder = get_task(task).folder
+    folder = task_spec(task).folder
     assert folder is not None
     for path in (folder / "prompts").glob("*.txt"):
         text = path.read_text(encoding="utf-8")
@@ -209,7 +209,7 @@ def test_acceptance_is_learned_from_earlier_runs_in_the_store(
     assert 0 < sampled <= finished
     price = find_price("gpt-4o-mini")
     assert price is not None
-    e = estimate_task(cfg_for(seeds), load_tasks(("qa",))["qa"], price)
+    e = estimate_task(cfg_for(seeds), load_tasks([task_spec("qa")])["qa"], price)
     assert whole["interactive"] == format_usd(e.modes[0].cost_pusd)
     expected = round(e.modes[0].cost_pusd * 1000 / (e.seeds * sampled / finished))
     assert per_1000["interactive"] == format_usd(expected)
