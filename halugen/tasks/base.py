@@ -16,10 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from ..prompts import Template
+from ..prompts import Template
 
 __all__ = [
     "Check",
