@@ -27,6 +27,7 @@ from ..errors import InputError, UsageError
 from ..records import BadRecord, Seed
 from ..tasks import TASK_NAMES, builtin_task
 from ..tasks.base import TaskSpec
+from ..tasks.catalog import TaskCatalog
 from . import cnndm, halueval, hotpotqa, opendialkg, table, table_files
 from .detect import accepted_formats, detect_format, detect_layout
 from .jsonl import special_file_kind, special_file_message
@@ -87,7 +88,7 @@ def read_seeds(
     format, a format of another task or a column that does not exist, and later, while
     iterating, for a file that turns out to be broken.
     """
-    spec = builtin_task(task) if isinstance(task, str) else task
+    spec = TaskCatalog()[task] if isinstance(task, str) else task  # a name: a built-in one
     task = spec.name
     if not any(f.task == spec.name for f in FORMATS.values()):
         # a task no dataset layout belongs to (a task folder) reads its seeds as a table
