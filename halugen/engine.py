@@ -336,7 +336,7 @@ async def _generate(
                     read=partial(
                         read_seeds,
                         files_of[task],
-                        task,
+                        tasks[task].spec,
                         fmt=cfg.seed_format,
                         mapping=cfg.seed_mapping,
                     ),

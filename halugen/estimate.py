@@ -134,7 +134,7 @@ def _estimate_variants(
     spec = variants[0].spec
     ests = [TaskEstimate(task=spec.name, tokens_exact=counter.exact) for _ in variants]
     seeds = read_seeds(
-        files or list(cfg.seeds), spec.name, fmt=cfg.seed_format, mapping=cfg.seed_mapping
+        files or list(cfg.seeds), spec, fmt=cfg.seed_format, mapping=cfg.seed_mapping
     )
     checking = _verify_template(cfg, spec)
     verify_out = max(cfg.judge.max_tokens, _MIN_VERIFY_TOKENS)
