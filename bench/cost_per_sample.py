@@ -67,6 +67,7 @@ from halugen.simulate import SimConfig, Simulator
 from halugen.simulate.batch import in_process_handlers
 from halugen.simulate.config import BatchSimConfig
 from halugen.simulate.tokens import TokenRule, token_rule
+from halugen.tasks import builtin_task
 from halugen.tokens import get_counter
 
 MODELS = ("gpt-4o-mini", "gpt-4.1-mini")
@@ -289,7 +290,9 @@ def run_halugen(task: str, table: Path, db: Path, *, batch: bool) -> tuple[Tally
         sys.exit(f"{task}: the halugen run ended {outcome.status}: {outcome.message}")
     price = find_price("gpt-4o-mini")
     assert price is not None
-    loaded = plan_tasks(load_tasks((task,)), price, get_counter(price.tokenizer), batch=batch)[task]
+    loaded = plan_tasks(
+        load_tasks([builtin_task(task)]), price, get_counter(price.tokenizer), batch=batch
+    )[task]
     openings = {
         "sample": [_sim_opening(t) for t in loaded.sample_templates],
         "filter": [_sim_opening(loaded.filter_template)],

@@ -39,6 +39,7 @@ from halugen.records import BadRecord, Seed
 from halugen.seeds import read_seeds
 from halugen.seeds.jsonl import IJSON
 from halugen.stages.fit import fit_to_context
+from halugen.tasks import builtin_task
 from halugen.tokens import get_counter
 
 _HERE = Path(__file__).resolve()
@@ -257,7 +258,7 @@ def bench_fit() -> None:
     rng = random.Random(1)
     block = "".join(rng.choices(string.ascii_letters, k=1 << 16))
     huge = (block * 800)[: 50 << 20]
-    task = load_tasks(("summarization",))["summarization"]
+    task = load_tasks([builtin_task("summarization")])["summarization"]
     seed = Seed(task="summarization", fields={"document": huge, "right_summary": "x."}, seed_id="h")
     t_fit, fit = timed(
         lambda: fit_to_context(

@@ -7,6 +7,8 @@ Names are imported on first use (PEP 562), so ``import halugen`` — and with it
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator, Mapping, Sequence
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +44,6 @@ _WHERE: dict[str, str] = {
         ("Candidate", "ChatRequest", "ChatResult", "Judgement", "Rejected", "Sample", "Seed"),
         "records",
     ),
-    "read_seeds": "seeds",
     **dict.fromkeys(("SimConfig", "Simulator"), "simulate"),
     **dict.fromkeys(("Store", "open_store"), "store.db"),
 }
@@ -92,6 +93,22 @@ __all__ = [
 ]
 
 
+def read_seeds(
+    paths: Sequence[str],
+    task: str | os.PathLike[str] | TaskSpec,
+    *,
+    fmt: str | None = None,
+    mapping: Mapping[str, str] | None = None,
+) -> Iterator[Seed | BadRecord]:
+    """Seeds of ``task`` from ``paths`` (``halugen.seeds.read_seeds``). ``task`` is a task's
+    name, a task folder's path (read and checked here, as ``--task`` is) or its declaration."""
+    from .seeds import read_seeds as read
+    from .tasks.catalog import TaskCatalog, read_task
+
+    spec = read_task(task, TaskCatalog()) if isinstance(task, str | os.PathLike) else task
+    return read(paths, spec, fmt=fmt, mapping=mapping)
+
+
 def __getattr__(name: str) -> Any:
     module = _WHERE.get(name)
     if module is None:
@@ -125,7 +142,16 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     )
     from .llm.transport import AiohttpTransport, HandlerTransport, HttpResponse, Transport
     from .prices import ModelPrice, find_price, format_usd, parse_budget
-    from .records import Candidate, ChatRequest, ChatResult, Judgement, Rejected, Sample, Seed
-    from .seeds import read_seeds
+    from .records import (
+        BadRecord,
+        Candidate,
+        ChatRequest,
+        ChatResult,
+        Judgement,
+        Rejected,
+        Sample,
+        Seed,
+    )
     from .simulate import SimConfig, Simulator
     from .store.db import Store, open_store
+    from .tasks.base import TaskSpec

@@ -24,6 +24,7 @@ from .estimate import fixed_opening
 from .prices import ModelPrice
 from .prompts import Template
 from .tasks.base import TaskSpec
+from .tasks.templates import task_template
 from .tokens import TokenCounter
 
 __all__ = ["APPROX_MARGIN", "OpeningFit", "fit_lines", "opening_fits"]
@@ -79,7 +80,7 @@ def opening_fits(spec: TaskSpec, price: ModelPrice, counter: TokenCounter) -> li
     if not spec.generated:
         return []
     stems = (*spec.sample_templates, spec.filter_template)
-    return [_fit(stem, spec.template(stem), price, counter) for stem in stems]
+    return [_fit(stem, task_template(spec, stem), price, counter) for stem in stems]
 
 
 def fit_lines(fits: list[OpeningFit], price: ModelPrice, counter: TokenCounter) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -29,7 +30,6 @@ from .llm.endpoint import EndpointInfo, is_openai, takes_cache_key
 from .llm.transport import AiohttpTransport, Transport
 from .pipeline import run_pipeline
 from .prices import ModelPrice, format_usd
-from .prompts import load_template
 from .records import Seed
 from .seeds import expand_paths, formats_by_task, read_seeds
 from .seeds.stamps import stamp_files
@@ -40,9 +40,11 @@ from .stages.verify import check_judge_price, verify_run
 from .stats import RunStats
 from .store.db import Store
 from .store.queries import cut_counts
-from .tasks import TASK_NAMES, get_task
+from .tasks import TASK_NAMES
 from .tasks.base import TaskSpec
+from .tasks.catalog import TaskCatalog, read_tasks
 from .tasks.stored import remember
+from .tasks.templates import task_template
 from .tokens import TokenCounter
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "generate",
     "generated_tasks",
     "load_tasks",
+    "read_run_tasks",
     "resolve_tasks",
 ]
 
@@ -69,33 +72,45 @@ class RunOutcome:
     notes: tuple[str, ...] = ()
 
 
-def load_tasks(names: tuple[str, ...], prompts_dir: Path | None = None) -> dict[str, LoadedTask]:
+def load_tasks(specs: Iterable[TaskSpec], prompts_dir: Path | None = None) -> dict[str, LoadedTask]:
     tasks = {}
-    for name in names:
-        spec = get_task(name)
-        tasks[name] = LoadedTask(
+    for spec in specs:
+        tasks[spec.name] = LoadedTask(
             spec=spec,
             sample_templates=tuple(
-                load_template(name, t, prompts_dir) for t in spec.sample_templates
+                task_template(spec, t, prompts_dir) for t in spec.sample_templates
             ),
-            filter_template=load_template(name, spec.filter_template, prompts_dir),
+            filter_template=task_template(spec, spec.filter_template, prompts_dir),
         )
     return tasks
 
 
-def resolve_tasks(cfg: RunConfig) -> tuple[RunConfig, dict[str, list[str]]]:
+def read_run_tasks(cfg: RunConfig) -> tuple[RunConfig, TaskCatalog]:
+    """``cfg`` with its ``--task`` arguments (names or task folders' paths) read: each folder
+    is read and checked in full here, before anything is called, and becomes its task's
+    name; the catalog holds the tasks read. Where a run starts (the command line, the
+    Python API's ``generate``), once."""
+    names = tuple(dict.fromkeys(cfg.tasks))
+    if names == ("all",):
+        return cfg, TaskCatalog()
+    specs, catalog = read_tasks(names)
+    return dataclasses.replace(cfg, tasks=_task_names(specs)), catalog
+
+
+def resolve_tasks(cfg: RunConfig, catalog: TaskCatalog) -> tuple[RunConfig, dict[str, list[str]]]:
     """Which tasks run and which seed files feed each.
 
     ``--task all`` means every task that has seed files among ``--seeds``; a list of tasks
     sends each file to the task of its format. One task reads every file (a file of
     another task's format is then an error). Unreadable input fails here, before a run.
+    ``cfg.tasks`` are names of ``catalog``'s tasks (``read_run_tasks``).
     """
     if cfg.long_documents not in ("truncate", "skip"):
         raise UsageError(f"--long-documents must be truncate or skip, not {cfg.long_documents!r}")
     names = tuple(dict.fromkeys(cfg.tasks))
     if names != ("all",):
-        names = generated_tasks(names)  # a folder's path becomes its task's name
-        folders = [n for n in names if not get_task(n).builtin]
+        names = generated_tasks([catalog[name] for name in names])
+        folders = [n for n in names if not catalog[n].builtin]
         if folders and len(names) > 1:
             raise UsageError(
                 f"a task folder's task runs on its own (its seeds have no format of their "
@@ -113,21 +128,27 @@ def resolve_tasks(cfg: RunConfig) -> tuple[RunConfig, dict[str, list[str]]]:
     else:
         files_of = {names[0]: list(cfg.seeds)}
     for name in names:  # fail fast: detect formats, open the first record
-        for _ in read_seeds(files_of[name], name, fmt=cfg.seed_format, mapping=cfg.seed_mapping):
+        spec = catalog[name]
+        for _ in read_seeds(files_of[name], spec, fmt=cfg.seed_format, mapping=cfg.seed_mapping):
             break
     return dataclasses.replace(cfg, tasks=names), files_of
 
 
-def generated_tasks(names: tuple[str, ...]) -> tuple[str, ...]:
-    """The names of the tasks ``names`` (names or task folders' paths) call for; each folder
-    is read and checked in full here, before anything is called."""
-    specs = [get_task(name) for name in names]
+def generated_tasks(specs: Sequence[TaskSpec]) -> tuple[str, ...]:
+    """The names of the tasks ``specs``; a task that is not generated, or two folders
+    declaring one name, is a ``UsageError``."""
     for spec in specs:
         if not spec.generated:
             raise UsageError(
                 f"the {spec.name} task is judged only (its items come from annotation): "
                 "there is nothing to generate; see 'halugen annotate' and 'halugen eval'"
             )
+    return _task_names(specs)
+
+
+def _task_names(specs: Sequence[TaskSpec]) -> tuple[str, ...]:
+    """The names of ``specs``, once each; two folders declaring one name are a
+    ``UsageError``."""
     by_name: dict[str, TaskSpec] = {}
     for spec in specs:
         first = by_name.setdefault(spec.name, spec)
@@ -183,24 +204,32 @@ def _seed_from_row(task: str, row: tuple[Any, ...]) -> Seed:
 async def generate(
     cfg: RunConfig,
     *,
+    tasks: TaskCatalog | None = None,
     transport: Transport | None = None,
     console: Console | None = None,
     on_run: OnRun | None = None,
 ) -> RunOutcome:
-    """Run (or resume) generation for ``cfg``. Raises HalugenError for bad input/setup."""
+    """Run (or resume) generation for ``cfg``. Raises HalugenError for bad input/setup.
+
+    ``tasks`` holds the tasks ``cfg.tasks`` names (``read_run_tasks``); without it, the
+    ``--task`` arguments in ``cfg`` are read here (the Python API's entry).
+    """
     if not cfg.seeds:
         raise UsageError("no seed files given: pass --seeds FILE (or set seeds in halugen.toml)")
-    cfg, files_of = resolve_tasks(cfg)
-    tasks = load_tasks(cfg.tasks, cfg.prompts_dir)
+    if tasks is None:
+        cfg, tasks = read_run_tasks(cfg)
+    catalog = tasks
+    cfg, files_of = resolve_tasks(cfg, catalog)
+    loaded = load_tasks((catalog[name] for name in cfg.tasks), cfg.prompts_dir)
     owned = transport is None
     transport = transport or AiohttpTransport()
     try:
         cfg, info, endpoint_notes = await prepare_endpoint(cfg, transport)
         if stage_by_stage(cfg):  # --batch: stage after stage
             return await run_in_batches(
-                generate, cfg, transport=transport, console=console, on_run=on_run
+                generate, cfg, tasks=catalog, transport=transport, console=console, on_run=on_run
             )
-        return await _generate(cfg, files_of, tasks, info, endpoint_notes, transport, console,
+        return await _generate(cfg, files_of, loaded, info, endpoint_notes, transport, console,
                                on_run)  # fmt: skip
     finally:
         if owned:
@@ -307,7 +336,7 @@ async def _generate(
                     read=partial(
                         read_seeds,
                         files_of[task],
-                        task,
+                        tasks[task].spec,
                         fmt=cfg.seed_format,
                         mapping=cfg.seed_mapping,
                     ),

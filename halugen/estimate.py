@@ -33,6 +33,8 @@ from .records import Seed
 from .seeds import read_seeds
 from .stages.context import LoadedTask
 from .tasks.base import TaskSpec
+from .tasks.steps import lay_out_candidates
+from .tasks.templates import task_template
 from .tokens import TokenCounter, get_counter
 
 __all__ = [
@@ -55,7 +57,7 @@ def _verify_template(cfg: RunConfig, spec: TaskSpec) -> Template | None:
     if not cfg.verify:
         return None
     try:
-        return spec.template("verify", cfg.prompts_dir)
+        return task_template(spec, "verify", cfg.prompts_dir)
     except ConfigError:
         return None
 
@@ -132,7 +134,7 @@ def _estimate_variants(
     spec = variants[0].spec
     ests = [TaskEstimate(task=spec.name, tokens_exact=counter.exact) for _ in variants]
     seeds = read_seeds(
-        files or list(cfg.seeds), spec.name, fmt=cfg.seed_format, mapping=cfg.seed_mapping
+        files or list(cfg.seeds), spec, fmt=cfg.seed_format, mapping=cfg.seed_mapping
     )
     checking = _verify_template(cfg, spec)
     verify_out = max(cfg.judge.max_tokens, _MIN_VERIFY_TOKENS)
@@ -152,7 +154,7 @@ def _estimate_variants(
                 est.output_tokens_typical += min(answer_tokens, cfg.sampling.max_tokens)
                 est.output_tokens_max += cfg.sampling.max_tokens
                 est.calls += 1
-            values = spec.filter_values(item.fields, [right] * len(task.sample_templates))
+            values = lay_out_candidates(spec, item.fields, [right] * len(task.sample_templates))
             est.prompt_tokens += task.filter_template.estimate_tokens(values, counter)
             est.output_tokens_typical += min(_JUDGE_REPLY_TOKENS, cfg.judge.max_tokens)
             est.output_tokens_max += cfg.judge.max_tokens

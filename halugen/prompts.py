@@ -1,4 +1,5 @@
-"""Prompt templates: the files of a task folder's ``prompts/``, parsed and rendered here.
+"""Prompt templates: a template file's text, parsed and rendered here (which file is a
+task's template is ``tasks.templates``'s to say).
 
 A template is a chat script. Lines of the form ``=== system`` / ``=== user`` /
 ``=== assistant`` start a message; text before the first such line is a comment for the
@@ -26,7 +27,7 @@ from pathlib import Path
 from .errors import ConfigError
 from .tokens import TokenCounter
 
-__all__ = ["Template", "load_template", "load_template_file", "parse_template"]
+__all__ = ["Template", "load_template_file", "parse_template"]
 
 _HEADER = re.compile(r"^=== (system|user|assistant)\s*$")
 _IF_CACHED = re.compile(r"^=== if cached\s*$")
@@ -169,14 +170,6 @@ def _parse(name: str, text: str, hashed: str) -> Template:
         raise ConfigError(f"prompt template {name} must end with a '=== user' section")
     digest = hashlib.sha256(hashed.encode("utf-8")).hexdigest()[:12]
     return Template(name=name, hash=digest, parts=tuple(parts))
-
-
-def load_template(task: str, stem: str, directory: Path | None = None) -> Template:
-    """The template ``<stem>`` of ``task`` (a name or a task folder's path): the task
-    folder's ``prompts/<stem>.txt``, or ``directory/<task>/<stem>.txt`` when it exists."""
-    from .tasks import get_task
-
-    return get_task(task).template(stem, directory)
 
 
 @cache

@@ -23,8 +23,8 @@ from halugen.estimate import estimate_task, estimate_ways, expected_cached, fixe
 from halugen.prices import find_price, format_usd
 from halugen.prompts import PER_MESSAGE_TOKENS, parse_template
 from halugen.simulate import CacheConfig
-from halugen.tasks import get_task
 from halugen.tokens import get_counter
+from tests.task_specs import task_spec
 
 # a fixed opening long enough for OpenAI's 1,024-token minimum
 LONG = " ".join(f"Rule {i}: keep the wrong answer as short as the right one." for i in range(150))
@@ -34,7 +34,7 @@ def long_prompts(tmp_path: Path, task: str = "qa") -> Path:
     """The bundled templates of ``task``, each opened by the same long system message."""
     out = tmp_path / "prompts"
     (out / task).mkdir(parents=True)
-    folder = get_task(task).folder
+    folder = task_spec(task).folder
     assert folder is not None
     for path in (folder / "prompts").glob("*.txt"):
         text = path.read_text(encoding="utf-8")
@@ -66,7 +66,7 @@ def test_fixed_opening_counts_the_messages_up_to_the_first_field() -> None:
 def test_expected_cache_follows_the_cards_rules(hotpot_file, tmp_path) -> None:
     seeds = hotpot_file(25)
     cfg = cfg_for(seeds, prompts_dir=long_prompts(tmp_path))
-    task = load_tasks(("qa",), cfg.prompts_dir)["qa"]
+    task = load_tasks([task_spec("qa")], cfg.prompts_dir)["qa"]
     price = find_price("gpt-4o-mini")
     assert price is not None and price.caching is not None
     e = estimate_task(cfg, task, price)
@@ -108,7 +108,7 @@ def test_expected_cache_follows_the_cards_rules(hotpot_file, tmp_path) -> None:
 
 def test_no_cache_without_caching_rules_or_a_cached_price(hotpot_file, tmp_path) -> None:
     cfg = cfg_for(hotpot_file(5), prompts_dir=long_prompts(tmp_path))
-    task = load_tasks(("qa",), cfg.prompts_dir)["qa"]
+    task = load_tasks([task_spec("qa")], cfg.prompts_dir)["qa"]
     for price in (find_price("gpt-3.5-turbo"), find_price("any", card="local")):
         assert price is not None
         e = estimate_task(cfg, task, price)
@@ -144,7 +144,7 @@ def test_the_expected_share_is_close_to_what_the_simulator_caches(
     achieved = bill["cached_tokens"] / bill["prompt_tokens"]
     price = find_price("gpt-4o-mini")
     assert price is not None
-    e = estimate_task(cfg, load_tasks(("qa",), prompts)["qa"], price)
+    e = estimate_task(cfg, load_tasks([task_spec("qa")], prompts)["qa"], price)
     assert achieved > 0.3
     assert e.cache_share == pytest.approx(achieved, abs=0.1)
 
@@ -172,7 +172,7 @@ def test_estimate_command_gives_each_way_to_pay_per_1000_accepted(
     price = find_price("gpt-5-mini")
     assert price is not None
     cfg = dataclasses.replace(cfg_for(seeds, prompts_dir=prompts), model="gpt-5-mini")
-    e = estimate_ways(cfg, load_tasks(("qa",), prompts)["qa"], price)
+    e = estimate_ways(cfg, load_tasks([task_spec("qa")], prompts)["qa"], price)
     accepted = e.seeds * 0.8
     for mode in e.modes:
         row = ways[mode.name]
@@ -209,7 +209,7 @@ def test_acceptance_is_learned_from_earlier_runs_in_the_store(
     assert 0 < sampled <= finished
     price = find_price("gpt-4o-mini")
     assert price is not None
-    e = estimate_task(cfg_for(seeds), load_tasks(("qa",))["qa"], price)
+    e = estimate_task(cfg_for(seeds), load_tasks([task_spec("qa")])["qa"], price)
     assert whole["interactive"] == format_usd(e.modes[0].cost_pusd)
     expected = round(e.modes[0].cost_pusd * 1000 / (e.seeds * sampled / finished))
     assert per_1000["interactive"] == format_usd(expected)
@@ -224,7 +224,7 @@ def test_each_way_of_paying_is_priced_on_the_templates_it_sends(hotpot_file) -> 
     price = find_price("gpt-4o-mini")
     assert price is not None and price.caches and not price.batch_caches
     cfg = cfg_for(hotpot_file(4))
-    task = load_tasks(("qa",), None)["qa"]
+    task = load_tasks([task_spec("qa")], None)["qa"]
     counter = get_counter(price.tokenizer)
     interactive = estimate_task(cfg, plan_task(task, price, counter, batch=False), price)
     plain = estimate_task(cfg, task, price)
@@ -244,7 +244,7 @@ def test_the_seeds_are_read_once_for_every_way_of_paying(
     price = find_price("gpt-4o-mini")
     assert price is not None
     cfg = cfg_for(hotpot_file(5))
-    task = load_tasks(("qa",), None)["qa"]
+    task = load_tasks([task_spec("qa")], None)["qa"]
     alone = estimate_task(cfg, task, price)
     reads: list[object] = []
     real = halugen.estimate.read_seeds

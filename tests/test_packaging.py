@@ -60,12 +60,13 @@ def test_wheel_ships_prompts_and_price_cards(tmp_path):
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(target)
     code = (
-        "import halugen, halugen.prompts as p, halugen.prices as b;"
+        "import halugen, halugen.prices as b;"
         f"assert halugen.__file__.startswith({str(target)!r}), halugen.__file__;"
-        "t = p.load_template('qa', 'filter'); assert t.hash;"
-        "from halugen.tasks import get_task;"
-        "assert all(get_task(n).templates for n in ('qa', 'dialogue', 'summarization', 'general'));"
-        f"assert str(get_task('qa').folder).startswith({str(target)!r});"
+        "from halugen.tasks import builtin_task; from halugen.tasks.templates import task_template;"
+        "t = task_template(builtin_task('qa'), 'filter'); assert t.hash;"
+        "assert all(builtin_task(n).templates for n in ('qa', 'dialogue', 'summarization',"
+        " 'general'));"
+        f"assert str(builtin_task('qa').folder).startswith({str(target)!r});"
         "assert b.find_price('gpt-4o-mini').card == 'openai'; print('ok')"
     )
     out = subprocess.run(

@@ -24,10 +24,10 @@ import orjson
 
 from ..errors import UsageError
 from ..records import fingerprint
+from ..store.columns import field_columns
 from ..store.db import now
 from ..store.rows import TopicResultRow, insert_rows
-from ..tasks import get_task
-from ..tasks.columns import field_columns
+from ..tasks.base import TaskSpec
 from .topics import TopicReport
 
 __all__ = [
@@ -41,10 +41,10 @@ __all__ = [
 ]
 
 
-def document_fields(task: str) -> tuple[str, ...]:
-    """The fields joined into a document of ``task``: its task.toml's ``fields.topic``
-    (QA: knowledge and question; summarization: the reference summary)."""
-    return get_task(task).topic_fields
+def document_fields(spec: TaskSpec) -> tuple[str, ...]:
+    """The fields joined into a document of the task ``spec``: its task.toml's
+    ``fields.topic`` (QA: knowledge and question; summarization: the reference summary)."""
+    return spec.topic_fields
 
 
 # a missed hallucination: the shown answer was hallucinated (contrast: always) and the
@@ -120,9 +120,9 @@ def choose_eval_run(conn: Any, task: str, eval_run: str | None = None) -> EvalRu
 
 
 def documents_for(
-    conn: Any, task: str, *, eval_run: str | None = None, gen_run: str | None = None
+    conn: Any, spec: TaskSpec, *, eval_run: str | None = None, gen_run: str | None = None
 ) -> tuple[list[str], list[bool] | None]:
-    """(documents, failure flags) of ``task``'s samples, in a stable order.
+    """(documents, failure flags) of the samples of the task ``spec``, in a stable order.
 
     ``gen_run`` keeps the samples of one generation run (general: of one pre-selection
     run). ``eval_run`` names the recognition run whose failures to flag; without it the
@@ -130,7 +130,6 @@ def documents_for(
     the task, or when the latest one judged none of these samples; naming an eval run that
     judged none of them is a UsageError.
     """
-    spec = get_task(task)  # UsageError for a task neither built in nor a folder's
     task = spec.name
     db = _connection(conn)
     explicit = eval_run is not None
@@ -143,7 +142,7 @@ def documents_for(
         == 0
     ):
         raise UsageError(f"eval run {eval_run!r} has no {task} judgements")
-    keys, documents = _general(db, gen_run) if task == "general" else _samples(db, task, gen_run)
+    keys, documents = _general(db, gen_run) if task == "general" else _samples(db, spec, gen_run)
     judged_keys: set[str] = set()
     failed_keys: set[str] = set()
     if eval_run is not None:
@@ -173,9 +172,9 @@ def _join(values: Any) -> str:
     return "\n".join(str(v).strip() for v in values if v is not None and str(v).strip())
 
 
-def _samples(db: Any, task: str, gen_run: str | None) -> tuple[list[str], list[str]]:
+def _samples(db: Any, spec: TaskSpec, gen_run: str | None) -> tuple[list[str], list[str]]:
     """(item keys, documents) of the samples, one per distinct item."""
-    spec = get_task(task)
+    task = spec.name
     key_fields = spec.record_fields  # what `halugen eval` fingerprints into an item key
     doc_fields = spec.topic_fields
     where, params = "WHERE task = ?", [task]
@@ -222,17 +221,19 @@ def _general(db: Any, gen_run: str | None) -> tuple[list[str], list[str]]:
 
 
 def documents_from_files(
-    conn: Any, task: str, paths: Sequence[str], *, eval_run: str | None = None
+    conn: Any, spec: TaskSpec, paths: Sequence[str], *, eval_run: str | None = None
 ) -> tuple[list[str], list[bool] | None]:
-    """Documents of HaluEval's released files, with failures from an eval run over them."""
+    """Documents of HaluEval's released files of the task ``spec``, with failures from an
+    eval run over them."""
     from ..evaluate.items import items_from_files
 
     db = getattr(conn, "conn", conn)
     keys: list[str] = []
     documents: list[str] = []
-    for item in items_from_files(list(paths), task):
+    task = spec.name
+    for item in items_from_files(list(paths), spec):
         keys.append(item.item_id if task == "general" else item.key)
-        documents.append(" ".join(item.fields.get(f, "") for f in document_fields(task)))
+        documents.append(" ".join(item.fields.get(f, "") for f in document_fields(spec)))
     if eval_run is None:
         return documents, None
     column = "item_id" if task == "general" else "item_key"

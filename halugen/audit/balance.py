@@ -31,7 +31,7 @@ import orjson
 
 from .. import __version__
 from ..errors import UsageError
-from ..tasks import get_task
+from ..tasks.catalog import TaskCatalog
 from .classifiers import (
     MEASURES,
     examples_of,
@@ -275,17 +275,18 @@ def describe_balance(
     )
 
 
-def _record(item: Item) -> bytes:
+def _record(item: Item, tasks: TaskCatalog) -> bytes:
     if item.raw:
         return item.raw  # the line as read: byte for byte
-    right, hallucinated, question, knowledge = fields_of(item.task)
+    spec = tasks[item.task]
+    right, hallucinated, question, knowledge = fields_of(spec)
     values = {right: item.right, hallucinated: item.hallucinated or ""}
     if question:
         values[question] = item.question
     if knowledge:
         values[knowledge] = item.knowledge
     # a field with none of the four roles is not carried by an item: written empty
-    layout = get_task(item.task).record_fields
+    layout = spec.record_fields
     return orjson.dumps({name: values.get(name, "") for name in layout})
 
 
@@ -294,12 +295,12 @@ def hard_path(out: Path) -> Path:
     return out.with_name(f"{out.stem}.hard{out.suffix}" if out.suffix else f"{out.name}.hard")
 
 
-def _write_lines(items: Sequence[Item], path: Path) -> None:
+def _write_lines(items: Sequence[Item], path: Path, tasks: TaskCatalog) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
     with tmp.open("wb") as f:
         for item in items:
-            f.write(_record(item) + b"\n")
+            f.write(_record(item, tasks) + b"\n")
     os.replace(tmp, path)
 
 
@@ -313,17 +314,20 @@ def write_balanced(
     after: Sequence[AuditRow],
     tolerance: float = TOLERANCE,
     balanced: bool | None = None,
+    tasks: TaskCatalog | None = None,
 ) -> tuple[Path, Path]:
     """The full set as HaluEval JSON lines at ``out``, the hard split (the kept items)
     beside it (``hard_path``), never in its place, and ``<out>.audit.json`` with both
     splits' sizes, the hard split's interval width, the audit figures before and after, and
     what was dropped and why (``balanced``: the verdict on the figures after, per pattern
-    too; by default the measures'). Returns (the metadata file, the hard split's file)."""
+    too; by default the measures'). Returns (the metadata file, the hard split's file).
+    ``tasks`` declares the items' tasks (default: the built-in ones)."""
     from .certify import half_width
 
     hard = hard_path(out)
-    _write_lines(full, out)
-    _write_lines(result.kept, hard)
+    catalog = TaskCatalog() if tasks is None else tasks
+    _write_lines(full, out, catalog)
+    _write_lines(result.kept, hard, catalog)
     meta = out.with_name(out.name + ".audit.json")
 
     def rows(rs: Sequence[AuditRow]) -> list[dict[str, object]]:

@@ -15,18 +15,18 @@ import orjson
 
 from ..errors import UsageError
 from ..evaluate.items import halueval_task, read_halueval
+from ..store.columns import SAMPLE_COLUMNS
 from ..store.db import Store
-from ..tasks import get_task
-from ..tasks.columns import SAMPLE_COLUMNS
+from ..tasks.base import TaskSpec
+from ..tasks.catalog import TaskCatalog
 
 __all__ = ["Item", "fields_of", "items_from_file", "items_from_store", "task_of"]
 
 
-def fields_of(task: str) -> tuple[str, str, str, str]:
-    """(right field, hallucinated field, the question side, the knowledge side) of ``task``,
-    as its task.toml declares them ("" where it has none). "general" has one response and a
-    human label instead of a pair."""
-    spec = get_task(task)
+def fields_of(spec: TaskSpec) -> tuple[str, str, str, str]:
+    """(right field, hallucinated field, the question side, the knowledge side) of the task
+    ``spec``, as its task.toml declares them ("" where it has none). "general" has one
+    response and a human label instead of a pair."""
     hallucinated = spec.hallucinated_field if spec.generated else ""
     return spec.right_field, hallucinated, spec.question_field, spec.knowledge_field
 
@@ -59,7 +59,7 @@ def _text(value: object) -> str:
 
 
 def _item(
-    task: str,
+    spec: TaskSpec,
     rec: dict,
     item_id: str,
     *,
@@ -68,7 +68,8 @@ def _item(
     raw: bytes = b"",
     sample: tuple[str, str] = ("", ""),
 ) -> Item:
-    right, hallucinated, question, knowledge = fields_of(task)
+    task = spec.name
+    right, hallucinated, question, knowledge = fields_of(spec)
     label = None
     if task == "general":
         value = str(rec.get("hallucination", "")).strip().lower()
@@ -91,18 +92,28 @@ def _item(
     )
 
 
-def items_from_file(path: str, task: str | None = None) -> Iterator[Item]:
+def items_from_file(
+    path: str, task: TaskSpec | None = None, *, tasks: TaskCatalog | None = None
+) -> Iterator[Item]:
     """The items of one HaluEval-format file (JSON lines), in order (``read_halueval``:
-    ``task`` None is told by the first record's fields; a bad line is an ``InputError``
-    naming the file and line). Each line is a cluster of its own, whatever its ID says."""
-    for rec in read_halueval(path, task):
-        yield _item(rec.task, dict(rec.record), rec.item_id, raw=rec.raw, cluster=rec.where)
+    ``task`` None is told by the first record's fields, among ``tasks``, default the
+    built-in ones; a bad line is an ``InputError`` naming the file and line). Each line is
+    a cluster of its own, whatever its ID says."""
+    catalog = TaskCatalog() if tasks is None else tasks
+    for rec in read_halueval(path, task, tasks=catalog):
+        spec = task if task is not None else catalog[rec.task]
+        yield _item(spec, dict(rec.record), rec.item_id, raw=rec.raw, cluster=rec.where)
 
 
 def items_from_store(
-    store: Store, *, task: str | None = None, runs: Sequence[str] | None = None
+    store: Store,
+    *,
+    task: str | None = None,
+    runs: Sequence[str] | None = None,
+    tasks: TaskCatalog | None = None,
 ) -> Iterator[Item]:
-    """Accepted samples (of ``task``, of ``runs``), with their patterns and clusters.
+    """Accepted samples (of ``task``, of ``runs``), with their patterns and clusters;
+    ``tasks`` declares the tasks the rows name (default: the built-in ones).
 
     OpenDialKG seeds of one dialogue share a cluster (its file and row); every other item
     is a cluster of its own.
@@ -126,6 +137,7 @@ def items_from_store(
         f"{'WHERE ' + ' AND '.join(where) if where else ''} "
         "ORDER BY task, run_id, source_file, source_line, seed_key"
     )
+    catalog = TaskCatalog() if tasks is None else tasks
     for row in store.iter_rows(sql, params):
         run_id, row_task, seed_id, seed_key, pattern, dataset, src, line = row[:8]
         rec = {n: v for n, v in zip(names, row[8:-1], strict=True) if v is not None}
@@ -133,7 +145,7 @@ def items_from_store(
             rec.update(orjson.loads(row[-1]))
         cluster = f"{src}:{line}" if dataset == "opendialkg" else f"{run_id}:{seed_key}"
         yield _item(
-            row_task,
+            catalog[row_task],
             rec,
             seed_id or seed_key,
             pattern=pattern or "",

@@ -34,7 +34,8 @@ from ..stages.verify import (
 from ..store.label_checks import latest_checks
 from ..store.rows import LabelCheckRow
 from ..tables import TableData
-from ..tasks import get_task
+from ..tasks.base import TaskSpec
+from ..tasks.catalog import TaskCatalog
 from .items import Item
 
 __all__ = ["FileCheck", "check_table", "verify_items"]
@@ -54,8 +55,7 @@ class FileCheck:
     message: str
 
 
-def _verify_item(item: Item) -> VerifyItem:
-    spec = get_task(item.task)
+def _verify_item(item: Item, spec: TaskSpec) -> VerifyItem:
     fields = {
         spec.right_field: item.right,
         spec.hallucinated_field: item.hallucinated or "",
@@ -75,9 +75,11 @@ async def verify_items(
     *,
     transport: Transport | None = None,
     console: Console | None = None,
+    tasks: TaskCatalog | None = None,
 ) -> list[FileCheck]:
     """Ask the verify questions about ``items`` (read from ``paths``) with ``cfg``'s endpoint
-    and judge model (``--verify-model``, else ``-m``)."""
+    and judge model (``--verify-model``, else ``-m``); ``tasks`` declares the items' tasks
+    (default: the built-in ones)."""
     pairs = [i for i in items if i.hallucinated is not None]
     if not pairs:
         raise UsageError(
@@ -85,7 +87,8 @@ async def verify_items(
             "none (the general track's items have one response each)"
         )
     cfg = await resolve_model(cfg, transport)
-    specs = {t: get_task(t) for t in sorted({i.task for i in pairs})}
+    catalog = TaskCatalog() if tasks is None else tasks
+    specs = {t: catalog[t] for t in sorted({i.task for i in pairs})}
     templates, notes = verify_templates(specs.values(), cfg.prompts_dir)
     if not templates:
         raise UsageError("; ".join(notes))
@@ -99,7 +102,7 @@ async def verify_items(
         "judge": [cfg.judge.temperature, cfg.judge.max_tokens, cfg.judge.top_p],
         "templates": {t: template.hash for t, template in sorted(templates.items())},
     }
-    wanted = [_verify_item(i) for i in pairs if i.task in templates]
+    wanted = [_verify_item(i, specs[i.task]) for i in pairs if i.task in templates]
     async with call_session(
         cfg,
         kind="verify",

@@ -20,6 +20,7 @@ from .data import add_format_flag
 
 if TYPE_CHECKING:
     from ..store.db import Store
+    from ..tasks.catalog import TaskCatalog
 
 
 def add_parsers(sub: Any) -> None:
@@ -154,7 +155,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     )
     from ..audit.report import audit_id, rows_from_shares
     from ..store.db import open_store
-    from ..tasks import get_task, is_task_path
+    from ..tasks import is_task_path
+    from ..tasks.catalog import TaskCatalog, read_task
     from ..tasks.stored import recall
 
     if resolve_settings(args).verify:
@@ -171,23 +173,26 @@ def cmd_audit(args: argparse.Namespace) -> int:
         raise UsageError("--tolerance must be between 0 and 0.5 (e.g. 0.05 for 5 points)")
     if args.data and args.run:
         raise UsageError("--run selects the store's samples; it does not apply to --data files")
+    catalog = TaskCatalog()  # the built-in tasks, the folder given, the store's folders
     if args.task and is_task_path(args.task):  # read and checked here, then its name
-        args.task = get_task(args.task).name
+        given = read_task(args.task, catalog)
+        catalog, args.task = catalog.with_tasks([given]), given.name
     rows = []
     groups: list[tuple[str, list]] = []  # (source, items)
     store = None
     try:
         if args.data:
+            chosen = catalog[args.task] if args.task else None
             for path in args.data:
-                items = list(items_from_file(path, args.task))
+                items = list(items_from_file(path, chosen, tasks=catalog))
                 groups.append((path, items))
             if resolve_settings(args)._origin["db"] == "flag":
                 store = open_store(Path(args.db))
         else:
             store = open_store(db_path(args))
-            recall(store)  # the task folders its runs used
+            catalog = recall(store, catalog)  # the task folders its runs used
             source = "runs " + ", ".join(args.run) if args.run else "store"
-            items = list(items_from_store(store, task=args.task, runs=args.run))
+            items = list(items_from_store(store, task=args.task, runs=args.run, tasks=catalog))
             if not items:
                 raise UsageError(
                     "no samples to audit in the store"
@@ -203,7 +208,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             if not args.data and store is not None:
                 patterns = {}
                 for task in {i.task for i in items}:
-                    patterns[task] = get_task(task).patterns
+                    patterns[task] = catalog[task].patterns
                 shares = position_bias(store, task=args.task, runs=args.run)
                 shares += pattern_shares(items, patterns)
                 rows += rows_from_shares(shares, source)
@@ -212,7 +217,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
         if args.balance:
             # a balance of the store's samples records its hard split there (export takes it)
             keep_in = None if args.data else store
-            balanced_rows = _balance(args, groups, rows, measures, probes, keep_in, identity)
+            balanced_rows = _balance(
+                args, groups, rows, measures, probes, keep_in, identity, catalog
+            )
         if store is not None:
             save(store, rows + balanced_rows, identity)
             err.print(f"audit {identity}: {len(rows + balanced_rows)} row(s) in audit_results")
@@ -242,6 +249,7 @@ def _balance(
     probes: tuple[str, ...],
     store: Store | None,
     identity: str,
+    tasks: TaskCatalog,
 ) -> list:
     """Balance the one group; print what was kept and dropped, and what its size can show;
     record the hard split in ``store`` (the store's samples were balanced) and write --out
@@ -311,6 +319,7 @@ def _balance(
             after=after,
             tolerance=args.tolerance,
             balanced=balanced,
+            tasks=tasks,
         )
         err.print(
             f"wrote the full set ({len(items)} item(s)) to {args.out}, the hard split "
@@ -329,6 +338,7 @@ def _verify(args: argparse.Namespace) -> int:
     from ..audit import items_from_file
     from ..audit.verify import check_table, verify_items
     from ..tables import render_tables
+    from ..tasks.catalog import TaskCatalog, read_task
 
     if not args.data:
         raise UsageError(
@@ -338,8 +348,14 @@ def _verify(args: argparse.Namespace) -> int:
     if args.balance or args.run:
         raise UsageError("audit --verify takes --data and --task only, not --balance or --run")
     cfg = run_config(args)
-    items = [i for path in args.data for i in items_from_file(path, args.task)]
-    checks = anyio.run(lambda: verify_items(cfg, list(args.data), items, console=err))
+    catalog = TaskCatalog()
+    chosen = read_task(args.task, catalog) if args.task else None  # a name, or a folder
+    if chosen is not None:
+        catalog = catalog.with_tasks([chosen])
+    items = [i for path in args.data for i in items_from_file(path, chosen, tasks=catalog)]
+    checks = anyio.run(
+        lambda: verify_items(cfg, list(args.data), items, console=err, tasks=catalog)
+    )
     render_tables([check_table(checks, ", ".join(args.data))], args.format)
     status, message = (checks[0].status, checks[0].message) if checks else ("done", "")
     if status != "done":  # budget used up, Ctrl-C: the same command continues

@@ -233,11 +233,15 @@ def sql_error(message: str) -> str:
 def cmd_export(args: argparse.Namespace) -> int:
     from ..export import ExportRequest, export
     from ..store.db import open_store
-    from ..tasks import get_task, is_task_path
+    from ..tasks import is_task_path
+    from ..tasks.catalog import TaskCatalog, read_task
+    from ..tasks.stored import recall
     from .general import label_rule
 
+    given = TaskCatalog()
     if args.task and is_task_path(args.task):  # a task folder: read and checked first
-        args.task = get_task(args.task).name
+        spec = read_task(args.task, given)
+        given, args.task = given.with_tasks([spec]), spec.name
     request = ExportRequest(
         fmt=args.format,
         what=args.what,
@@ -251,7 +255,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         labels=label_rule(args),
     )
     with open_store(db_path(args), read_only=True) as store:
-        result = export(store, request)
+        # the tasks the store's rows name: built in, given, or kept by the store
+        result = export(store, request, recall(store, given))
     for note in result.notes:
         err.print(plain(f"note: {note}"))
     if not result.files:

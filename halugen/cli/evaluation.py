@@ -158,12 +158,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     import anyio
 
     from ..evaluate.run import EvalConfig, evaluate
-    from ..tasks.stored import get_task_or_stored
+    from ..tasks.stored import read_task_or_stored
     from .general import label_rule, label_rule_asked
 
     cfg = run_config(args)
     # a task folder is read and checked first; a name the store keeps is read from it
-    args.task = get_task_or_stored(args.task, cfg.db).name
+    spec = read_task_or_stored(args.task, cfg.db)
+    args.task = spec.name
     labels = label_rule(args)
     if (args.task != "general" or args.data) and label_rule_asked(args):
         raise UsageError(
@@ -184,7 +185,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     )
 
     on_run = announce("eval run", f"{args.task}/{args.strategy} with {{model}}", cfg.db)
-    return report_outcome(anyio.run(lambda: evaluate(ecfg, console=err, on_run=on_run)))
+    return report_outcome(anyio.run(lambda: evaluate(ecfg, task=spec, console=err, on_run=on_run)))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -200,7 +201,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from ..tasks.stored import recall
 
     with open_store(db_path(args), read_only=True) as store:
-        recall(store)  # task folders' titles and descriptions
+        tasks = recall(store)  # task folders' titles and descriptions
         rows = results_from_store(store.conn, args.run)
         checks = label_check_tables(store)  # the labels' noise, as the verify stage found it
     if not rows:
@@ -220,7 +221,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     elif args.format == "json":
         sys.stdout.write(_report_json(rows))
     else:
-        render_tables(report_tables(rows) + checks, args.format)
+        render_tables(report_tables(rows, tasks) + checks, args.format)
     return 0
 
 
@@ -235,7 +236,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..tasks.stored import recall
 
     with open_store(db_path(args), read_only=True) as store:
-        recall(store)  # task folders' titles
+        tasks = recall(store)  # task folders' titles
         result = compare_from_store(store.conn, args.run, task=args.task, seed=args.seed)
     if not result.systems:
         out.print("no judgements to compare: run 'halugen eval' with two models or strategies")
@@ -250,7 +251,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         figure = plot_differences(result.pairs, Path(args.plot))
         err.print(plain(f"figure: {figure}"))
-    render_tables(compare_tables(result, numbers=args.format in ("csv", "json")), args.format)
+    numbers = args.format in ("csv", "json")
+    render_tables(compare_tables(result, numbers=numbers, tasks=tasks), args.format)
     return 0
 
 
@@ -277,24 +279,27 @@ def cmd_topics(args: argparse.Namespace) -> int:
     )
     from ..figures.canvas import figure_format
     from ..store.db import open_store
-    from ..tasks import get_task, is_task_path
+    from ..tasks import is_task_path
+    from ..tasks.catalog import TaskCatalog, read_task
     from ..tasks.stored import recall
 
+    given = None
     if is_task_path(args.task):  # read and checked before the store is opened
-        args.task = get_task(args.task).name
+        given = read_task(args.task, TaskCatalog())
+        args.task = given.name
     figure_path = Path(args.out or f"topics-{args.task}.png")
     figure_format(figure_path)  # a bad extension fails before the analysis
     with open_store(db_path(args)) as store:
-        recall(store)  # the task folders its runs used
-        args.task = get_task(args.task).name
+        # the task folder given, else among those the store's runs used
+        catalog = TaskCatalog() if given is None else TaskCatalog().with_tasks([given])
+        spec = recall(store, catalog)[args.task]
+        args.task = spec.name
         source = choose_eval_run(store.conn, args.task, args.eval_run)
         eval_run = source.run_id if source else None
         if args.data:
-            docs, failed = documents_from_files(store.conn, args.task, args.data, eval_run=eval_run)
+            docs, failed = documents_from_files(store.conn, spec, args.data, eval_run=eval_run)
         else:
-            docs, failed = documents_for(
-                store.conn, args.task, eval_run=eval_run, gen_run=args.gen_run
-            )
+            docs, failed = documents_for(store.conn, spec, eval_run=eval_run, gen_run=args.gen_run)
         if not docs:
             raise UsageError(f"no {args.task} samples in the store to analyse")
         if failed is None:

@@ -62,20 +62,20 @@ def add_parsers(sub: Any) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     import anyio
 
-    from ..engine import generate
+    from ..engine import generate, read_run_tasks
     from ..prices import format_usd
 
-    cfg = run_config(args)
-    from ..tasks import get_task, is_task_path
-
-    tasks = ", ".join(get_task(t).name if is_task_path(t) else t for t in cfg.tasks)  # folders
+    cfg, catalog = read_run_tasks(run_config(args))  # task folders: read and checked here
+    tasks = ", ".join(cfg.tasks)
     budget = format_usd(int(cfg.budget_usd * 10**12)) if cfg.budget_usd else "none"
     on_run = announce("run", f"{tasks} with {{model}}, budget {budget}", cfg.db)
-    return report_outcome(anyio.run(lambda: generate(cfg, console=err, on_run=on_run)))
+    return report_outcome(
+        anyio.run(lambda: generate(cfg, tasks=catalog, console=err, on_run=on_run))
+    )
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from ..engine import load_tasks, resolve_tasks
+    from ..engine import load_tasks, read_run_tasks, resolve_tasks
     from ..estimate import estimate_ways
     from ..prices import format_usd
 
@@ -84,14 +84,15 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         raise UsageError("no seed files given: pass --seeds FILE")
     if args.acceptance is not None and not 0 < args.acceptance <= 1:
         raise UsageError(f"--acceptance {args.acceptance}: give a share between 0 and 1")
-    cfg, files_of = resolve_tasks(cfg)
+    cfg, catalog = read_run_tasks(cfg)
+    cfg, files_of = resolve_tasks(cfg, catalog)
     import anyio
 
     from ..session import resolve_model, resolve_price
 
     cfg = anyio.run(resolve_model, cfg)  # asks the server which model, as every command does
     price, notes = resolve_price(cfg)
-    tasks = load_tasks(cfg.tasks, cfg.prompts_dir)
+    tasks = load_tasks((catalog[name] for name in cfg.tasks), cfg.prompts_dir)
     title = (
         f"Projected cost with {cfg.model} ({price.card} prices"
         f"{', ' + price.date if price.date else ''})"

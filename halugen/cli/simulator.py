@@ -255,21 +255,25 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.faults:
         kw["faults"] = tuple(f.strip() for f in args.faults.split(",") if f.strip())
     if args.oracle:
-        from ..evaluate.items import item_fields, items_from_files
+        from ..evaluate.items import items_from_files
         from ..evaluate.judge import shown_texts
-        from ..tasks import BUILTIN_TASKS
+        from ..tasks import BUILTIN_TASKS, builtin_task
 
         oracle: dict[str, bool] = {}
         for path in args.oracle:
-            task = next(
-                (t for t in BUILTIN_TASKS if all(f in first_json(path) for f in item_fields(t))),
+            spec = next(
+                (
+                    s
+                    for s in map(builtin_task, BUILTIN_TASKS)
+                    if all(f in first_json(path) for f in s.record_fields)
+                ),
                 None,
             )
-            if task is None:
+            if spec is None:
                 raise UsageError(f"--oracle {path}: not one of HaluEval's released layouts")
-            for item in items_from_files([path], task):
-                right, hallucinated = shown_texts(item)
-                if task == "general":
+            for item in items_from_files([path], spec):
+                right, hallucinated = shown_texts(spec, item)
+                if spec.name == "general":
                     oracle[right] = bool(item.human_label)
                 else:
                     oracle[right], oracle[hallucinated] = False, True

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..tasks.catalog import TaskCatalog
 from .metrics import BOOTSTRAP_ROUNDS, Judged, Metrics, compute
 from .paired import holm, mcnemar_exact, paired_difference
 from .results import TASK_TITLES, LatestJudgement, latest_judgements, order_key, task_title
@@ -259,7 +260,9 @@ def _notes(c: Comparison) -> tuple[str, str]:
     return systems, pairs
 
 
-def compare_tables(c: Comparison, *, numbers: bool = False) -> list[Any]:
+def compare_tables(
+    c: Comparison, *, numbers: bool = False, tasks: TaskCatalog | None = None
+) -> list[Any]:
     """The leaderboard and the pairs as ``halugen.tables.TableData``: formatted cells (%,
     intervals, p-values) for reading, or with ``numbers`` one field per value, ratios as
     fractions (``--format csv`` / ``json``)."""
@@ -310,7 +313,7 @@ def compare_tables(c: Comparison, *, numbers: bool = False) -> list[Any]:
         list(_SYSTEM_COLUMNS),
         [
             [
-                task_title(s.task),
+                task_title(s.task, tasks),
                 s.label,
                 str(s.metrics.n),
                 _pct(s.metrics.accuracy),
@@ -327,7 +330,7 @@ def compare_tables(c: Comparison, *, numbers: bool = False) -> list[Any]:
         list(_PAIR_COLUMNS),
         [
             [
-                task_title(p.task),
+                task_title(p.task, tasks),
                 p.a,
                 p.b,
                 str(p.paired),

@@ -23,9 +23,10 @@ from ..errors import InputError
 from ..records import fingerprint
 from ..seeds import expand_paths
 from ..seeds.limits import LONG_LINE, split_lines
+from ..store.columns import field_columns
 from ..store.db import Store
-from ..tasks import get_task, known_tasks
-from ..tasks.columns import field_columns
+from ..tasks.base import TaskSpec
+from ..tasks.catalog import TaskCatalog
 from .judge import EvalItem
 
 if TYPE_CHECKING:
@@ -34,18 +35,11 @@ if TYPE_CHECKING:
 __all__ = [
     "HaluEvalRecord",
     "halueval_task",
-    "item_fields",
     "items_from_files",
     "items_from_store",
     "partial_general_items",
     "read_halueval",
 ]
-
-
-def item_fields(task: str) -> tuple[str, ...]:
-    """The fields an item of ``task`` needs (HaluEval's names for HaluEval's tasks), in the
-    order of its records; a task folder declares them."""
-    return get_task(task).record_fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,28 +75,33 @@ class HaluEvalRecord:
         return value if isinstance(value, str) else "" if value is None else str(value)
 
 
-def halueval_task(record: Mapping[str, Any]) -> str | None:
-    """The task whose HaluEval fields ``record`` has, or None."""
+def halueval_task(record: Mapping[str, Any], tasks: TaskCatalog | None = None) -> str | None:
+    """The task of ``tasks`` (default: the built-in ones) whose HaluEval fields ``record``
+    has, or None."""
+    catalog = TaskCatalog() if tasks is None else tasks
+    specs = [catalog[task] for task in catalog]
     # the right text's field only that task's records have (right_answer, chatgpt_response...)
-    tells = [(task, get_task(task).right_field) for task in known_tasks()]
-    for task, tell in tells:
-        if tell in record and all(f in record for f in item_fields(task)):
-            return task
+    tells = [(spec.name, spec.right_field) for spec in specs]
+    for spec in specs:
+        if spec.right_field in record and all(f in record for f in spec.record_fields):
+            return spec.name
     for task, tell in tells:  # a record of the task with a field missing: named as such
         if tell in record:
             return task
     return None
 
 
-def read_halueval(path: str, task: str | None = None) -> Iterator[HaluEvalRecord]:
+def read_halueval(
+    path: str, task: TaskSpec | None = None, *, tasks: TaskCatalog | None = None
+) -> Iterator[HaluEvalRecord]:
     """The records of one HaluEval-format file (JSON lines), in order.
 
-    ``task`` None: told by the first record's fields. A line that is not a JSON object with
+    ``task`` None: told by the first record's fields (among ``tasks``, default the built-in
+    ones). A line that is not a JSON object with
     the task's fields (and, for the general task, a ``hallucination`` of yes or no) is an
     ``InputError`` naming the file and line; so is a file with no records.
     """
-    if task is not None:
-        task = get_task(task).name  # an unknown task is a UsageError naming the known ones
+    spec = task
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed below, also on errors
     except OSError as exc:
@@ -119,39 +118,40 @@ def read_halueval(path: str, task: str | None = None) -> Iterator[HaluEvalRecord
             except orjson.JSONDecodeError:
                 raise InputError(
                     f"{path}:{line_no}: not a JSON line (HaluEval's files hold one JSON "
-                    f"object per line{f' with {_names(task)}' if task else ''})"
+                    f"object per line{f' with {_names(spec)}' if spec else ''})"
                 ) from None
             if not isinstance(rec, dict):
                 raise InputError(f"{path}:{line_no}: a JSON line must be an object")
-            if task is None:
-                task = halueval_task(rec)
-                if task is None:
+            if spec is None:
+                name = halueval_task(rec, tasks)
+                if name is None:
                     raise InputError(
                         f"{path}:{line_no}: no HaluEval fields (expected e.g. right_answer and "
                         f"hallucinated_answer; found {', '.join(rec) or 'none'}); give --task"
                     )
+                spec = (TaskCatalog() if tasks is None else tasks)[name]
             # the answers first: they say which task's file this is
             missing = sorted(
-                (n for n in item_fields(task) if n not in rec),
+                (n for n in spec.record_fields if n not in rec),
                 key=lambda n: not n.startswith(("right_", "hallucinated_", "chatgpt_")),
             )
             if missing:
                 raise InputError(
-                    f"{path}:{line_no}: missing {', '.join(missing)} for the {task} task "
-                    f"(HaluEval's {task} layout: {_names(task)}; found {', '.join(rec)})"
+                    f"{path}:{line_no}: missing {', '.join(missing)} for the {spec.name} task "
+                    f"(HaluEval's {spec.name} layout: {_names(spec)}; found {', '.join(rec)})"
                 )
-            if task == "general":
+            if spec.name == "general":
                 label = str(rec["hallucination"]).strip().lower()
                 if label not in ("yes", "no"):
                     raise InputError(f"{path}:{line_no}: hallucination must be yes or no")
             seen = True
-            yield HaluEvalRecord(task, path, line_no, rec, raw)
+            yield HaluEvalRecord(spec.name, path, line_no, rec, raw)
         if not seen:
             raise InputError(f"{path} has no records")
 
 
-def _names(task: str) -> str:
-    return ", ".join(item_fields(task))
+def _names(spec: TaskSpec) -> str:
+    return ", ".join(spec.record_fields)
 
 
 def _item(task: str, fields: dict[str, str], item_id: str, label: bool | None = None) -> EvalItem:
@@ -200,14 +200,15 @@ def partial_general_items(store: Store, labels: LabelRule) -> int:
 
 
 def items_from_store(
-    store: Store, task: str, *, gen_run: str | None = None, labels: LabelRule | None = None
+    store: Store, spec: TaskSpec, *, gen_run: str | None = None, labels: LabelRule | None = None
 ) -> Iterator[EvalItem]:
-    """Accepted samples of ``task`` (general: annotated items with a resolved label, those
-    ``labels`` admits, see ``general_items``)."""
+    """Accepted samples of the task ``spec`` (general: annotated items with a resolved label,
+    those ``labels`` admits, see ``general_items``)."""
+    task = spec.name
     if task == "general":
         yield from (item for item, _ in general_items(store, labels))
         return
-    names = item_fields(task)
+    names = spec.record_fields
     where, params = "WHERE task = ?", [task]
     if gen_run:
         where += " AND run_id = ?"
@@ -220,10 +221,11 @@ def items_from_store(
         yield _item(task, dict(zip(names, row[1:], strict=True)), row[0] or "")
 
 
-def items_from_files(paths: Sequence[str], task: str) -> Iterator[EvalItem]:
-    """HaluEval's released files (JSON lines) of ``task`` (``read_halueval``)."""
+def items_from_files(paths: Sequence[str], spec: TaskSpec) -> Iterator[EvalItem]:
+    """HaluEval's released files (JSON lines) of the task ``spec`` (``read_halueval``)."""
+    task = spec.name
     for path in expand_paths(paths):
-        for rec in read_halueval(path, task):
+        for rec in read_halueval(path, spec):
             if task == "general":
                 fields = {
                     "user_query": rec.text("user_query").strip(),
@@ -232,5 +234,5 @@ def items_from_files(paths: Sequence[str], task: str) -> Iterator[EvalItem]:
                 }
                 yield _item(task, fields, rec.item_id, rec.label)
             else:
-                fields = {n: " ".join(rec.text(n).split()) for n in item_fields(task)}
+                fields = {n: " ".join(rec.text(n).split()) for n in spec.record_fields}
                 yield _item(task, fields, rec.item_id)

@@ -30,11 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..prompts import Template, load_template
+from ..prompts import Template
 from ..reply_contract import VERDICT, Contract
-from ..tasks import BUILTIN_TASKS, get_task
+from ..tasks import BUILTIN_TASKS
 from ..tasks.base import TaskSpec
 from ..tasks.schema import STRATEGIES
+from ..tasks.templates import task_template
 from .readers import CONTRAST
 
 __all__ = [
@@ -84,8 +85,7 @@ class EvalItem:
     human_label: bool | None = None
 
 
-def _check(task: str, strategy: str) -> TaskSpec:
-    spec = get_task(task)
+def _check(spec: TaskSpec, strategy: str) -> TaskSpec:
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
     if strategy not in spec.strategies:
@@ -96,26 +96,26 @@ def _check(task: str, strategy: str) -> TaskSpec:
     return spec
 
 
-def strategies_for(task: str) -> tuple[str, ...]:
-    """The strategies that apply to ``task``."""
-    return _check(task, "plain").strategies
+def strategies_for(spec: TaskSpec) -> tuple[str, ...]:
+    """The strategies that apply to the task ``spec``."""
+    return _check(spec, "plain").strategies
 
 
-def template_name(task: str, strategy: str) -> str:
+def template_name(spec: TaskSpec, strategy: str) -> str:
     """Template stem under ``prompts/<task>/``; UsageError when the strategy does not apply."""
-    _check(task, strategy)
+    _check(spec, strategy)
     return f"judge_{strategy}"
 
 
-def again_template_name(task: str, strategy: str) -> str:
+def again_template_name(spec: TaskSpec, strategy: str) -> str:
     """Stem of the follow-up sent once after an unreadable reply of (task, strategy)."""
-    _check(task, strategy)
+    _check(spec, strategy)
     return "judge_contrast_again" if strategy == "contrast" else "judge_again"
 
 
-def judge_template(task: str, strategy: str, directory: Path | None = None) -> Template:
+def judge_template(spec: TaskSpec, strategy: str, directory: Path | None = None) -> Template:
     """The loaded template (``directory`` overrides the bundled prompts, as for sampling)."""
-    return load_template(task, template_name(task, strategy), directory)
+    return task_template(spec, template_name(spec, strategy), directory)
 
 
 def _field(item: EvalItem, name: str) -> str:
@@ -129,7 +129,7 @@ def _field(item: EvalItem, name: str) -> str:
 
 
 def judge_values(
-    task: str,
+    spec: TaskSpec,
     strategy: str,
     item: EvalItem,
     shown: str,
@@ -142,7 +142,7 @@ def judge_values(
     Texts are stripped: a trailing newline must not tell a right summary from a hallucinated
     one (a form leak in HaluEval's released data).
     """
-    spec = _check(task, strategy)
+    _check(spec, strategy)
     values = {name: _field(item, name) for name in spec.judge_context}
     if strategy == "knowledge":
         values[spec.knowledge_field] = _field(item, spec.knowledge_field)
@@ -156,9 +156,9 @@ def judge_values(
     return values
 
 
-def shown_texts(item: EvalItem) -> tuple[str, str]:
-    """(right, hallucinated) texts of an item; general: its one response for both roles."""
-    spec = get_task(item.task)
+def shown_texts(spec: TaskSpec, item: EvalItem) -> tuple[str, str]:
+    """(right, hallucinated) texts of an item of the task ``spec``; general: its one response
+    for both roles."""
     return _field(item, spec.right_field), _field(item, spec.hallucinated_field)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..tasks.catalog import TaskCatalog
 from ..tasks.schema import STRATEGIES
 from .metrics import Metrics
 from .paper import PAPER_CHATGPT, PAPER_FOOTNOTE, PAPER_LABEL, paper_label
@@ -224,13 +225,13 @@ _SHAPE_HEADERS = ("Task", "Model", "Strategy", "Reply", "Read as", "Count", "Sha
 _SHAPE_FIRST_NUMBER = 5
 
 
-def _shape_lines(rows: Sequence[ResultRow]) -> list[list[str]]:
+def _shape_lines(rows: Sequence[ResultRow], tasks: TaskCatalog | None = None) -> list[list[str]]:
     lines = []
     for r in sorted(rows, key=row_key):
         label = _label(r.model, r.scoring, reader=r.reader)
         for s in r.shapes:
             share = s.count / r.metrics.n if r.metrics.n else None
-            task = task_title(r.task)
+            task = task_title(r.task, tasks)
             lines.append([task, label, r.strategy, s.shape, s.verdict, str(s.count), _pct(share)])
     return lines
 
@@ -341,31 +342,32 @@ def csv_table(rows: Sequence[ResultRow]) -> Any:
     return TableData(None, _CSV_FIELDS, lines, name="results")
 
 
-def _task_notes(tasks: Sequence[str]) -> list[str]:
+def _task_notes(names: Sequence[str], tasks: TaskCatalog | None) -> list[str]:
     """What each task folder's task is, as its task.toml describes it."""
-    return [f"{task_title(t)}: {d}" for t in tasks if (d := task_description(t))]
+    return [f"{task_title(t, tasks)}: {d}" for t in names if (d := task_description(t, tasks))]
 
 
-def report_tables(rows: Sequence[ResultRow]) -> list[Any]:
+def report_tables(rows: Sequence[ResultRow], tasks: TaskCatalog | None = None) -> list[Any]:
     """The accuracy table and one details table per task as ``halugen.tables.TableData``,
-    for any of the table formats (``halugen report --format``)."""
+    for any of the table formats (``halugen report --format``); ``tasks`` names the task
+    folders' tasks by their titles."""
     from ..tables import TableData
 
-    tasks = _tasks(rows)
+    names = _tasks(rows)
     tables = [
         TableData(
             "Recognition accuracy (%)",
-            ["Model", "Strategy", *(task_title(t) for t in tasks)],
-            [[m, s, *(c.get(t, _DASH) for t in tasks)] for m, s, c in _summary(rows)],
+            ["Model", "Strategy", *(task_title(t, tasks) for t in names)],
+            [[m, s, *(c.get(t, _DASH) for t in names)] for m, s, c in _summary(rows)],
             name="accuracy",
-            caption=" ".join([_NOTE, *_task_notes(tasks)]),
-            align=["l", "l", *("r" for _ in tasks)],
+            caption=" ".join([_NOTE, *_task_notes(names, tasks)]),
+            align=["l", "l", *("r" for _ in names)],
         )
     ]
     for task, group in _by_task(rows):
         tables.append(
             TableData(
-                f"{task_title(task)}: details",
+                f"{task_title(task, tasks)}: details",
                 list(_DETAIL_HEADERS),
                 [_detail(r) for r in group],
                 name=f"details_{task}",
@@ -373,7 +375,7 @@ def report_tables(rows: Sequence[ResultRow]) -> list[Any]:
                 align=["l" if i < _FIRST_NUMBER else "r" for i in range(len(_DETAIL_HEADERS))],
             )
         )
-    shapes = _shape_lines(rows)
+    shapes = _shape_lines(rows, tasks)
     if shapes:
         tables.append(
             TableData(

@@ -16,6 +16,7 @@ import orjson
 
 from ..llm.replies import visible_text
 from ..store.judgement_queries import dialogue_clusters, eval_run_settings, judgement_rows
+from ..tasks.catalog import TaskCatalog
 from ..tasks.schema import STRATEGIES
 from .metrics import Judged, Metrics, baselines, compute
 
@@ -99,26 +100,22 @@ def reply_shape(raw: str | None) -> str:
     return (prefix + body) if body else ("<think>… (no answer)" if text.strip() else "(empty)")
 
 
-def task_title(task: str) -> str:
+def task_title(task: str, tasks: TaskCatalog | None = None) -> str:
     """How tables name ``task``: the paper's title for its four, a task folder's ``title``
-    (task.toml) when the folder is known (``tasks.stored.recall``), else its name."""
+    (task.toml) when ``tasks`` holds the folder (``tasks.stored.recall``), else its name."""
     if task in TASK_TITLES:
         return TASK_TITLES[task]
-    return _folder_task(task)[0] or task
+    return _folder_task(task, tasks)[0] or task
 
 
-def task_description(task: str) -> str:
+def task_description(task: str, tasks: TaskCatalog | None = None) -> str:
     """A task folder's one-line ``description`` (task.toml); "" for the built-in tasks."""
-    return "" if task in TASK_TITLES else _folder_task(task)[1]
+    return "" if task in TASK_TITLES else _folder_task(task, tasks)[1]
 
 
-def _folder_task(task: str) -> tuple[str, str]:
-    from ..tasks import get_task, known_tasks
-
-    if task not in known_tasks():
-        return "", ""
-    spec = get_task(task)
-    return spec.title, spec.description
+def _folder_task(task: str, tasks: TaskCatalog | None) -> tuple[str, str]:
+    spec = tasks.get(task) if tasks is not None else None
+    return (spec.title, spec.description) if spec is not None else ("", "")
 
 
 def order_key(value: str, known: Sequence[str]) -> tuple[int, str]:

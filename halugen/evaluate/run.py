@@ -38,13 +38,15 @@ from ..llm.capabilities import JSON_SCHEMA, LOGPROBS, MODES
 from ..llm.endpoint import prompt_cache_key, takes_cache_key
 from ..llm.transport import Transport
 from ..prices import format_usd
-from ..prompts import Template, load_template
+from ..prompts import Template
 from ..records import ChatRequest, ChatResult, fingerprint
 from ..session import CallSession, OnRun, call_session, drive, resolve_model
 from ..store.db import KeyIndex, key_prefix
 from ..store.rows import JudgementRow
-from ..tasks import get_task
+from ..tasks.base import TaskSpec
+from ..tasks.catalog import TaskCatalog, read_task
 from ..tasks.stored import remember
+from ..tasks.templates import task_template
 from . import judge
 from .items import items_from_files, items_from_store, partial_general_items
 from .readers import check_reader, read_pick, read_verdict
@@ -126,11 +128,11 @@ def _labels_identity(cfg: EvalConfig) -> dict[str, object]:
     return {"labels": {"per_item": labels.per_item, "allow_partial": labels.allow_partial}}
 
 
-def _items(cfg: EvalConfig, session: CallSession) -> Iterator[judge.EvalItem]:
+def _items(cfg: EvalConfig, spec: TaskSpec, session: CallSession) -> Iterator[judge.EvalItem]:
     source = (
-        items_from_files(list(cfg.data), cfg.task)
+        items_from_files(list(cfg.data), spec)
         if cfg.data
-        else items_from_store(session.store, cfg.task, gen_run=cfg.gen_run, labels=cfg.labels)
+        else items_from_store(session.store, spec, gen_run=cfg.gen_run, labels=cfg.labels)
     )
     for n, item in enumerate(source):
         if cfg.limit is not None and n >= cfg.limit:
@@ -144,6 +146,7 @@ def _rng(seed: int, item_key: str) -> random.Random:
 
 async def _judge_one(
     cfg: EvalConfig,
+    spec: TaskSpec,
     session: CallSession,
     template: Template,
     item: judge.EvalItem,
@@ -151,21 +154,21 @@ async def _judge_one(
 ) -> _Judged | CallFailure | None:
     """The item judged; the failure of a call it needed; None for an item without a label."""
     rng = _rng(cfg.run.run_seed, item.key)
-    right, hallucinated = judge.shown_texts(item)
+    right, hallucinated = judge.shown_texts(spec, item)
     if cfg.strategy == "contrast":
         hallucinated_first = rng.random() < 0.5
         order = (hallucinated, right) if hallucinated_first else (right, hallucinated)
-        values = judge.judge_values(cfg.task, cfg.strategy, item, "", order)
+        values = judge.judge_values(spec, cfg.strategy, item, "", order)
         shown, truth, shown_text = "both", True, None
     elif cfg.task == "general":
         if item.human_label is None:
             return None
-        values = judge.judge_values(cfg.task, cfg.strategy, item, right)
+        values = judge.judge_values(spec, cfg.strategy, item, right)
         shown, truth, shown_text = "response", item.human_label, right
     else:
         show_hallucinated = rng.random() < 0.5
         shown_text = hallucinated if show_hallucinated else right
-        values = judge.judge_values(cfg.task, cfg.strategy, item, shown_text)
+        values = judge.judge_values(spec, cfg.strategy, item, shown_text)
         shown = "hallucinated" if show_hallucinated else "right"
         truth = show_hallucinated
     logprobs = cfg.scoring == "logprobs"
@@ -267,6 +270,7 @@ def _no_logprobs(session: CallSession, why: str) -> None:
 
 async def _worker(
     cfg: EvalConfig,
+    spec: TaskSpec,
     session: CallSession,
     template: Template,
     receive: ObjectReceiveStream[judge.EvalItem],
@@ -278,7 +282,7 @@ async def _worker(
             if session.flags.interrupted:
                 continue
             try:
-                judged = await _judge_one(cfg, session, template, item, again)
+                judged = await _judge_one(cfg, spec, session, template, item, again)
             except RunStopping as stop:  # budget used up or Ctrl-C: the item stays pending
                 session.flags.stopped_by(stop)
                 continue
@@ -315,12 +319,16 @@ async def _worker(
 
 
 async def _feed(
-    cfg: EvalConfig, session: CallSession, done: KeyIndex, send: ObjectSendStream[judge.EvalItem]
+    cfg: EvalConfig,
+    spec: TaskSpec,
+    session: CallSession,
+    done: KeyIndex,
+    send: ObjectSendStream[judge.EvalItem],
 ) -> None:
     st = session.stats
     total = 0
     async with send:
-        for item in _items(cfg, session):
+        for item in _items(cfg, spec, session):
             total += 1
             if session.flags.stop_admitting:
                 return
@@ -353,33 +361,36 @@ def _partial_items(cfg: EvalConfig) -> str | None:
 async def evaluate(
     cfg: EvalConfig,
     *,
+    task: TaskSpec | None = None,
     transport: Transport | None = None,
     console: Console | None = None,
     on_run: OnRun | None = None,
 ) -> EvalOutcome:
-    cfg = replace(cfg, task=get_task(cfg.task).name)  # a task folder's path: its name
+    """Judge ``cfg``'s items. ``task`` is the task ``cfg.task`` names, read where the
+    command starts; without it, ``cfg.task`` (a name or a task folder's path) is read here
+    (the Python API's entry)."""
+    spec = read_task(cfg.task, TaskCatalog()) if task is None else task
+    cfg = replace(cfg, task=spec.name)  # a task folder's path: its name
     if cfg.scoring not in ("parse", "logprobs"):
         raise UsageError(f"--scoring must be parse or logprobs, not {cfg.scoring!r}")
     check_reader(cfg.read)
     if cfg.structured not in MODES:
         raise UsageError(f"--structured must be one of {', '.join(MODES)}, not {cfg.structured!r}")
-    template = load_template(
-        cfg.task, judge.template_name(cfg.task, cfg.strategy), cfg.run.prompts_dir
-    )
+    template = task_template(spec, judge.template_name(spec, cfg.strategy), cfg.run.prompts_dir)
     again = (
         None
         if cfg.scoring == "logprobs"
-        else load_template(
-            cfg.task, judge.again_template_name(cfg.task, cfg.strategy), cfg.run.prompts_dir
-        )
+        else task_template(spec, judge.again_template_name(spec, cfg.strategy), cfg.run.prompts_dir)
     )
     if cfg.data:  # fail fast on unreadable input, before a run is opened
-        next(iter(items_from_files(list(cfg.data), cfg.task)), None)
+        next(iter(items_from_files(list(cfg.data), spec)), None)
     taken = _partial_items(cfg)  # likewise: partly labelled general items, refused unasked
     cfg = replace(cfg, run=await resolve_model(cfg.run, transport))  # before its identity
     if stage_by_stage(cfg.run):  # --batch: a pass per stage, each a run of this function
         settings = partial(with_run, cfg)  # each pass's run settings in this kind's
-        return await run_in_batches(evaluate, cfg.run, settings, transport, console, on_run)
+        return await run_in_batches(
+            evaluate, cfg.run, settings, transport, console, on_run, task=spec
+        )
     async with call_session(
         cfg.run,
         kind="eval",
@@ -389,7 +400,7 @@ async def evaluate(
         on_run=on_run,
         modes={JSON_SCHEMA: cfg.structured},
     ) as session:
-        remember(session.store, get_task(cfg.task))
+        remember(session.store, spec)
         rows = session.store.query(
             "SELECT item_key FROM judgements WHERE run_id = ?", [session.run_id]
         )
@@ -402,10 +413,10 @@ async def evaluate(
         async def pipeline() -> None:
             tx, rx = anyio.create_memory_object_stream[judge.EvalItem](16)
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_feed, cfg, session, done, tx)
+                tg.start_soon(_feed, cfg, spec, session, done, tx)
                 async with rx:  # workers as the endpoints take calls at once (halugen/crew.py)
                     await run_crew(
-                        lambda: _worker(cfg, session, template, rx.clone(), again),
+                        lambda: _worker(cfg, spec, session, template, rx.clone(), again),
                         lambda: crew_size(session.pool.wanted()),
                     )
 

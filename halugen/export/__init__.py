@@ -26,7 +26,7 @@ from typing import TypedDict
 from ..annotate.resolve import LabelRule
 from ..errors import UsageError
 from ..store.db import Store
-from ..tasks import get_task
+from ..tasks.catalog import TaskCatalog
 from ..tasks.stored import recall
 from .halueval import export_halueval, halueval_layout
 from .judgements import JUDGEMENT_COLUMNS, export_judgements
@@ -80,16 +80,20 @@ class ExportResult:
     what: str = "samples"
 
 
-def export(store: Store, request: ExportRequest) -> ExportResult:
-    """Write what ``request`` asks for; ``files`` is empty when nothing matched."""
+def export(store: Store, request: ExportRequest, tasks: TaskCatalog | None = None) -> ExportResult:
+    """Write what ``request`` asks for; ``files`` is empty when nothing matched.
+
+    ``tasks`` declares the tasks the store's rows name (``tasks.stored.recall``, read where
+    the command starts); without it, the built-in tasks and the task folders ``store``
+    keeps."""
     r = request
     if r.what not in WHAT:
         raise UsageError(f"unknown --what {r.what!r}: samples or judgements")
     if r.fmt not in FORMATS:
         raise UsageError(f"unknown export format {r.fmt!r}: {', '.join(FORMATS)}")
-    recall(store)  # the task folders the store's runs used, for their fields
-    if r.task is not None:  # a task folder's path: its task's name
-        r = replace(r, task=get_task(r.task).name)
+    catalog = recall(store) if tasks is None else tasks  # the task folders' fields
+    if r.task is not None:  # an unknown task is a UsageError naming the known ones
+        r = replace(r, task=catalog[r.task].name)
     where = r.where
     to_harness = r.fmt in ("lm-eval", "inspect")  # write_task_data leaves suspects out itself
     if r.what == "samples" and r.task != "general" and not r.include_suspect and not to_harness:
@@ -103,7 +107,7 @@ def export(store: Store, request: ExportRequest) -> ExportResult:
         return _general(store, r)
     elif r.fmt == "halueval":
         target_or_none = None if r.out is None else resolve_target(r.out, default="")
-        files, selection = export_halueval(store, target_or_none, **common)
+        files, selection = export_halueval(store, target_or_none, catalog=catalog, **common)
     elif r.fmt in ("lm-eval", "inspect"):
         default = "halugen-lm-eval" if r.fmt == "lm-eval" else "halugen-inspect"
         target = resolve_target(r.out, default=default, default_is_dir=True, needs_dir=True)
@@ -112,7 +116,12 @@ def export(store: Store, request: ExportRequest) -> ExportResult:
         from .recognition import write_task_data
 
         written, selection = write_task_data(
-            store, target.path, labels=r.labels, include_suspect=r.include_suspect, **common
+            store,
+            target.path,
+            labels=r.labels,
+            include_suspect=r.include_suspect,
+            catalog=catalog,
+            **common,
         )
         harness = export_lm_eval if r.fmt == "lm-eval" else export_inspect
         files = harness(target.path, written) if written else []
@@ -120,7 +129,9 @@ def export(store: Store, request: ExportRequest) -> ExportResult:
         from .samples import export_sample_files
 
         target = resolve_target(r.out, default=f"samples.{r.fmt}")
-        files, selection = export_sample_files(store, target, r.fmt, card=r.card, **common)
+        files, selection = export_sample_files(
+            store, target, r.fmt, card=r.card, catalog=catalog, **common
+        )
     notes = selection.notes
     if r.what == "samples" and not r.include_suspect and selection.picked:
         notes += suspect_note(store, selection.runs, r.task, r.where)

@@ -22,8 +22,9 @@ from .. import __version__
 from ..cut_note import cut_note, window_phrase
 from ..store.db import Store
 from ..store.queries import cut_counts
+from ..tasks.catalog import TaskCatalog
 from .card_checks import label_check_section
-from .card_figures import baseline_lines, recognition_lines, task_spec
+from .card_figures import baseline_lines, recognition_lines
 from .card_hard import hard_split_section, splits_sentence
 from .card_header import (
     SEED_LICENCES,
@@ -69,19 +70,19 @@ _FIELD_NOTES = {
 }
 
 
-def _field_note(name: str, files: Sequence[CardFile]) -> str:
+def _field_note(name: str, files: Sequence[CardFile], tasks: TaskCatalog) -> str:
     """What a column means: the card's own notes, else the task folder's ``[fields.about]``."""
     if name in _FIELD_NOTES:
         return _FIELD_NOTES[name]
     for task in dict.fromkeys(t for f in files for t in f.tasks):
-        spec = task_spec(task)
+        spec = tasks.get(task)
         if spec is not None and name in dict(spec.field_notes):
             return dict(spec.field_notes)[name]
     return ""
 
 
 def _fields_table(
-    files: Sequence[CardFile], features: Sequence[Sequence[tuple[str, str]]]
+    files: Sequence[CardFile], features: Sequence[Sequence[tuple[str, str]]], tasks: TaskCatalog
 ) -> list[str]:
     """Every config's fields, in order of first appearance; with several configs, which
     configs have each field."""
@@ -90,32 +91,28 @@ def _fields_table(
         for name, dtype in feats:
             seen.setdefault(name, (dtype, []))[1].append(config_name(f))
     if len(files) <= 1:
-        rows = [[n, dtype, _field_note(n, files)] for n, (dtype, _) in seen.items()]
+        rows = [[n, dtype, _field_note(n, files, tasks)] for n, (dtype, _) in seen.items()]
         return md_table(["field", "type", "meaning"], rows)
     everywhere = len(files)
     rows = [
-        [n, dtype, "all" if len(c) == everywhere else ", ".join(c), _field_note(n, files)]
+        [n, dtype, "all" if len(c) == everywhere else ", ".join(c), _field_note(n, files, tasks)]
         for n, (dtype, c) in seen.items()
     ]
     return md_table(["field", "type", "configs", "meaning"], rows)
 
 
-def _folder_sources(files: Sequence[CardFile]) -> list[tuple[str, str]]:
+def _folder_sources(files: Sequence[CardFile], tasks: TaskCatalog) -> list[tuple[str, str]]:
     """(source name, licence) of each task folder's ``[seeds]``, for the files' tasks."""
-    from ..tasks import get_task, known_tasks
-
-    tasks = dict.fromkeys(t for f in files for t in f.tasks)
-    specs = [get_task(t) for t in tasks if t in known_tasks()]
+    names = dict.fromkeys(t for f in files for t in f.tasks)
+    specs = [tasks[t] for t in names if t in tasks]
     return [(s.seed_source_name, s.seed_license) for s in specs]
 
 
-def _tasks_section(files: Sequence[CardFile]) -> list[str]:
+def _tasks_section(files: Sequence[CardFile], tasks: TaskCatalog) -> list[str]:
     """What each task is, as its task.toml says (``title``, ``description``)."""
-    from ..tasks import get_task, known_tasks
-
     rows = []
     for task in dict.fromkeys(t for f in files for t in f.tasks):
-        spec = get_task(task) if task in known_tasks() else None
+        spec = tasks.get(task)
         if spec is not None and spec.description:
             rows.append([task, spec.display_name, spec.description])
     if not rows:
@@ -173,11 +170,14 @@ def _datasets(store: Store, files: Sequence[CardFile]) -> list[str]:
     return sorted(found)
 
 
-def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: str) -> str:
-    """The card's text (``card_path`` fixes the relative paths of the data files)."""
+def card_text(
+    store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: str, tasks: TaskCatalog
+) -> str:
+    """The card's text (``card_path`` fixes the relative paths of the data files; ``tasks``
+    declares the files' tasks)."""
     datasets = _datasets(store, files)
     runs = _runs(store, sorted({r for f in files for r in f.runs}))
-    named = named_table_sources([r["config"] for r in runs], _folder_sources(files))
+    named = named_table_sources([r["config"] for r in runs], _folder_sources(files, tasks))
     head, features = card_header(store, card_path, files, datasets, named)
 
     body = [
@@ -211,10 +211,10 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
         splits_sentence(files),
         "",
         *hard_split_section(store, card_path, files),
-        *_tasks_section(files),
+        *_tasks_section(files, tasks),
         "## Fields",
         "",
-        *_fields_table(files, features),
+        *_fields_table(files, features, tasks),
         "",
         "## How it was made",
         "",
@@ -283,14 +283,14 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
         "means the length gives the label away no better than chance.",
         "",
     ]
-    base_lines = [line for f in files for line in baseline_lines(store, f)]
+    base_lines = [line for f in files for line in baseline_lines(store, f, tasks)]
     body += (
         md_table(["task", "items", "always Yes", "always No", "length only"], base_lines)
         if base_lines
         else ["No QA, dialogue or summarization rows to measure."]
     )
     body += ["", *label_check_section(store, sorted({r for f in files for r in f.runs}))]
-    recognition = [line for f in files for line in recognition_lines(store, f)]
+    recognition = [line for f in files for line in recognition_lines(store, f, tasks)]
     if recognition:
         body += [
             "",
@@ -321,7 +321,9 @@ def card_text(store: Store, card_path: Path, files: Sequence[CardFile], *, fmt: 
     return "\n".join(head + body) + "\n"
 
 
-def write_card(store: Store, path: Path, files: Sequence[CardFile], *, fmt: str) -> Path:
+def write_card(
+    store: Store, path: Path, files: Sequence[CardFile], *, fmt: str, tasks: TaskCatalog
+) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(card_text(store, path, files, fmt=fmt), encoding="utf-8")
+    path.write_text(card_text(store, path, files, fmt=fmt, tasks=tasks), encoding="utf-8")
     return path

@@ -3,35 +3,26 @@ the text (always Yes, always No, length only) and the recognition results stored
 
 from __future__ import annotations
 
-from ..errors import UsageError
 from ..records import fingerprint
 from ..store.db import Store
-from ..tasks import get_task
-from ..tasks.base import TaskSpec
+from ..tasks.catalog import TaskCatalog
 from .card_header import CardFile
 
-__all__ = ["baseline_lines", "recognition_lines", "task_spec"]
-
-
-def task_spec(task: str) -> TaskSpec | None:
-    """The task's declaration, or None for a task the store does not describe."""
-    try:
-        return get_task(task)
-    except UsageError:
-        return None
+__all__ = ["baseline_lines", "recognition_lines"]
 
 
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:.1f}%"
 
 
-def baseline_lines(store: Store, file: CardFile) -> list[list[str]]:
-    """Per task: judges that never read the text, over both sides of every sample."""
+def baseline_lines(store: Store, file: CardFile, tasks: TaskCatalog) -> list[list[str]]:
+    """Per task: judges that never read the text, over both sides of every sample
+    (``tasks``: the declarations; a task it does not describe is left out)."""
     from ..evaluate.metrics import Judged, baselines
 
     lines = []
     for task in file.tasks:
-        spec = task_spec(task)
+        spec = tasks.get(task)
         if spec is None:
             continue
         right, hallucinated = spec.right_field, spec.hallucinated_field
@@ -57,13 +48,13 @@ def baseline_lines(store: Store, file: CardFile) -> list[list[str]]:
     return lines
 
 
-def recognition_lines(store: Store, file: CardFile) -> list[list[str]]:
+def recognition_lines(store: Store, file: CardFile, tasks: TaskCatalog) -> list[list[str]]:
     """Recognition results stored for these samples: eval runs that judged them."""
     from ..evaluate.metrics import Judged, compute
 
     lines = []
     for task in file.tasks:
-        spec = task_spec(task)
+        spec = tasks.get(task)
         if spec is None:
             continue
         fields = spec.record_fields  # what `halugen eval` fingerprints into an item key

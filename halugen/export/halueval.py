@@ -14,9 +14,10 @@ from pathlib import Path
 import duckdb
 
 from ..errors import UsageError
+from ..store.columns import field_columns
 from ..store.db import Store
-from ..tasks import get_task
-from ..tasks.columns import field_columns
+from ..tasks.base import TaskSpec
+from ..tasks.catalog import TaskCatalog
 from .samples import pick_sample_runs, sample_filters
 from .selection import Selection, sql_error
 from .target import Target
@@ -24,13 +25,12 @@ from .target import Target
 __all__ = ["export_halueval", "halueval_layout"]
 
 
-def halueval_layout(task: str) -> tuple[str, tuple[str, ...]]:
-    """(file name, fields in order) of ``task``'s file in HaluEval's released layout:
+def halueval_layout(spec: TaskSpec) -> tuple[str, tuple[str, ...]]:
+    """(file name, fields in order) of the task's file in HaluEval's released layout:
     ``qa_data.json`` with knowledge, question, right_answer, hallucinated_answer, ...; a
     task folder's file is ``<task>_data.json`` with its own fields."""
-    spec = get_task(task)
     if not spec.generated:
-        raise UsageError(f"no HaluEval sample layout for task {task!r}; use --format jsonl")
+        raise UsageError(f"no HaluEval sample layout for task {spec.name!r}; use --format jsonl")
     return f"{spec.name}_data.json", spec.record_fields
 
 
@@ -42,13 +42,15 @@ def export_halueval(
     where: str | None,
     run: str | None,
     all_runs: bool,
+    catalog: TaskCatalog,
 ) -> tuple[list[tuple[Path, int]], Selection]:
-    """Write one HaluEval file per selected task; ``target`` None: the file names in ./."""
+    """Write one HaluEval file per selected task; ``target`` None: the file names in ./.
+    ``catalog`` declares the tasks the store's rows name."""
     if task is not None:
-        halueval_layout(task)
+        halueval_layout(catalog[task])
     filters, params = sample_filters(task, where)
     selection = pick_sample_runs(store, filters, params, run=run, all_runs=all_runs)
-    layouts = {p.unit[0]: halueval_layout(p.unit[0]) for p in selection.picked}
+    layouts = {p.unit[0]: halueval_layout(catalog[p.unit[0]]) for p in selection.picked}
     picked = sorted(selection.picked, key=lambda p: p.unit[0])
     if len(picked) > 1 and target is not None and not target.is_dir:
         raise UsageError("several tasks match: give --task, or --out a directory (end it with /)")

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from .. import __version__
+from ..tasks.base import TaskSpec
 from .lm_eval import VERDICT_PATTERN
 from .recognition import TaskData, harness_strategies, prompt_messages
 
@@ -100,13 +101,14 @@ def {function}():
 '''
 
 
-def task_file(tasks: list[str]) -> str:
+def task_file(tasks: list[TaskSpec]) -> str:
     prompts: dict[str, list[list[str]]] = {}
     functions: list[tuple[str, str, str]] = []
-    for name in tasks:
-        for strategy in harness_strategies(name):
+    for spec in tasks:
+        name = spec.name
+        for strategy in harness_strategies(spec):
             prompts[f"{name}/{strategy}"] = [
-                [role, text] for role, text in prompt_messages(name, strategy)
+                [role, text] for role, text in prompt_messages(spec, strategy)
             ]
             function = f"halugen_{name}" + ("" if strategy == "plain" else f"_{strategy}")
             functions.append((function, name, strategy))
@@ -125,5 +127,5 @@ def task_file(tasks: list[str]) -> str:
 def export_inspect(directory: Path, written: list[TaskData]) -> list[tuple[Path, int]]:
     """The Inspect task file beside the data ``write_task_data`` wrote; every file written."""
     path = directory / TASK_FILE
-    path.write_text(task_file([d.task for d in written]), encoding="utf-8")
+    path.write_text(task_file([d.spec for d in written]), encoding="utf-8")
     return [*((d.path, d.items) for d in written), (path, 0)]

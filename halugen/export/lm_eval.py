@@ -106,7 +106,7 @@ def task_yaml(data: TaskData, strategy: str, generate: bool, runs: str) -> str:
     tag = "halugen" + ("" if strategy == "plain" else f"_{strategy}")
     if generate:
         name, tag = f"{name}_gen", f"{tag}_gen"
-    prompt = jinja_template(flat_prompt(prompt_messages(data.task, strategy)))
+    prompt = jinja_template(flat_prompt(prompt_messages(data.spec, strategy)))
     lines = [
         f"# {data.task} recognition ({strategy}) written by halugen {__version__}: does the "
         f"shown text contain hallucination? Yes/No.",
@@ -197,7 +197,7 @@ def export_lm_eval(directory: Path, written: list[TaskData]) -> list[tuple[Path,
     for data in written:
         files.append((data.path, data.items))
         runs = ",".join(data.runs)
-        for strategy in harness_strategies(data.task):
+        for strategy in harness_strategies(data.spec):
             for generate in (False, True):
                 text = task_yaml(data, strategy, generate, runs)
                 name = text.split("\ntask: ", 1)[1].split("\n", 1)[0]

@@ -22,13 +22,12 @@ from typing import Any
 import orjson
 
 from ..annotate.resolve import LabelRule
-from ..errors import UsageError
-from ..evaluate.items import item_fields
 from ..evaluate.judge import EvalItem, judge_template, judge_values, shown_texts
 from ..records import fingerprint
+from ..store.columns import field_columns
 from ..store.db import Store
-from ..tasks import get_task
-from ..tasks.columns import field_columns
+from ..tasks.base import TaskSpec
+from ..tasks.catalog import TaskCatalog
 from .samples import pick_sample_runs, sample_filters
 from .selection import Picked, Selection
 from .suspects import without_suspects
@@ -53,30 +52,32 @@ class TaskData:
     items: int
     yes: int  # items whose label is Yes
     runs: tuple[str, ...]
+    spec: TaskSpec  # the task's declaration
 
 
-def harness_strategies(task: str) -> tuple[str, ...]:
+def harness_strategies(spec: TaskSpec) -> tuple[str, ...]:
     """``plain``, and ``knowledge`` where the task has it (qa, dialogue)."""
-    return tuple(s for s in HARNESS_STRATEGIES if s in get_task(task).strategies)
+    return tuple(s for s in HARNESS_STRATEGIES if s in spec.strategies)
 
 
-def prompt_messages(task: str, strategy: str) -> list[tuple[str, str]]:
+def prompt_messages(spec: TaskSpec, strategy: str) -> list[tuple[str, str]]:
     """(role, text) of the judge template, fields left as ``{{name}}``."""
-    template = judge_template(task, strategy)
+    template = judge_template(spec, strategy)
     return [
         (role, "".join(s if isinstance(s, str) else "{{" + s[0] + "}}" for s in segs))
         for role, segs in template.parts
     ]
 
 
-def _item_fields(task: str, item: EvalItem, shown_text: str) -> dict[str, str]:
-    return judge_values(task, harness_strategies(task)[-1], item, shown_text)
+def _item_fields(spec: TaskSpec, item: EvalItem, shown_text: str) -> dict[str, str]:
+    return judge_values(spec, harness_strategies(spec)[-1], item, shown_text)
 
 
 def _sample_items(
-    store: Store, task: str, picked: Picked, filters: str, params: list[Any]
+    store: Store, spec: TaskSpec, picked: Picked, filters: str, params: list[Any]
 ) -> Iterator[dict[str, Any]]:
-    names = item_fields(task)
+    task = spec.name
+    names = spec.record_fields
     keep, keep_params = Selection((picked,)).clause(("task",))
     predicate = " AND ".join(p for p in (filters, keep) if p)
     sql = (
@@ -92,7 +93,7 @@ def _sample_items(
             item_id=seed_id or seed_key,
             fields=fields,
         )
-        right, hallucinated = shown_texts(item)
+        right, hallucinated = shown_texts(spec, item)
         for shown, text, label in (("right", right, "No"), ("hallucinated", hallucinated, "Yes")):
             yield {
                 "id": f"{task}:{item.item_id}:{shown}",
@@ -102,15 +103,17 @@ def _sample_items(
                 "item_key": item.key,
                 "shown": shown,
                 "label": label,
-                **_item_fields(task, item, text),
+                **_item_fields(spec, item, text),
             }
 
 
-def _general_items(store: Store, labels: LabelRule, partial: list[int]) -> Iterator[dict[str, Any]]:
+def _general_items(
+    store: Store, spec: TaskSpec, labels: LabelRule, partial: list[int]
+) -> Iterator[dict[str, Any]]:
     from ..evaluate.items import general_items
 
     for item, n_labels in general_items(store, labels, partial):
-        right, _ = shown_texts(item)
+        right, _ = shown_texts(spec, item)
         count = {"n_labels": n_labels} if labels.allow_partial else {}
         yield {
             "id": f"general:{item.item_id}",
@@ -120,17 +123,9 @@ def _general_items(store: Store, labels: LabelRule, partial: list[int]) -> Itera
             "item_key": item.key,
             "shown": "response",
             "label": "Yes" if item.human_label else "No",
-            **judge_values("general", "plain", item, right),
+            **judge_values(spec, "plain", item, right),
             **count,
         }
-
-
-def _known(task: str) -> bool:
-    try:
-        get_task(task)
-    except UsageError:
-        return False
-    return True
 
 
 def write_task_data(
@@ -143,11 +138,13 @@ def write_task_data(
     all_runs: bool,
     labels: LabelRule | None = None,
     include_suspect: bool = False,
+    catalog: TaskCatalog,
 ) -> tuple[list[TaskData], Selection]:
     """``<task>.jsonl`` in ``directory`` for every task with samples (and for ``general``
-    when annotated items have resolved labels); returns what was written."""
+    when annotated items have resolved labels); returns what was written. ``catalog``
+    declares the tasks the store's rows name (a task it does not hold is left out)."""
     if task is not None:
-        get_task(task)  # UsageError for a task neither built in nor a folder's
+        catalog[task]  # UsageError for a task neither built in nor a folder's
     # samples the verify stage flagged are left out unless asked for (export/suspects.py)
     samples_where = where if include_suspect else without_suspects(where)
     filters, params = sample_filters(None if task == "general" else task, samples_where)
@@ -155,16 +152,20 @@ def write_task_data(
     if task != "general":
         selection = pick_sample_runs(store, filters, params, run=run, all_runs=all_runs)
     partial: list[int] = []  # general items with too few labels, counted as read
-    sources: list[tuple[str, Iterator[dict[str, Any]], tuple[str, ...]]] = [
-        (p.unit[0], _sample_items(store, p.unit[0], p, filters, params), p.runs)
+    sources: list[tuple[TaskSpec, Iterator[dict[str, Any]], tuple[str, ...]]] = [
+        (spec, _sample_items(store, spec, p, filters, params), p.runs)
         for p in sorted(selection.picked, key=lambda p: p.unit[0])
-        if _known(p.unit[0])
+        if (spec := catalog.get(p.unit[0])) is not None
     ]
     if task in (None, "general") and not where and run is None:
-        sources.append(("general", _general_items(store, labels or LabelRule(), partial), ()))
+        general = catalog["general"]
+        sources.append(
+            (general, _general_items(store, general, labels or LabelRule(), partial), ())
+        )
     written: list[TaskData] = []
     directory.mkdir(parents=True, exist_ok=True)
-    for name, items, runs in sources:
+    for spec, items, runs in sources:
+        name = spec.name
         path = directory / f"{name}.jsonl"
         n = yes = 0
         with path.open("wb") as f:
@@ -175,7 +176,7 @@ def write_task_data(
         if n == 0:
             path.unlink()
             continue
-        written.append(TaskData(name, path, n, yes, runs))
+        written.append(TaskData(name, path, n, yes, runs, spec))
     note = (labels or LabelRule()).left_out(sum(partial))
     if note:
         selection = replace(selection, notes=(*selection.notes, note))

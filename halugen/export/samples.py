@@ -17,11 +17,10 @@ from typing import Any
 import duckdb
 
 from .. import __version__
-from ..errors import UsageError
+from ..store.columns import SAMPLE_COLUMNS, field_columns
 from ..store.db import Store
 from ..store.hard_splits import IN_HARD_SPLIT, hard_split_size
-from ..tasks import get_task
-from ..tasks.columns import SAMPLE_COLUMNS, field_columns
+from ..tasks.catalog import TaskCatalog
 from .card import write_card
 from .card_header import CardFile
 from .selection import Selection, pick_runs, sql_error
@@ -71,17 +70,18 @@ def pick_sample_runs(
     )
 
 
-def _columns(tasks: Sequence[str], *, one_task: bool) -> str:
+def _columns(tasks: Sequence[str], catalog: TaskCatalog, *, one_task: bool) -> str:
     """The columns of an export of ``tasks``: every column of ``samples`` but the other
     tasks' text fields (a one-task file, where they are always empty), with a task folder's
     own fields (kept in ``extra_json``) as columns of their own."""
     own: list[str] = []
     unknown = False
     for task in tasks:
-        try:
-            own += get_task(task).record_fields
-        except UsageError:  # a task the store does not describe: its fields stay as JSON
+        spec = catalog.get(task)
+        if spec is None:  # a task the store does not describe: its fields stay as JSON
             unknown = True
+        else:
+            own += spec.record_fields
     own = list(dict.fromkeys(own))
     exclude = [] if unknown else ["extra_json"]
     if one_task and own:
@@ -94,9 +94,12 @@ def _columns(tasks: Sequence[str], *, one_task: bool) -> str:
     return columns + (", " + field_columns(extra, table="s") if extra else "")
 
 
-def _rows_query(predicate: str, tasks: Sequence[str], *, one_task: bool) -> str:
+def _rows_query(
+    predicate: str, tasks: Sequence[str], catalog: TaskCatalog, *, one_task: bool
+) -> str:
+    columns = _columns(tasks, catalog, one_task=one_task)
     return f"""
-SELECT {_columns(tasks, one_task=one_task)}, r.model AS run_model, c.calls AS calls_for_seed,
+SELECT {columns}, r.model AS run_model, c.calls AS calls_for_seed,
        c.cost_usd AS cost_usd_for_seed
 FROM (SELECT * FROM samples WHERE {predicate}) s
 JOIN runs r USING (run_id)
@@ -159,6 +162,7 @@ def _hard_file(
     tasks: tuple[str, ...],
     runs: tuple[str, ...],
     metadata: dict[str, str],
+    catalog: TaskCatalog,
     *,
     one_task: bool,
 ) -> CardFile | None:
@@ -172,7 +176,7 @@ def _hard_file(
     hard = hard_path(path)
     if not rows:
         return None
-    query = _rows_query(hard_predicate, tasks, one_task=one_task)
+    query = _rows_query(hard_predicate, tasks, catalog, one_task=one_task)
     copy_query(store, query, params, hard, fmt, {**metadata, "halugen_split": "hard"})
     return CardFile(path=hard, tasks=tasks, runs=runs, rows=rows, query=query, params=tuple(params))
 
@@ -187,8 +191,10 @@ def export_sample_files(
     run: str | None,
     all_runs: bool,
     card: bool = True,
+    catalog: TaskCatalog,
 ) -> tuple[list[tuple[Path, int]], Selection]:
-    """Write the selected samples; returns ((path, rows) per file, the selection)."""
+    """Write the selected samples; returns ((path, rows) per file, the selection).
+    ``catalog`` declares the tasks the store's rows name."""
     filters, params = sample_filters(task, where)
     selection = pick_sample_runs(store, filters, params, run=run, all_runs=all_runs)
     if not selection.picked:
@@ -204,7 +210,9 @@ def export_sample_files(
         chosen = Selection(tuple(picked))
         keep, keep_params = chosen.clause(("task",))
         predicate = " AND ".join(p for p in (filters, keep) if p)
-        query = _rows_query(predicate, [p.unit[0] for p in picked], one_task=name is not None)
+        query = _rows_query(
+            predicate, [p.unit[0] for p in picked], catalog, one_task=name is not None
+        )
         all_params = [*params, *keep_params]
         path = target.file(f"{name}.{fmt}") if name else target.path
         metadata = {
@@ -225,6 +233,7 @@ def export_sample_files(
             tasks,
             chosen.runs,
             metadata,
+            catalog,
             one_task=name is not None,
         )
         if hard is not None:
@@ -242,6 +251,6 @@ def export_sample_files(
         )
     if card:
         card_path = target.beside(card_name(target, fmt))
-        write_card(store, card_path, card_files, fmt=fmt)
+        write_card(store, card_path, card_files, fmt=fmt, tasks=catalog)
         files.append((card_path, 0))
     return files, selection

@@ -25,6 +25,9 @@ from typing import NamedTuple
 
 from ..errors import InputError, UsageError
 from ..records import BadRecord, Seed
+from ..tasks import TASK_NAMES, builtin_task
+from ..tasks.base import TaskSpec
+from ..tasks.catalog import TaskCatalog
 from . import cnndm, halueval, hotpotqa, opendialkg, table, table_files
 from .detect import accepted_formats, detect_format, detect_layout
 from .jsonl import special_file_kind, special_file_message
@@ -36,7 +39,6 @@ __all__ = [
     "expand_paths",
     "formats_by_task",
     "read_seeds",
-    "seed_fields",
     "task_of_format",
 ]
 
@@ -70,12 +72,14 @@ _GLOB_CHARS = frozenset("*?[")
 
 def read_seeds(
     paths: Sequence[str],
-    task: str,
+    task: TaskSpec | str,
     *,
     fmt: str | None = None,
     mapping: Mapping[str, str] | None = None,
 ) -> Iterator[Seed | BadRecord]:
     """Seeds of ``task`` from ``paths`` (files, folders or glob patterns), in order, lazily.
+
+    ``task`` is the task's declaration, or the name of a built-in task.
 
     ``fmt`` names the format of every file; None detects it per file from its first record
     (a file no dataset layout fits is read as a table). ``mapping`` is ``{seed field:
@@ -84,9 +88,8 @@ def read_seeds(
     format, a format of another task or a column that does not exist, and later, while
     iterating, for a file that turns out to be broken.
     """
-    from ..tasks import get_task
-
-    spec = get_task(task)
+    spec = TaskCatalog()[task] if isinstance(task, str) else task  # a name: a built-in one
+    task = spec.name
     if not any(f.task == spec.name for f in FORMATS.values()):
         # a task no dataset layout belongs to (a task folder) reads its seeds as a table
         if not spec.generated:
@@ -100,7 +103,7 @@ def read_seeds(
     if spec.seed_map:  # the task's own [seeds] map; --map wins field by field
         mapping = {**dict(spec.seed_map), **dict(mapping or {})}
     plan = _plan(paths, fmt, mapping)
-    fields = seed_fields(task) if any(FORMATS[n].task == ANY_TASK for _, n, _ in plan) else ()
+    fields = spec.seed_fields if any(FORMATS[n].task == ANY_TASK for _, n, _ in plan) else ()
     for path, name, seen in plan:
         _check_task(path, name, task, given=fmt is not None)
         if FORMATS[name].task == ANY_TASK:
@@ -128,13 +131,6 @@ def formats_by_task(
         task = FORMATS[name].task or _task_of_table(path, seen)
         groups.setdefault(task, []).append((path, name))
     return groups
-
-
-def seed_fields(task: str) -> tuple[str, ...]:
-    """The seed fields of ``task``: what a table's columns must give."""
-    from ..tasks import get_task
-
-    return tuple(get_task(task).seed_fields)
 
 
 def task_of_format(name: str) -> str:
@@ -281,11 +277,9 @@ def _check_table(
 
 
 def _task_of_table(path: str, seen: str | None) -> str:
-    from ..tasks import TASK_NAMES
-
     for task in TASK_NAMES:
         try:
-            table.check_table(path, task, seed_fields(task), None)
+            table.check_table(path, task, builtin_task(task).seed_fields, None)
         except InputError:
             continue
         return task

@@ -20,11 +20,13 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from ..errors import RunStopping
 from ..llm.calls import CallFailure
-from ..prompts import Template, load_template
+from ..prompts import Template
 from ..records import Candidate, ChatRequest, ChatResult, Judgement, Rejected, Sample, Seed
 from ..reply_contract import choice_contract
 from ..store.rows import FilterDecisionRow
-from ..tasks.base import normalise
+from ..tasks.base import TaskSpec, normalise
+from ..tasks.steps import lay_out_candidates, read_choice
+from ..tasks.templates import task_template
 from .context import GenContext
 
 __all__ = ["AGAIN_TEMPLATE", "MIN_FILTER_TOKENS", "decide", "run_filter_stage"]
@@ -90,7 +92,7 @@ async def _judge(
     task = ctx.tasks[seed.task]
     template = task.filter_template
     texts = [c.text for c in shown]
-    values = task.spec.filter_values(seed.fields, texts)
+    values = lay_out_candidates(task.spec, seed.fields, texts)
     request = ChatRequest(
         model=ctx.model,
         messages=template.render(values),
@@ -137,7 +139,7 @@ async def _judge(
             return Rejected(
                 seed, "filter", "judge_content_filter", "", tuple(candidates), judgement
             )
-        position = task.spec.parse_choice(result.text, texts)
+        position = read_choice(result.text, texts)
         if position is not None:
             chosen = shown[position - 1]
             method = "judge" if attempt == 1 else "judge_again"
@@ -157,7 +159,7 @@ async def _judge(
             break
         # the reply names no candidate: ask once more, stricter, in the same conversation
         first_reply = result.text
-        again = _again_template(ctx, seed.task)
+        again = _again_template(ctx, task.spec)
         request = dataclasses.replace(
             request,
             messages=(
@@ -190,8 +192,8 @@ async def _judge(
     return Rejected(seed, "filter", "judge_unparseable", detail, tuple(candidates), judgement)
 
 
-def _again_template(ctx: GenContext, task: str) -> Template:
-    return load_template(task, AGAIN_TEMPLATE, getattr(ctx, "prompts_dir", None))
+def _again_template(ctx: GenContext, spec: TaskSpec) -> Template:
+    return task_template(spec, AGAIN_TEMPLATE, getattr(ctx, "prompts_dir", None))
 
 
 def _sample(ctx: GenContext, seed: Seed, chosen: Candidate, judgement: Judgement) -> Sample:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..records import BadRecord, Seed
+from ..tasks.steps import lay_out_candidates
 from ..tokens import TokenCounter
 from .context import LoadedTask
 
@@ -35,7 +36,7 @@ def _largest_prompt(
     sizes = [t.estimate_tokens(fields, counter) for t in task.sample_templates]
     # the filter shows every candidate: assume each as long as the right answer
     right = fields.get(task.spec.right_field, "")
-    values = task.spec.filter_values(fields, [right] * len(task.sample_templates))
+    values = lay_out_candidates(task.spec, fields, [right] * len(task.sample_templates))
     sizes.append(task.filter_template.estimate_tokens(values, counter) + answer_tokens)
     return max(sizes)
 

@@ -12,6 +12,7 @@ from ..llm.calls import CallFailure
 from ..records import Candidate, ChatRequest, Seed
 from ..store.rows import CandidateRow
 from ..tasks.base import TaskSpec
+from ..tasks.steps import check, read_reply
 from .context import GenContext, LoadedTask
 
 __all__ = ["run_sample_stage", "sample_seed"]
@@ -153,7 +154,7 @@ def _candidate_from_reply(
 ) -> Candidate:
     if finish == "content_filter":
         return Candidate(**base, text="", pattern="", status="content_filter", raw=text)
-    parsed = spec.parse_candidate(text)
+    parsed = read_reply(spec, text)
     if parsed.problem and finish == "length":  # cut off before its answer: not malformed
         return Candidate(
             **base,
@@ -179,7 +180,7 @@ def _candidate_from_reply(
             raw=text,
         )
     # equality with the right text, containment, form and length: the task's guards
-    problem = spec.check_candidate(seed.fields, answer)
+    problem = check(spec, seed.fields, answer)
     return Candidate(**base, text=answer, pattern=parsed.pattern, status=problem or "ok", raw=text)
 
 
@@ -188,7 +189,7 @@ def _recheck(spec: TaskSpec, seed: Seed, cand: Candidate) -> Candidate:
     existed must not turn its candidates into data unchecked)."""
     if not cand.ok:
         return cand
-    problem = spec.check_candidate(seed.fields, cand.text)
+    problem = check(spec, seed.fields, cand.text)
     return replace(cand, status=problem) if problem else cand
 
 

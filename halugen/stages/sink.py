@@ -5,8 +5,8 @@ from __future__ import annotations
 from anyio.abc import ObjectReceiveStream
 
 from ..records import Rejected, Sample
+from ..store.columns import extra_fields
 from ..store.rows import SampleRow, SeedOutcomeRow
-from ..tasks.columns import extra_fields
 from .context import GenContext
 
 __all__ = ["run_sink", "sample_row"]

@@ -48,6 +48,7 @@ from ..store.label_checks import unchecked_samples
 from ..store.rows import LabelCheckRow
 from ..tasks.base import TaskSpec
 from ..tasks.template_fields import VERIFY_TEMPLATE, VERIFY_TEXT
+from ..tasks.templates import task_template
 from .context import GenContext
 
 __all__ = [
@@ -122,7 +123,7 @@ def verify_templates(
     notes: list[str] = []
     for spec in specs:
         try:
-            templates[spec.name] = spec.template(VERIFY_TEMPLATE, prompts_dir)
+            templates[spec.name] = task_template(spec, VERIFY_TEMPLATE, prompts_dir)
         except ConfigError:
             notes.append(
                 f"verify: task {spec.name} has no prompts/{VERIFY_TEMPLATE}.txt, so its "

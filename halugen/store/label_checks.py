@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ..tasks.columns import field_columns
+from .columns import field_columns
 from .db import Store
 
 __all__ = [

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from ..prompts import Template
-    from .checks import Check
+from ..prompts import Template
 
 __all__ = [
+    "Check",
     "ParsedCandidate",
     "TaskSpec",
     "content_words",
@@ -30,6 +29,14 @@ __all__ = [
     "normalise",
     "parse_choice",
 ]
+
+
+class Check(Protocol):
+    """``guard(right, candidate, knowledge)``: "" when the candidate passes, else why not
+    (``knowledge``: the seed's knowledge side, "" when the task has none); the guards are
+    in ``checks``."""
+
+    def __call__(self, right: str, candidate: str, knowledge: str = "") -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +67,8 @@ PATTERN_LABELS = ("Pattern", "Hallucination pattern", "Pattern used")
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """One task, declared. The methods are the shared steps (``steps``) with its settings."""
+    """One task, declared: what its ``task.toml`` and templates say. The steps that use it
+    (reading a reply, laying out the filter, checking a candidate) are ``steps``'s."""
 
     name: str  # "qa"
     seed_fields: tuple[str, ...]  # fields every seed must have, HaluEval's names
@@ -137,60 +145,6 @@ class TaskSpec:
         """What ``pattern`` means, as the task declares it."""
         return dict(zip(self.patterns, self.definitions, strict=False)).get(pattern, "")
 
-    def template(self, stem: str, directory: Path | None = None) -> Template:
-        """The template ``prompts/<stem>.txt``; ``directory/<task>/<stem>.txt`` wins when
-        that file exists (``--prompts DIR``)."""
-        from ..prompts import load_template_file
-
-        if directory is not None and (directory / self.name / f"{stem}.txt").is_file():
-            return load_template_file(f"{self.name}/{stem}", directory / self.name / f"{stem}.txt")
-        for name, template in self.templates:
-            if name == stem:
-                return template
-        # a template the declaration does not name (a newer step's, e.g. a re-ask): the
-        # folder's prompts/ were read whole
-        for path, text in self.sources:
-            if path == f"prompts/{stem}.txt":
-                return _parsed(f"{self.name}/{stem}", text)
-        from ..errors import ConfigError
-
-        where = self.folder / "prompts" if self.folder else f"the {self.name} task"
-        raise ConfigError(f"prompt template {where}/{stem}.txt not found")
-
-    # -- the shared steps, with this task's settings --------------------------------------
-
-    def parse_candidate(self, text: str) -> ParsedCandidate:
-        """A sampling reply -> (text, pattern, problem); see ``steps.read_reply``."""
-        from .steps import read_reply
-
-        return read_reply(self, text)
-
-    def filter_values(self, fields: Mapping[str, str], answers: Sequence[str]) -> dict[str, str]:
-        """Values of the filter template; the right text is never among them."""
-        from .steps import lay_out_candidates
-
-        return lay_out_candidates(self, fields, answers)
-
-    def parse_choice(self, text: str, answers: Sequence[str]) -> int | None:
-        """The judge's pick (1-based) among ``answers`` in shown order by the reply contract
-        (``Choice: n``), or None (unsure); see ``steps.read_choice``."""
-        from .steps import read_choice
-
-        return read_choice(text, answers)
-
-    def parse_choice_lenient(self, text: str, answers: Sequence[str]) -> int | None:
-        """The pick interpreted from prose, labels and candidate texts, or None; for replies
-        collected elsewhere (``steps.read_choice_lenient``), never the filter's reading."""
-        from .steps import read_choice_lenient
-
-        return read_choice_lenient(self, text, answers)
-
-    def check_candidate(self, fields: Mapping[str, str], text: str) -> str:
-        """ "" for a candidate that may become data, else the reason it may not."""
-        from .steps import check
-
-        return check(self, fields, text)
-
     # -- compiled once per spec ------------------------------------------------------------
 
     @cached_property
@@ -233,13 +187,6 @@ class TaskSpec:
             return "unstated"
         index = int(next(k for k, v in m.groupdict().items() if v is not None)[1:])
         return self.pattern_words[index][1]
-
-
-@lru_cache(maxsize=64)
-def _parsed(name: str, text: str) -> Template:
-    from ..prompts import parse_template
-
-    return parse_template(name, text)
 
 
 def normalise(text: str) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from .base import normalise
 from .form_guards import Casing, FinalPunctuation, KnowledgeOverlap
@@ -23,7 +22,6 @@ from .form_guards import Casing, FinalPunctuation, KnowledgeOverlap
 __all__ = [
     "GUARDS",
     "Casing",
-    "Check",
     "ContainsRight",
     "FinalPunctuation",
     "KnowledgeOverlap",
@@ -34,13 +32,6 @@ __all__ = [
     "contains_span",
     "length_class",
 ]
-
-
-class Check(Protocol):
-    """``guard(right, candidate, knowledge)``: "" when the candidate passes, else why not
-    (``knowledge``: the seed's knowledge side, "" when the task has none)."""
-
-    def __call__(self, right: str, candidate: str, knowledge: str = "") -> str: ...
 
 
 def contains_span(longer: str, shorter: str) -> bool:

@@ -9,7 +9,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .checks import GUARDS, Check
+from .base import Check
+from .checks import GUARDS
 from .schema import kind_of
 
 __all__ = ["read_guards"]

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from ..errors import UsageError
-from . import BUILTIN_TASKS, TASK_NAMES, builtin_folder, get_task
+from . import BUILTIN_TASKS, TASK_NAMES, builtin_folder, builtin_task
 from .problems import PROMPTS, TASK_FILE
 from .schema import TASK_NAME
 from .template_fields import spec_template_fields
@@ -60,7 +60,7 @@ def new_folder(name: str, like: str, out: Path | None = None) -> Path:
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise UsageError(f"{folder} exists and is not an empty folder: choose another --out")
     source = builtin_folder(like)
-    spec = get_task(like)
+    spec = builtin_task(like)
     toml = (source / TASK_FILE).read_text(encoding="utf-8")
     toml = re.sub(r'(?m)^name = "[^"]*"', f'name = "{name}"', toml, count=1)
     toml = re.sub(r'(?m)^title = "[^"]*"', f'title = "{name}"', toml, count=1)

@@ -1,9 +1,9 @@
 """A store remembers the task folders its runs used, so it can be read without them.
 
 A run of a user's task folder keeps the folder's files (``task.toml`` and its templates)
-in the store's ``task_folders`` table. ``recall`` reads them back into the registry for
-the names ``get_task`` does not know yet, so ``halugen export`` or ``audit`` of a store
-finds every task in it without ``--task PATH``, even after the folder moved.
+in the store's ``task_folders`` table. ``recall`` reads them back into a ``TaskCatalog``
+for the names it does not hold yet, so ``halugen export`` or ``audit`` of a store finds
+every task in it without ``--task PATH``, even after the folder moved.
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ from typing import Any
 import orjson
 
 from ..errors import UsageError
+from ..store.db import open_store
 from ..store.rows import TaskFolderRow
-from . import BUILTIN_TASKS, get_task, is_task_path, known_tasks, register
+from . import BUILTIN_TASKS, is_task_path
 from .base import TaskSpec
+from .catalog import TaskCatalog, read_task
 from .declaration import spec_from_files
 
-__all__ = ["get_task_or_stored", "recall", "remember"]
+__all__ = ["read_task_or_stored", "recall", "remember", "stored_catalog"]
 
 
 def remember(store: Any, spec: TaskSpec) -> None:
@@ -37,17 +39,18 @@ def remember(store: Any, spec: TaskSpec) -> None:
         store.writer.put([TaskFolderRow(spec.name, folder, digest, files_json)])
 
 
-def recall(store: Any) -> tuple[str, ...]:
-    """Register the task folders ``store`` keeps whose names are not known yet (the newest
-    version of each); returns their names. A copy that no longer reads is left out."""
+def recall(store: Any, catalog: TaskCatalog | None = None) -> TaskCatalog:
+    """``catalog`` (default: the built-in tasks) with the task folders ``store`` keeps whose
+    names it does not hold (the newest version of each). A copy that no longer reads is left
+    out."""
+    catalog = TaskCatalog() if catalog is None else catalog
     rows = store.query(
         "SELECT task, folder, files_json FROM task_folders "
         "QUALIFY row_number() OVER (PARTITION BY task ORDER BY created_at DESC) = 1"
     )
-    known = set(known_tasks())
-    out = []
+    found = []
     for task, folder, files_json in rows:
-        if task in known:
+        if task in catalog:
             continue
         spec, _ = spec_from_files(
             orjson.loads(files_json),
@@ -55,21 +58,26 @@ def recall(store: Any) -> tuple[str, ...]:
             reserved=BUILTIN_TASKS,
         )
         if spec is not None:
-            register(spec)
-            out.append(task)
-    return tuple(out)
+            found.append(spec)
+    return catalog.with_tasks(found)
 
 
-def get_task_or_stored(name_or_path: str, db: Path) -> TaskSpec:
-    """``get_task``; a name it does not know is looked for among the task folders the store
-    at ``db`` keeps (``halugen eval --task rag`` after ``halugen run --task ./rag``)."""
-    try:
-        return get_task(name_or_path)
-    except UsageError:
-        if is_task_path(name_or_path) or not db.is_file():
-            raise
-    from ..store.db import open_store
-
+def stored_catalog(db: Path, catalog: TaskCatalog | None = None) -> TaskCatalog:
+    """``recall`` of the store at ``db``; ``catalog`` as it is when there is no store there."""
+    catalog = TaskCatalog() if catalog is None else catalog
+    if not db.is_file():
+        return catalog
     with open_store(db, read_only=True) as store:
-        recall(store)
-    return get_task(name_or_path)
+        return recall(store, catalog)
+
+
+def read_task_or_stored(text: str, db: Path, catalog: TaskCatalog | None = None) -> TaskSpec:
+    """``catalog.read_task``; a name it does not know is looked for among the task folders
+    the store at ``db`` keeps (``halugen eval --task rag`` after ``halugen run --task ./rag``)."""
+    catalog = TaskCatalog() if catalog is None else catalog
+    try:
+        return read_task(text, catalog)
+    except UsageError:
+        if is_task_path(text) or not db.is_file():
+            raise
+    return stored_catalog(db, catalog)[text]

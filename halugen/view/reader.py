@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from ..errors import HalugenError
 from ..store.db import Store, open_store
+from ..tasks.catalog import TaskCatalog
 
 __all__ = ["KEEP_SECONDS", "StoreReader"]
 
@@ -40,6 +41,8 @@ class StoreReader:
         self._timer: threading.Timer | None = None
         self._generation = 0  # which read a timer belongs to; a later read outdates it
         self._recalled = False
+        # the tasks the store's rows name: the built-in ones and the folders it keeps
+        self.tasks = TaskCatalog()
 
     def read(self, fn: Callable[[Store], T]) -> tuple[T, bool]:
         """(``fn(store)``, whether a running process answered it rather than the file)."""
@@ -92,5 +95,5 @@ class StoreReader:
         from ..tasks.stored import recall
 
         with contextlib.suppress(HalugenError):
-            recall(store)
+            self.tasks = recall(store)
         self._recalled = True

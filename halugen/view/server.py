@@ -203,8 +203,10 @@ async def _seed(request: web.Request) -> web.Response:
     if not (run and task and key):
         raise _BadQuery("a seed is named by run, task and key")
 
+    reader = request.app[STATE].reader
+
     def read(store: Store) -> dict[str, Any] | None:
         raw = view_seed(store, run, task, key)
-        return None if raw is None else seed_story(raw)
+        return None if raw is None else seed_story(raw, reader.tasks)
 
     return await _read(request, read)

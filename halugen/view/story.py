@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import UsageError
+from ..tasks.catalog import TaskCatalog
 from .worddiff import word_diff
 
 __all__ = ["seed_story", "text_fields"]
@@ -29,13 +29,13 @@ _UNUSABLE = {
 }
 
 
-def text_fields(task: str, fields: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    """(right field, hallucinated field) of ``task``; None where neither rule finds one."""
-    from ..tasks import get_task
-
-    try:
-        spec = get_task(task)
-    except UsageError:
+def text_fields(
+    task: str, fields: Mapping[str, Any], tasks: TaskCatalog | None = None
+) -> tuple[str | None, str | None]:
+    """(right field, hallucinated field) of ``task``, as ``tasks`` (default: the built-in
+    tasks) declares it; else found by name, None where neither rule finds one."""
+    spec = (TaskCatalog() if tasks is None else tasks).get(task)
+    if spec is None:
         right = next((k for k in fields if k.startswith("right_")), None)
         hallucinated = next((k for k in fields if k.startswith("hallucinated_")), None)
         return right, hallucinated
@@ -81,13 +81,14 @@ def _why(
     return "filter", f"the filter's judge chose candidate {chosen + 1} instead"
 
 
-def seed_story(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The page's JSON for one seed (``view_seed``'s answer)."""
+def seed_story(raw: Mapping[str, Any], tasks: TaskCatalog | None = None) -> dict[str, Any]:
+    """The page's JSON for one seed (``view_seed``'s answer); ``tasks`` declares the tasks
+    the store's rows name (default: the built-in ones)."""
     seed = dict(raw["seed"])
     record = orjson.loads(seed.pop("fields_json") or "{}")
     sample = raw["sample"]
     fields = _sample_fields(sample) if sample else {}
-    right_field, hallucinated_field = text_fields(seed["task"], {**record, **fields})
+    right_field, hallucinated_field = text_fields(seed["task"], {**record, **fields}, tasks)
     right = fields.get(right_field) if right_field else None
     if right is None and right_field:
         right = record.get(right_field)

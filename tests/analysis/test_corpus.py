@@ -12,6 +12,7 @@ from halugen.errors import UsageError
 from halugen.records import fingerprint
 from halugen.store.db import open_store
 from halugen.store.rows import TABLE_COLUMNS, AnnotationItemRow, JudgementRow, SampleRow
+from tests.task_specs import task_spec
 
 QA_FIELDS = ("knowledge", "question", "right_answer", "hallucinated_answer")
 
@@ -112,7 +113,7 @@ def store(tmp_path):
 
 
 def test_qa_documents_and_failures(store):
-    documents, failed = documents_for(store.conn, "qa", eval_run="ev1")
+    documents, failed = documents_for(store.conn, task_spec("qa"), eval_run="ev1")
     assert documents == [
         "The comet Vela0 orbits the sun every 0 years.\nHow often does Vela0 pass?",
         *(
@@ -124,7 +125,7 @@ def test_qa_documents_and_failures(store):
 
 
 def test_generation_run_filter_and_store_object(store):
-    documents, failed = documents_for(store, "qa", eval_run="ev1", gen_run="gen2")
+    documents, failed = documents_for(store, task_spec("qa"), eval_run="ev1", gen_run="gen2")
     assert len(documents) == 2 and "Vela0" in documents[0] and "Vela9" in documents[1]
     assert failed == [True, False]
 
@@ -139,29 +140,29 @@ def test_latest_eval_run_is_the_default(store):
         [key, datetime(2999, 1, 1)],
     )
     assert latest_eval_run(store.conn, "qa") == "ev2"
-    _, failed = documents_for(store.conn, "qa")
+    _, failed = documents_for(store.conn, task_spec("qa"))
     assert failed == [False, True, False, False, False]
-    _, failed = documents_for(store.conn, "qa", eval_run="ev1")
+    _, failed = documents_for(store.conn, task_spec("qa"), eval_run="ev1")
     assert failed[0] is True
 
 
 def test_no_eval_run_means_no_flags(store):
-    documents, failed = documents_for(store.conn, "dialogue")
+    documents, failed = documents_for(store.conn, task_spec("dialogue"))
     assert documents == ["Inception is by Nolan\n[Human]: Who made Inception?"]
     assert failed is None
 
 
 def test_summaries_are_the_documents(store):
-    documents, failed = documents_for(store.conn, "summarization")
+    documents, failed = documents_for(store.conn, task_spec("summarization"))
     assert documents == ["Rain fell on the harbour town.", "Only this one."]
     assert failed is None
 
 
 def test_eval_run_errors(store):
     with pytest.raises(UsageError, match="no qa judgements"):
-        documents_for(store.conn, "qa", eval_run="nope")
+        documents_for(store.conn, task_spec("qa"), eval_run="nope")
     with pytest.raises(UsageError, match="unknown task"):
-        documents_for(store.conn, "poetry")
+        documents_for(store.conn, task_spec("poetry"))
     # an eval run of HaluEval files judged items that are not samples in this store
     store.conn.execute(
         "INSERT INTO judgements VALUES ('files', 'dialogue', 'zz', 'f.json:1', 'plain', 'm', "
@@ -169,8 +170,10 @@ def test_eval_run_errors(store):
         [datetime(2000, 1, 1)],
     )
     with pytest.raises(UsageError, match="judged none"):
-        documents_for(store.conn, "dialogue", eval_run="files")
-    documents, failed = documents_for(store.conn, "dialogue")  # chosen, not named: no flags
+        documents_for(store.conn, task_spec("dialogue"), eval_run="files")
+    documents, failed = documents_for(
+        store.conn, task_spec("dialogue")
+    )  # chosen, not named: no flags
     assert len(documents) == 1 and failed is None
 
 
@@ -193,20 +196,20 @@ def test_general_items_and_failures(store):
     ]
     store.writer.put(rows)
     store.writer.flush_blocking()
-    documents, failed = documents_for(store.conn, "general", eval_run="ev3")
+    documents, failed = documents_for(store.conn, task_spec("general"), eval_run="ev3")
     assert documents == [
         "Who wrote Emma?\nJane Austen.",
         "What is a quasar?\nA quasar is a kind of fish.",
         "Name a moon of Mars.\nPhobos.",
     ]
     assert failed == [False, True, False]
-    documents, _ = documents_for(store.conn, "general", gen_run="pre1")
+    documents, _ = documents_for(store.conn, task_spec("general"), gen_run="pre1")
     assert len(documents) == 2
 
 
 def test_item_keys_match_the_eval_run(store):
     items = pytest.importorskip("halugen.evaluate.items")
-    expected = {item.key for item in items.items_from_store(store, "qa")}
+    expected = {item.key for item in items.items_from_store(store, task_spec("qa"))}
     assert expected == {qa_key(qa_fields(i)) for i in (0, 1, 2, 3, 9)}
 
 

@@ -11,6 +11,7 @@ from halugen.audit import audit_items, examples_of, items_from_file, length_only
 from halugen.audit.classifiers import answer_only, folds_of, ratio_interval, score
 from halugen.audit.items import Item
 from halugen.errors import InputError, UsageError
+from tests.task_specs import task_spec
 
 from . import fixtures
 
@@ -209,7 +210,7 @@ def test_dialogue_and_summarization_files_are_read_with_their_fields(tmp_path) -
         "D.",
     )
     with pytest.raises(InputError, match="missing right_answer"):
-        list(items_from_file(str(summary), "qa"))
+        list(items_from_file(str(summary), task_spec("qa")))
 
 
 def test_balance_refuses_unpaired_items() -> None:

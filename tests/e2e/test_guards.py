@@ -16,8 +16,8 @@ from halugen.simulate import SimConfig, Simulator
 from halugen.stages.context import GenContext, LoadedTask
 from halugen.stages.sample import sample_seed
 from halugen.store.rows import table_of
-from halugen.tasks import get_task
 from tests.e2e.test_generate import config, query
+from tests.task_specs import task_spec
 
 RIGHT = re.compile(r"^Right answer: (.*)$", re.MULTILINE)
 
@@ -77,7 +77,7 @@ class _Writer:
 
 
 def test_a_resumed_candidate_is_checked_again_under_todays_guards() -> None:
-    spec = get_task("qa")
+    spec = task_spec("qa")
     fields = {"knowledge": "K", "question": "When?", "right_answer": "1865"}
     seed = Seed(task="qa", fields=fields, seed_id="s1")
     # stored by an older session, before containment was a guard: status "ok"

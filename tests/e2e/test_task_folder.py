@@ -139,17 +139,14 @@ def test_a_task_folder_runs_end_to_end(simulator, tmp_path, monkeypatch, capsys)
     (measures,) = query(db, "SELECT count(DISTINCT measure) FROM audit_results")[0]
     assert measures >= 3
 
-    # every export, in a process that has never read the folder: the store keeps it
-    from halugen import tasks
-
-    monkeypatch.setattr(tasks, "_REGISTERED", {})
+    # every export, as a process that has never read the folder: the store keeps it
+    # (nothing remembers a task between commands)
     # the report names the task as its task.toml does, read back from the store
     assert cli("report", "--db", str(db), "--format", "markdown") == 0
     report = capsys.readouterr().out
     assert "| Model | Strategy | QA | Dialogue | Summarization | General | Glossary |" in report
     assert "### Glossary: details" in report
     assert "Glossary: Definitions of terms: a term, its field, the right definition" in report
-    monkeypatch.setattr(tasks, "_REGISTERED", {})
     for fmt in ("halueval", "jsonl", "parquet", "csv", "lm-eval", "inspect"):
         assert cli("export", "--format", fmt, "--out", f"out-{fmt}/", "--db", str(db)) == 0, fmt
     halueval = records("out-halueval/glossary_data.json")
@@ -204,9 +201,6 @@ def test_editing_a_template_pays_only_for_the_calls_it_changes(simulator, tmp_pa
     before = sim.stats()["requests"]
     pick = folder / "prompts" / "pick.txt"
     pick.write_text(pick.read_text().replace("or the one that comes closest", "or the nearest"))
-    from halugen import tasks
-
-    tasks._REGISTERED.pop("glossary", None)
     second = anyio.run(
         lambda: generate(config(tmp_path / "h.duckdb", folder, base_url=sim.base_url))
     )

@@ -10,6 +10,7 @@ import pytest
 from halugen.audit.items import items_from_file
 from halugen.errors import InputError
 from halugen.evaluate.items import halueval_task, items_from_files, read_halueval
+from tests.task_specs import task_spec
 
 
 def _qa(path: Path) -> Path:
@@ -41,7 +42,7 @@ def test_eval_and_audit_read_the_same_records(tmp_path: Path) -> None:
     ]
     assert records[0].raw == path.read_bytes().splitlines()[0]  # the line, byte for byte
     audited = list(items_from_file(str(path)))
-    judged = list(items_from_files([str(path)], "qa"))
+    judged = list(items_from_files([str(path)], task_spec("qa")))
     assert [i.item_id for i in audited] == [i.item_id for i in judged] == ["qa_data.json:1", "q-2"]
     # each side takes what it needs: the audit the texts as given, eval with spaces folded
     assert (audited[0].right, audited[0].hallucinated) == ("Serin\n", "the  Varnel")
@@ -57,7 +58,10 @@ def test_general_records_carry_their_label(tmp_path: Path) -> None:
     ]
     path.write_text("".join(json.dumps(x) + "\n" for x in rows))
     assert [r.label for r in read_halueval(str(path))] == [True, False]
-    assert [i.human_label for i in items_from_files([str(path)], "general")] == [True, False]
+    assert [i.human_label for i in items_from_files([str(path)], task_spec("general"))] == [
+        True,
+        False,
+    ]
     assert [i.label for i in items_from_file(str(path))] == [True, False]
 
 
@@ -79,9 +83,9 @@ def test_a_bad_file_gives_the_same_error_to_both(tmp_path: Path, content: str, m
     path.write_text(content)
     task = "general" if "user_query" in content else "qa"
     with pytest.raises(InputError, match=message):
-        list(items_from_file(str(path), task))
+        list(items_from_file(str(path), task_spec(task)))
     with pytest.raises(InputError, match=message):
-        list(items_from_files([str(path)], task))
+        list(items_from_files([str(path)], task_spec(task)))
 
 
 def test_the_task_is_told_by_the_fields() -> None:
@@ -105,4 +109,4 @@ def test_cr_only_line_endings_are_lines(tmp_path) -> None:
         for i in range(6)
     ]  # fmt: skip
     path.write_bytes(b"".join(orjson.dumps(r) + b"\r" for r in records))
-    assert len(list(read_halueval(str(path), "qa"))) == 6
+    assert len(list(read_halueval(str(path), task_spec("qa")))) == 6

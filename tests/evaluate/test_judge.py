@@ -21,8 +21,9 @@ from halugen.evaluate.judge import (
 )
 from halugen.evaluate.verdicts import parse_contrast, parse_verdict
 from halugen.records import ChatRequest
-from halugen.tasks import builtin_folder, get_task
+from halugen.tasks import builtin_folder
 from halugen.tasks.schema import STRATEGIES
+from tests.task_specs import task_spec
 
 ITEMS = {
     "qa": EvalItem(
@@ -86,21 +87,21 @@ VERDICT_FORMAT = "Reply format:\nVerdict: <Yes or No>"
 COT_FORMAT = "Reply format:\nReasoning: <your reasoning, step by step>\nVerdict: <Yes or No>"
 CONTRAST_FORMAT = "Reply format:\nChoice: <1 or 2, the one that contains hallucination>"
 PATTERNS = {
-    "qa": get_task("qa").patterns,
-    "dialogue": get_task("dialogue").patterns,
-    "summarization": get_task("summarization").patterns,
+    "qa": task_spec("qa").patterns,
+    "dialogue": task_spec("dialogue").patterns,
+    "summarization": task_spec("summarization").patterns,
     "general": ("unverifiable", "non-factual", "irrelevant"),
 }
-CASES = [(t, s) for t in JUDGE_TASKS for s in strategies_for(t)]
+CASES = [(t, s) for t in JUDGE_TASKS for s in strategies_for(task_spec(t))]
 
 
 def _render(task: str, strategy: str, which: int = 1) -> tuple[dict[str, str], ...]:
     item = ITEMS[task]
-    right, hallucinated = shown_texts(item)
+    right, hallucinated = shown_texts(task_spec(item.task), item)
     values = judge_values(
-        task, strategy, item, (right, hallucinated)[which], order=(hallucinated, right)
+        task_spec(task), strategy, item, (right, hallucinated)[which], order=(hallucinated, right)
     )
-    return judge_template(task, strategy).render(values)
+    return judge_template(task_spec(task), strategy).render(values)
 
 
 def _labels(text: str, label: str) -> list[str]:
@@ -109,14 +110,14 @@ def _labels(text: str, label: str) -> list[str]:
 
 def test_which_strategies_and_templates_apply() -> None:
     assert STRATEGIES == ("plain", "knowledge", "cot", "contrast")
-    assert strategies_for("general") == ("plain", "cot")
-    assert template_name("qa", "plain") == "judge_plain"
-    assert template_name("dialogue", "contrast") == "judge_contrast"
+    assert strategies_for(task_spec("general")) == ("plain", "cot")
+    assert template_name(task_spec("qa"), "plain") == "judge_plain"
+    assert template_name(task_spec("dialogue"), "contrast") == "judge_contrast"
     # summarization's document is in every prompt: "knowledge" would run plain under its
     # name, so it is refused with the strategies the task has
     with pytest.raises(UsageError, match="plain, cot, contrast"):
-        template_name("summarization", "knowledge")
-    assert strategies_for("summarization") == ("plain", "cot", "contrast")
+        template_name(task_spec("summarization"), "knowledge")
+    assert strategies_for(task_spec("summarization")) == ("plain", "cot", "contrast")
     for task, strategy in (
         ("summarization", "knowledge"),
         ("general", "knowledge"),
@@ -125,13 +126,13 @@ def test_which_strategies_and_templates_apply() -> None:
         ("poetry", "plain"),
     ):
         with pytest.raises(UsageError):
-            template_name(task, strategy)
+            template_name(task_spec(task), strategy)
 
 
 def test_every_applicable_template_file_exists_and_no_stray_ones() -> None:
     root = builtin_folder("qa").parent
-    expected = {f"{t}/{template_name(t, s)}.txt" for t, s in CASES}
-    expected |= {f"{t}/{again_template_name(t, s)}.txt" for t, s in CASES}
+    expected = {f"{t}/{template_name(task_spec(t), s)}.txt" for t, s in CASES}
+    expected |= {f"{t}/{again_template_name(task_spec(t), s)}.txt" for t, s in CASES}
     found = {f"{p.parent.parent.name}/{p.name}" for p in root.glob("*/prompts/judge_*.txt")}
     assert found == expected
 
@@ -163,8 +164,8 @@ def test_template_renders_fully_and_ends_with_its_reply_format(task: str, strate
 @pytest.mark.parametrize(("task", "strategy"), CASES)
 def test_template_fields_are_exactly_what_judge_values_gives(task: str, strategy: str) -> None:
     item = ITEMS[task]
-    values = judge_values(task, strategy, item, "x", order=("a", "b"))
-    assert judge_template(task, strategy).fields == set(values)
+    values = judge_values(task_spec(task), strategy, item, "x", order=("a", "b"))
+    assert judge_template(task_spec(task), strategy).fields == set(values)
     # the judge never sees which text is right
     for key in values:
         assert not key.startswith(("right_", "hallucinated_")) and key != "hallucination"
@@ -172,34 +173,44 @@ def test_template_fields_are_exactly_what_judge_values_gives(task: str, strategy
 
 def test_values_fill_the_shown_text_stripped_and_knowledge_only_when_asked() -> None:
     item = ITEMS["summarization"]
-    right, _ = shown_texts(item)
+    right, _ = shown_texts(task_spec(item.task), item)
     assert right == "Orby opened a school for 120 pupils on Monday."  # no trailing newline
-    values = judge_values("summarization", "plain", item, item.fields["right_summary"])
+    values = judge_values(task_spec("summarization"), "plain", item, item.fields["right_summary"])
     assert values == {"document": item.fields["document"], "summary": right}
     with pytest.raises(UsageError, match="does not apply"):
-        judge_values("summarization", "knowledge", item, right)
+        judge_values(task_spec("summarization"), "knowledge", item, right)
     qa_item = ITEMS["qa"]
-    plain = judge_values("qa", "plain", qa_item, "1894")
+    plain = judge_values(task_spec("qa"), "plain", qa_item, "1894")
     assert plain == {"question": qa_item.fields["question"], "answer": "1894"}
-    knowledge = judge_values("qa", "knowledge", qa_item, "1894")
+    knowledge = judge_values(task_spec("qa"), "knowledge", qa_item, "1894")
     assert knowledge == {**plain, "knowledge": qa_item.fields["knowledge"]}
-    contrast = judge_values("qa", "contrast", qa_item, "ignored", order=(" 1901 ", "1894"))
+    contrast = judge_values(
+        task_spec("qa"), "contrast", qa_item, "ignored", order=(" 1901 ", "1894")
+    )
     assert contrast == {
         "question": qa_item.fields["question"],
         "answer_1": "1901",
         "answer_2": "1894",
     }
     with pytest.raises(UsageError, match="contrast"):
-        judge_values("qa", "contrast", qa_item, "1894")
+        judge_values(task_spec("qa"), "contrast", qa_item, "1894")
     with pytest.raises(UsageError, match="knowledge"):
-        judge_values("qa", "knowledge", EvalItem("qa", "k", "i", {"question": "q"}), "a")
+        judge_values(task_spec("qa"), "knowledge", EvalItem("qa", "k", "i", {"question": "q"}), "a")
 
 
 def test_shown_texts_per_task() -> None:
-    assert shown_texts(ITEMS["qa"]) == ("1894", "It opened in 1901, after ten years of work.")
-    assert shown_texts(ITEMS["dialogue"])[1].endswith("Glass Rivers.")
+    assert shown_texts(task_spec(ITEMS["qa"].task), ITEMS["qa"]) == (
+        "1894",
+        "It opened in 1901, after ten years of work.",
+    )
+    assert shown_texts(task_spec(ITEMS["dialogue"].task), ITEMS["dialogue"])[1].endswith(
+        "Glass Rivers."
+    )
     # general: one response, judged against the human label
-    assert shown_texts(ITEMS["general"]) == ("Saturn has rings.", "Saturn has rings.")
+    assert shown_texts(task_spec(ITEMS["general"].task), ITEMS["general"]) == (
+        "Saturn has rings.",
+        "Saturn has rings.",
+    )
 
 
 def test_request_parameters() -> None:
@@ -269,7 +280,7 @@ HALUEVAL_FRAGMENTS = [
 
 @pytest.mark.parametrize(("task", "strategy"), CASES)
 def test_templates_do_not_reuse_halueval_text(task: str, strategy: str) -> None:
-    path = builtin_folder(task) / "prompts" / f"{template_name(task, strategy)}.txt"
+    path = builtin_folder(task) / "prompts" / f"{template_name(task_spec(task), strategy)}.txt"
     text = " ".join(path.read_text(encoding="utf-8").casefold().split())
     for fragment in HALUEVAL_FRAGMENTS:
         assert fragment not in text, fragment

@@ -13,6 +13,7 @@ from halugen.engine import load_tasks
 from halugen.records import Seed
 from halugen.stages.fit import fit_to_context
 from halugen.tokens import EXACT_LIMIT, TokenCounter, get_counter
+from tests.task_specs import task_spec
 from tests.test_tokens import SpyEncoding
 
 
@@ -40,7 +41,7 @@ def huge(n: int = 50 << 20) -> str:
 def test_a_50_mb_field_is_cut_to_fit(
     encoding: Any, task: str, fields: dict[str, Any], long_field: str
 ) -> None:
-    loaded = load_tasks((task,))[task]
+    loaded = load_tasks([task_spec(task)])[task]
     spy = SpyEncoding(encoding)
     counter = TokenCounter("cl100k_base", spy, exact=True)
     seed = Seed(task=task, fields={**fields, long_field: huge()}, seed_id="big")
@@ -62,7 +63,7 @@ def test_a_50_mb_field_is_cut_to_fit(
 
 
 def test_a_50_mb_field_that_is_not_the_long_one_is_skipped(encoding: Any) -> None:
-    loaded = load_tasks(("qa",))["qa"]
+    loaded = load_tasks([task_spec("qa")])["qa"]
     spy = SpyEncoding(encoding)
     counter = TokenCounter("cl100k_base", spy, exact=True)
     seed = Seed(
@@ -82,7 +83,7 @@ def test_a_50_mb_field_that_is_not_the_long_one_is_skipped(encoding: Any) -> Non
 
 
 def test_ordinary_truncation_still_keeps_nearly_all_it_can(encoding: Any) -> None:
-    loaded = load_tasks(("summarization",))["summarization"]
+    loaded = load_tasks([task_spec("summarization")])["summarization"]
     counter = TokenCounter("cl100k_base", encoding, exact=True)
     doc = "The council met again on Tuesday to discuss the bridge. " * 2_000  # ~24k tokens
     seed = Seed(

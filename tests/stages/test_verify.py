@@ -17,8 +17,9 @@ from halugen.reply_contract import VERDICT
 from halugen.simulate.verify import STATEMENT, supported, verify_prompt, verify_reply
 from halugen.stages.verify import Answer, Verifier, VerifyItem, outcome_of, verify_templates
 from halugen.stats import RunStats
-from halugen.tasks import get_task
+from halugen.tasks.templates import task_template
 from halugen.tokens import get_counter
+from tests.task_specs import task_spec
 
 RIGHT, HALLUCINATED = "Serin7", "the Baltic Sea"
 
@@ -50,7 +51,7 @@ def _demos(request: ChatRequest) -> int:
 
 
 def _check(replies: dict[str, list[str]]) -> tuple[Any, Scripted]:
-    spec = get_task("qa")
+    spec = task_spec("qa")
     templates, notes = verify_templates([spec])
     assert not notes
     calls = Scripted(replies)
@@ -137,7 +138,7 @@ def test_outcome_priority():
 
 
 def test_every_builtin_task_with_knowledge_has_a_verify_template_ending_with_the_record():
-    specs = [get_task(t) for t in ("qa", "dialogue", "summarization")]
+    specs = [task_spec(t) for t in ("qa", "dialogue", "summarization")]
     templates, notes = verify_templates(specs)
     assert not notes and set(templates) == {"qa", "dialogue", "summarization"}
     for spec in specs:
@@ -147,7 +148,7 @@ def test_every_builtin_task_with_knowledge_has_a_verify_template_ending_with_the
         assert role == "user" and segments[-1] == ("text",)  # the record last
         system = "".join(s for s in template.parts[0][1] if isinstance(s, str))
         assert '"Verdict: Yes"' in system and '"Verdict: No"' in system
-    _, missing = verify_templates([get_task("general")])
+    _, missing = verify_templates([task_spec("general")])
     assert missing and "not verified" in missing[0]
 
 
@@ -155,8 +156,8 @@ def test_every_builtin_task_with_knowledge_has_a_verify_template_ending_with_the
 
 
 def _prompt(statement: str) -> str:
-    spec = get_task("qa")
-    template = spec.template("verify")
+    spec = task_spec("qa")
+    template = task_template(spec, "verify")
     values = {
         "knowledge": "The Serin7 flows through Vallona7, a town in the hills.",
         "question": "Which river flows through Vallona7?",
@@ -222,7 +223,7 @@ def test_a_task_folders_verify_template_is_optional_and_never_shows_the_right_te
 
     from halugen.tasks.folder import check_folder
 
-    source = Path(get_task("qa").folder)
+    source = Path(task_spec("qa").folder)
     folder = tmp_path / "qa_copy"
     shutil.copytree(source, folder)
     (folder / "prompts" / "verify.txt").unlink()

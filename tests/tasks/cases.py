@@ -7,11 +7,11 @@ the task's guards, equality with the right text included.
 
 from __future__ import annotations
 
-from halugen.tasks import get_task
 from halugen.tasks.checks import LengthRatio
+from tests.task_specs import task_spec
 
 # the dialogue task's length bounds, as its task.toml declares them
-_RATIO = next(c for c in get_task("dialogue").checks if isinstance(c, LengthRatio))
+_RATIO = next(c for c in task_spec("dialogue").checks if isinstance(c, LengthRatio))
 MAX_LENGTH_RATIO, MIN_LENGTH_RATIO, LENGTH_SLACK = _RATIO.max_ratio, _RATIO.min_ratio, _RATIO.slack
 
 # -- qa ----------------------------------------------------------------------------------

@@ -9,9 +9,9 @@ import pytest
 from halugen.cachefit import APPROX_MARGIN, fit_lines, opening_fits
 from halugen.cli import main
 from halugen.prices import find_price
-from halugen.tasks import get_task
 from halugen.tasks.base import TaskSpec
 from halugen.tokens import TokenCounter, get_counter, load_encoding
+from tests.task_specs import task_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 FILLER = " tide"  # one cl100k token a time
@@ -42,7 +42,7 @@ def _folder(tmp_path: Path, opening: int, padding: int) -> Path:
 
 
 def _spec(folder: Path) -> TaskSpec:
-    return get_task(str(folder))
+    return task_spec(str(folder))
 
 
 def _approximate() -> TokenCounter:

@@ -12,13 +12,14 @@ import pytest
 
 from halugen.cli import main
 from halugen.errors import UsageError
-from halugen.prompts import load_template
-from halugen.tasks import BUILTIN_DIR, BUILTIN_TASKS, TASK_NAMES, get_task
+from halugen.tasks import BUILTIN_DIR, BUILTIN_TASKS, TASK_NAMES, steps
 from halugen.tasks.checks import LengthRatio, MetaTalk
 from halugen.tasks.folder import check_folder, load_folder
 from halugen.tasks.problems import TaskFolderError
 from halugen.tasks.scaffold import new_folder
 from halugen.tasks.stored import recall, remember
+from halugen.tasks.templates import task_template
+from tests.task_specs import task_spec
 
 GLOSSARY = Path(__file__).with_name("folders") / "glossary"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
@@ -43,7 +44,7 @@ def edit(path: Path, old: str, new: str) -> None:
 def test_builtin_tasks_are_folders_that_check_clean(task: str) -> None:
     spec, problems = check_folder(BUILTIN_DIR / task, builtin=True)
     assert problems == [] and spec is not None
-    assert get_task(task).folder == BUILTIN_DIR / task
+    assert task_spec(task).folder == BUILTIN_DIR / task
     # every template the task names is in its folder and parsed from there
     assert {stem for stem, _ in spec.templates} == {
         p.stem for p in (BUILTIN_DIR / task / "prompts").glob("*.txt")
@@ -53,7 +54,7 @@ def test_builtin_tasks_are_folders_that_check_clean(task: str) -> None:
 @pytest.mark.parametrize("task", TASK_NAMES)
 def test_each_pattern_definition_is_what_the_prompts_teach(task: str) -> None:
     """task.toml's definition of a pattern is the sentence its one-pass prompt teaches."""
-    spec = get_task(task)
+    spec = task_spec(task)
     text = (BUILTIN_DIR / task / "prompts" / "sample_onepass.txt").read_text(encoding="utf-8")
     assert len(spec.definitions) == len(spec.patterns) > 0
     for pattern, definition in zip(spec.patterns, spec.definitions, strict=True):
@@ -76,10 +77,10 @@ HALUEVAL_MEANING = {
 
 @pytest.mark.parametrize(("task", "pattern"), list(HALUEVAL_MEANING))
 def test_qa_and_summarization_definitions_mean_what_halueval_says(task, pattern) -> None:
-    definition = get_task(task).definition(pattern)
+    definition = task_spec(task).definition(pattern)
     for phrase in HALUEVAL_MEANING[task, pattern]:
         assert phrase in definition, (pattern, definition)
-    assert {p for t, p in HALUEVAL_MEANING if t == task} == set(get_task(task).patterns)
+    assert {p for t, p in HALUEVAL_MEANING if t == task} == set(task_spec(task).patterns)
 
 
 def test_a_template_the_declaration_does_not_name_is_found_in_its_folder(tmp_path: Path) -> None:
@@ -88,59 +89,62 @@ def test_a_template_the_declaration_does_not_name_is_found_in_its_folder(tmp_pat
         "=== user\nOnce more, Yes or No.\n\nReply format:\nVerdict: <Yes or No>\n",
         encoding="utf-8",
     )
-    spec = get_task(str(folder))
+    spec = task_spec(str(folder))
     assert "judge_extra" not in dict(spec.templates)
-    extra = spec.template("judge_extra")
+    extra = task_template(spec, "judge_extra")
     assert extra.name == "glossary/judge_extra"
     assert extra.render({})[-1]["content"].startswith("Once more")
     with pytest.raises(Exception, match=r"judge_twice\.txt not found"):
-        spec.template("judge_twice")
+        task_template(spec, "judge_twice")
 
 
-def test_a_path_and_a_name_find_the_same_builtin_template() -> None:
-    assert load_template("qa", "filter") is get_task("qa").template("filter")
+def test_a_builtin_template_is_the_one_its_declaration_holds() -> None:
+    spec = task_spec("qa")
+    assert task_template(spec, "filter") is dict(spec.templates)["filter"]
 
 
 def test_general_is_a_judged_only_folder() -> None:
-    spec = get_task("general")
+    spec = task_spec("general")
     assert not spec.generated and spec.strategies == ("plain", "cot")
     assert spec.record_fields == ("user_query", "chatgpt_response", "hallucination")
     with pytest.raises(UsageError, match="judged only"):
         from halugen.engine import generated_tasks
 
-        generated_tasks(("general",))
+        generated_tasks([spec])
 
 
 # -- a user's folder ------------------------------------------------------------------------
 
 
 def test_a_folder_is_read_by_path_then_known_by_name() -> None:
-    spec = get_task(str(GLOSSARY))
+    from halugen.tasks.catalog import read_tasks
+
+    (spec,), catalog = read_tasks([str(GLOSSARY)])
     assert spec.name == "glossary" and not spec.builtin
-    assert get_task("glossary") is spec
+    assert catalog["glossary"] is spec
     assert spec.sample_templates == ("write_direct", "write_taught")
     assert spec.filter_template == "pick"
     assert spec.record_fields == ("term", "domain", "right_definition", "hallucinated_definition")
-    assert spec.template("pick").name == "glossary/pick"
+    assert task_template(spec, "pick").name == "glossary/pick"
     # its guards, with their settings, do what they say
     assert isinstance(spec.checks[0], LengthRatio) and spec.checks[0].max_ratio == 1.8
     assert isinstance(spec.checks[1], MetaTalk)
     right = {"right_definition": "A small knife used in surgery."}
-    assert spec.check_candidate(right, "A small saw used in surgery.") == ""
-    assert spec.check_candidate(right, "A knife " * 20) == "too_long"
-    assert spec.check_candidate(right, "The correct definition: a saw.") == "meta_talk"
+    assert steps.check(spec, right, "A small saw used in surgery.") == ""
+    assert steps.check(spec, right, "A knife " * 20) == "too_long"
+    assert steps.check(spec, right, "The correct definition: a saw.") == "meta_talk"
     # the pattern named without its words, and with them
     assert spec.pattern_of("Pattern: wrong genus") == "wrong-genus"
     assert spec.pattern_of("Pattern: a different feature") == "wrong-difference"
     # task.toml's path works as well as its folder's
-    assert get_task(str(GLOSSARY / "task.toml")).name == "glossary"
+    assert task_spec(str(GLOSSARY / "task.toml")).name == "glossary"
 
 
 @pytest.mark.parametrize("name", ["science_qa", "rag"])
 def test_the_example_tasks_check_clean(name: str, capsys) -> None:
     assert main(["task", "check", str(EXAMPLES / name)]) == 0
     assert f"task {name} is ready" in capsys.readouterr().out
-    spec = get_task(str(EXAMPLES / name))
+    spec = task_spec(str(EXAMPLES / name))
     assert (EXAMPLES / name / "seeds.jsonl").is_file()
     for pattern in spec.patterns:
         text = (EXAMPLES / name / "prompts" / "sample_onepass.txt").read_text(encoding="utf-8")
@@ -152,7 +156,7 @@ def test_two_folders_of_one_name_in_one_run_are_refused(tmp_path: Path) -> None:
 
     other = copy_of(GLOSSARY, tmp_path)
     with pytest.raises(UsageError, match="both declare the task 'glossary'"):
-        generated_tasks((str(GLOSSARY), str(other)))
+        generated_tasks([task_spec(GLOSSARY), task_spec(other)])
 
 
 def test_a_builtin_name_is_refused_for_a_user_folder(tmp_path: Path) -> None:
@@ -300,7 +304,7 @@ def test_get_task_raises_every_line_at_once(tmp_path: Path) -> None:
     _break(folder, "task.toml", 'check = "meta_talk"', 'check = "meta_chat"')
     _break(folder, "prompts/judge_cot.txt", None, None)
     with pytest.raises(TaskFolderError) as info:
-        get_task(str(folder))
+        task_spec(str(folder))
     assert info.value.exit_code == 2
     assert len(info.value.problems) == 2
     assert str(folder / "task.toml") in str(info.value)
@@ -352,11 +356,13 @@ def test_task_new_writes_a_folder_that_checks_clean(like: str, tmp_path: Path, c
     toml = (out / "task.toml").read_text(encoding="utf-8")
     assert 'name = "mine"' in toml and "halugen task check" in toml
     spec = load_folder(out, reserved=BUILTIN_TASKS)
-    builtin = get_task(like)
+    builtin = task_spec(like)
     # the same messages as the task it copies: the notes are comments, never sent
     values = dict.fromkeys(builtin.seed_fields, "x")
     for stem in builtin.sample_templates:
-        assert spec.template(stem).render(values) == builtin.template(stem).render(values)
+        assert task_template(spec, stem).render(values) == task_template(builtin, stem).render(
+            values
+        )
         note = (out / "prompts" / f"{stem}.txt").read_text(encoding="utf-8").split("\n")[1]
         kept = set(re.findall(r"\{\{(\w+)\}\}", note))
         assert kept == {f for f in builtin.seed_fields}, note
@@ -375,12 +381,12 @@ def test_task_new_refuses_builtin_names_bad_names_and_full_folders(tmp_path: Pat
 # -- a store keeps the folders its runs used ---------------------------------------------------
 
 
-def test_a_store_reads_a_task_back_without_its_folder(tmp_path: Path, monkeypatch) -> None:
-    from halugen import tasks
+def test_a_store_reads_a_task_back_without_its_folder(tmp_path: Path) -> None:
     from halugen.store.db import open_store
+    from halugen.tasks.catalog import TaskCatalog
 
     folder = copy_of(GLOSSARY, tmp_path, "moving")
-    spec = get_task(str(folder))
+    spec = task_spec(str(folder))
     with open_store(tmp_path / "h.duckdb") as store:
         remember(store, spec)
         store.writer.flush_blocking()
@@ -388,19 +394,19 @@ def test_a_store_reads_a_task_back_without_its_folder(tmp_path: Path, monkeypatc
         store.writer.flush_blocking()
         assert store.query("SELECT count(*) FROM task_folders")[0][0] == 1
     shutil.rmtree(folder)
-    monkeypatch.setattr(tasks, "_REGISTERED", {})
     with pytest.raises(UsageError):
-        get_task("glossary")
+        task_spec("glossary")
     with open_store(tmp_path / "h.duckdb") as store:
-        assert recall(store) == ("glossary",)
-        assert recall(store) == ()  # known now
-    monkeypatch.setattr(tasks, "_REGISTERED", {})
-    from halugen.tasks.stored import get_task_or_stored
+        catalog = recall(store)
+        assert catalog.names[-1] == "glossary"
+        assert recall(store, catalog) == catalog  # known now: nothing added
+    from halugen.tasks.stored import read_task_or_stored
 
-    again = get_task_or_stored("glossary", tmp_path / "h.duckdb")
-    assert again is get_task("glossary")
+    again = read_task_or_stored("glossary", tmp_path / "h.duckdb")
+    assert again == catalog["glossary"]
+    assert TaskCatalog().get("glossary") is None  # nothing is remembered between calls
     assert again.record_fields == spec.record_fields
-    assert again.template("pick").hash == spec.template("pick").hash
+    assert task_template(again, "pick").hash == task_template(spec, "pick").hash
     assert again.checks == spec.checks
 
 
@@ -414,7 +420,7 @@ def test_seeds_are_records_of_its_fields_through_its_map(tmp_path: Path) -> None
     folder = copy_of(GLOSSARY, tmp_path, "mapped")
     with (folder / "task.toml").open("a", encoding="utf-8") as f:
         f.write('\n[seeds]\nmap = { term = "t", right_definition = "gloss" }\n')
-    spec = get_task(str(folder))
+    spec = task_spec(str(folder))
     assert dict(spec.seed_map) == {"term": "t", "right_definition": "gloss"}
     seeds = tmp_path / "s.jsonl"
     seeds.write_text(
@@ -423,7 +429,7 @@ def test_seeds_are_records_of_its_fields_through_its_map(tmp_path: Path) -> None
         '{"term": "haiku", "domain": "literature", "gloss": "A short poem."}\n',
         encoding="utf-8",
     )
-    got = list(read_seeds([str(seeds)], spec.name))
+    got = list(read_seeds([str(seeds)], spec))
     assert isinstance(got[0], Seed) and got[0].fields == {
         "term": "sonnet",
         "domain": "literature",
@@ -434,7 +440,7 @@ def test_seeds_are_records_of_its_fields_through_its_map(tmp_path: Path) -> None
     assert got[1].reason == "missing column gloss"
     assert isinstance(got[2], BadRecord) and "missing column t" in got[2].reason
     with pytest.raises(UsageError, match="reads its seeds as a table"):
-        read_seeds([str(seeds)], spec.name, fmt="hotpotqa")
+        read_seeds([str(seeds)], spec, fmt="hotpotqa")
 
 
 def test_seeds_section_names_the_table_seeds_source(tmp_path: Path) -> None:
@@ -447,7 +453,7 @@ def test_seeds_section_names_the_table_seeds_source(tmp_path: Path) -> None:
         + '\n[seeds]\nsource_name = "my-lab/glossary"\nlicense = "cc-by-4.0"\n',
         encoding="utf-8",
     )
-    spec = get_task(str(folder))
+    spec = task_spec(str(folder))
     assert (spec.seed_source_name, spec.seed_license) == ("my-lab/glossary", "cc-by-4.0")
     folders = [(spec.seed_source_name, spec.seed_license)]
     assert named_table_sources([], folders) == {

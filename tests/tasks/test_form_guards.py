@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from halugen.tasks import get_task
+from halugen.tasks import steps
 from halugen.tasks.checks import Casing, FinalPunctuation, KnowledgeOverlap, ShortSpanForm
 from halugen.tasks.guard_settings import read_guards
+from tests.task_specs import task_spec
 
 KNOWLEDGE = "The Serin flows through Vallona. Aldo Brun was born in Vallona in 1865."
 
@@ -74,17 +75,17 @@ def test_span_and_sentence_shapes_are_checked_both_ways() -> None:
 
 
 def test_the_task_check_gives_the_guards_the_seeds_knowledge() -> None:
-    spec = get_task("qa")
+    spec = task_spec("qa")
     fields = {"knowledge": KNOWLEDGE, "question": "Which river?", "right_answer": "Serin"}
-    assert spec.check_candidate(fields, "Vallona") == ""
-    assert spec.check_candidate(fields, "Tamm") == "knowledge_overlap"
-    assert spec.check_candidate(fields, "vallona") == "casing"
-    assert spec.check_candidate(fields, "Vallona.") == "final_punctuation"
+    assert steps.check(spec, fields, "Vallona") == ""
+    assert steps.check(spec, fields, "Tamm") == "knowledge_overlap"
+    assert steps.check(spec, fields, "vallona") == "casing"
+    assert steps.check(spec, fields, "Vallona.") == "final_punctuation"
 
 
 @pytest.mark.parametrize("task", ["qa", "dialogue", "summarization"])
 def test_the_built_in_tasks_list_the_form_guards(task) -> None:
-    names = {type(g).__name__ for g in get_task(task).checks}
+    names = {type(g).__name__ for g in task_spec(task).checks}
     assert {"FinalPunctuation", "Casing", "KnowledgeOverlap"} <= names
 
 

@@ -18,9 +18,11 @@ from halugen.cacheplan import opening_cost, pads, planned
 from halugen.errors import ConfigError
 from halugen.prices import ModelPrice, find_price
 from halugen.prompts import PER_MESSAGE_TOKENS, Template, parse_template
-from halugen.tasks import BUILTIN_TASKS, TASK_NAMES, get_task
+from halugen.tasks import BUILTIN_TASKS, TASK_NAMES
 from halugen.tasks.base import TaskSpec
+from halugen.tasks.templates import task_template
 from halugen.tokens import get_counter
+from tests.task_specs import task_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = [
@@ -48,7 +50,7 @@ def _price(model: str) -> ModelPrice:
 def _templates() -> list[tuple[str, TaskSpec, str]]:
     out = []
     for folder in FOLDERS:
-        spec = get_task(folder)
+        spec = task_spec(folder)
         stems = sorted(
             {stem for stem, _ in spec.templates}
             | {path[len("prompts/") : -len(".txt")] for path, _ in spec.sources
@@ -93,7 +95,7 @@ def _variants(template: Template) -> list[Template]:
 @pytest.mark.parametrize(("name", "spec", "stem"), TEMPLATES, ids=[t[0] for t in TEMPLATES])
 def test_fixed_text_comes_before_the_record(name: str, spec: TaskSpec, stem: str) -> None:
     counter = get_counter("o200k_base")
-    for template in _variants(spec.template(stem)):
+    for template in _variants(task_template(spec, stem)):
         first = _flat(template.render(_record(template, 0)))
         second = _flat(template.render(_record(template, 1)))
         prefix = _common_prefix(first, second)
@@ -134,7 +136,7 @@ def test_padded_opening_reaches_the_cache_minimum(
     price = _price(model)
     assert price.caching is not None
     counter = get_counter(price.tokenizer)
-    template = spec.template(stem)
+    template = task_template(spec, stem)
     sent = planned(template, price, counter, batch=False)
     if sent is template:
         return
@@ -157,9 +159,9 @@ def test_the_plan_pads_sampling_openings_where_caching_pays(model: str, task: st
     gives these models no cached input, so the short variant is sent."""
     price = _price(model)
     counter = get_counter(price.tokenizer)
-    spec = get_task(task)
+    spec = task_spec(task)
     for stem in spec.sample_templates:
-        template = spec.template(stem)
+        template = task_template(spec, stem)
         assert template.padded is not None, f"{task}/{stem} has no '=== if cached' block"
         assert pads(template, price, counter, batch=False), f"{task}/{stem} at {model}"
         assert not price.batch_caches
@@ -179,7 +181,7 @@ def test_the_plan_compares_costs_from_the_card() -> None:
     assert opening_cost(flat, 2000, batch=False) == 2000 * flat.input
     assert opening_cost(price, 2000, batch=True) == 2000 * price.input
     local = ModelPrice.per_million("local", 0, 0, 0, caching=price.caching)
-    template = get_task("qa").template("sample_onepass")
+    template = task_template(task_spec("qa"), "sample_onepass")
     assert not pads(template, local, get_counter(local.tokenizer), batch=False)
 
 

@@ -12,10 +12,12 @@ import re
 import orjson
 import pytest
 
-from halugen.prompts import Template, load_template
+from halugen.prompts import Template
 from halugen.simulate import SimConfig, Simulator
-from halugen.tasks import builtin_folder, get_task
+from halugen.tasks import builtin_folder, steps
 from halugen.tasks.base import TaskSpec, normalise
+from halugen.tasks.templates import task_template
+from tests.task_specs import task_spec
 
 TASKS = ("qa", "dialogue", "summarization")
 STEMS = ("sample_onepass", "sample_conversation", "filter")
@@ -111,7 +113,7 @@ HALUEVAL_FRAGMENTS = [
 
 
 def spec_of(task: str) -> TaskSpec:
-    return get_task(task)
+    return task_spec(task)
 
 
 def sample_format(spec: TaskSpec) -> str:
@@ -132,9 +134,9 @@ def field_label(name: str) -> str:
 
 def render(task: str, stem: str, seed: dict[str, str] | None = None) -> tuple[dict[str, str], ...]:
     spec, seed = spec_of(task), seed or SEEDS[task]
-    template = load_template(task, stem)
+    template = task_template(task_spec(task), stem)
     if stem == "filter":
-        return template.render(spec.filter_values(seed, CANDIDATES[task]))
+        return template.render(steps.lay_out_candidates(spec, seed, CANDIDATES[task]))
     return template.render(seed)
 
 
@@ -148,7 +150,7 @@ def named_patterns(spec: TaskSpec, text: str) -> list[str]:
 
 
 def _template(task: str, stem: str) -> Template:
-    return load_template(task, stem)
+    return task_template(task_spec(task), stem)
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -243,8 +245,8 @@ def test_every_pattern_is_named_and_the_format_lists_exactly_the_spec_patterns(
 @pytest.mark.parametrize("task", TASKS)
 def test_echoing_the_reply_format_is_not_a_usable_candidate(task: str) -> None:
     spec = spec_of(task)
-    assert spec.parse_candidate(sample_format(spec)).problem == "placeholder_answer"
-    assert spec.parse_choice(filter_format(spec), ["a", "b"]) is None
+    assert steps.read_reply(spec, sample_format(spec)).problem == "placeholder_answer"
+    assert steps.read_choice(filter_format(spec), ["a", "b"]) is None
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -303,11 +305,11 @@ def test_simulator_reply_to_a_sampling_template_parses_and_passes_the_guards(
     sim = Simulator(SimConfig())
     seen, passed = set(), 0
     for n in range(8):
-        got = spec.parse_candidate(ask(sim, render(task, stem), n))
+        got = steps.read_reply(spec, ask(sim, render(task, stem), n))
         assert got.problem == "", got
         assert got.pattern in spec.patterns
         assert normalise(got.answer) != normalise(seed[spec.right_field])
-        passed += spec.check_candidate(seed, got.answer) == ""
+        passed += steps.check(spec, seed, got.answer) == ""
         seen.add(got.pattern)
     # the simulator read the "one of" options of our reply format, not a default
     assert len(seen) > 1
@@ -327,5 +329,5 @@ def test_simulator_judge_reads_the_numbered_candidates(task: str) -> None:
     sim = Simulator(SimConfig())
     wrong, right = WRONG[task], seed[spec.right_field]
     for answers, expected in (([wrong, right], 2), ([right, wrong], 1)):
-        messages = _template(task, "filter").render(spec.filter_values(seed, answers))
-        assert spec.parse_choice(ask(sim, messages), answers) == expected
+        messages = _template(task, "filter").render(steps.lay_out_candidates(spec, seed, answers))
+        assert steps.read_choice(ask(sim, messages), answers) == expected

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from functools import partial
 
-from halugen.prompts import Template, load_template
-from halugen.tasks import get_task
+from halugen.prompts import Template
+from halugen.tasks import steps
 from halugen.tasks.base import normalise
+from halugen.tasks.templates import task_template
+from tests.task_specs import task_spec
 
-DIALOGUE = get_task("dialogue")
+DIALOGUE = task_spec("dialogue")
 PATTERNS = DIALOGUE.patterns
 
 SEED = {
@@ -32,14 +35,14 @@ CANDIDATES = [
 ]
 HISTORY_LAYOUT = re.compile(r"\[Human\]: [^\[\]]+?(?: \[(?:Assistant|Human)\]: [^\[\]]+?)*")
 
-parse_candidate = DIALOGUE.parse_candidate
-parse_choice = DIALOGUE.parse_choice
-filter_values = DIALOGUE.filter_values
-check_candidate = DIALOGUE.check_candidate
+parse_candidate = partial(steps.read_reply, DIALOGUE)
+parse_choice = steps.read_choice
+filter_values = partial(steps.lay_out_candidates, DIALOGUE)
+check_candidate = partial(steps.check, DIALOGUE)
 
 
 def _template(stem: str) -> Template:
-    return load_template("dialogue", stem)
+    return task_template(task_spec("dialogue"), stem)
 
 
 def _render(stem: str, seed: dict[str, str] = SEED) -> tuple[dict[str, str], ...]:

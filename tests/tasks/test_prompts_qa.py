@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from functools import partial
 
-from halugen.prompts import Template, load_template
-from halugen.tasks import get_task
+from halugen.prompts import Template
+from halugen.tasks import steps
 from halugen.tasks.base import normalise
+from halugen.tasks.templates import task_template
+from tests.task_specs import task_spec
 
-QA = get_task("qa")
+QA = task_spec("qa")
 PATTERNS = QA.patterns
 
 SEED = {
@@ -24,14 +27,14 @@ SAMPLE_FORMAT = (
 FILTER_FORMAT = "Reply format:\nChoice: <the number of the answer you pick>"
 SAMPLE_STEMS = ("sample_onepass", "sample_conversation")
 
-parse_candidate = QA.parse_candidate
-parse_choice = QA.parse_choice
-filter_values = QA.filter_values
-check_candidate = QA.check_candidate
+parse_candidate = partial(steps.read_reply, QA)
+parse_choice = steps.read_choice
+filter_values = partial(steps.lay_out_candidates, QA)
+check_candidate = partial(steps.check, QA)
 
 
 def _template(stem: str) -> Template:
-    return load_template("qa", stem)
+    return task_template(task_spec("qa"), stem)
 
 
 def _render(stem: str) -> tuple[dict[str, str], ...]:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from functools import partial
 
-from halugen.prompts import Template, load_template
-from halugen.tasks import get_task
+from halugen.prompts import Template
+from halugen.tasks import steps
 from halugen.tasks.base import normalise
+from halugen.tasks.templates import task_template
+from tests.task_specs import task_spec
 
-SUMMARIZATION = get_task("summarization")
+SUMMARIZATION = task_spec("summarization")
 PATTERNS = SUMMARIZATION.patterns
 
 SEED = {
@@ -40,14 +43,14 @@ def _named(text: str) -> list[str]:
     return [p for p in PATTERNS if _PATTERN_RE[p].search(text.casefold())]
 
 
-parse_candidate = SUMMARIZATION.parse_candidate
-parse_choice = SUMMARIZATION.parse_choice
-filter_values = SUMMARIZATION.filter_values
-check_candidate = SUMMARIZATION.check_candidate
+parse_candidate = partial(steps.read_reply, SUMMARIZATION)
+parse_choice = steps.read_choice
+filter_values = partial(steps.lay_out_candidates, SUMMARIZATION)
+check_candidate = partial(steps.check, SUMMARIZATION)
 
 
 def _template(stem: str) -> Template:
-    return load_template("summarization", stem)
+    return task_template(task_spec("summarization"), stem)
 
 
 def _render(stem: str, seed: dict[str, str] = SEED) -> tuple[dict[str, str], ...]:

@@ -30,8 +30,9 @@ from halugen.config import RateLimit, RetryPolicy, RunConfig, Timeouts
 from halugen.engine import generate, load_tasks, template_hashes
 from halugen.evaluate.judge import judge_template, strategies_for
 from halugen.evaluate.run import EvalConfig, evaluate
-from halugen.prompts import load_template
 from halugen.stages.filter import AGAIN_TEMPLATE
+from halugen.tasks.templates import task_template
+from tests.task_specs import task_spec
 
 FIXTURE = Path(__file__).with_name("request_keys.json")
 WRITE = os.environ.get("HALUGEN_WRITE_REQUEST_FIXTURE") == "1"
@@ -190,31 +191,31 @@ def capture(simulator: Any, tmp_path: Path) -> dict[str, Any]:
         )
         assert outcome.status == "done", outcome.message
         requests += _requests(db)
-        templates.update(template_hashes(load_tasks((task,))))
-        again = load_template(task, AGAIN_TEMPLATE)
+        templates.update(template_hashes(load_tasks([task_spec(task)])))
+        again = task_template(task_spec(task), AGAIN_TEMPLATE)
         templates[again.name] = again.hash
     for task, seeds in SEEDS.items():
         field, wrong = HALLUCINATED[task]
         items = [{**s, field: w} for s, w in zip(seeds, wrong, strict=True)]
         data = _write_jsonl(tmp_path / f"{task}-items.json", items)
-        for strategy in strategies_for(task):
+        for strategy in strategies_for(task_spec(task)):
             db = tmp_path / f"{task}-{strategy}.duckdb"
             run = _config(sim.base_url, db, tasks=(task,))
             cfg = EvalConfig(run=run, task=task, strategy=strategy, data=(str(data),))
             outcome = anyio.run(lambda cfg=cfg: evaluate(cfg))
             assert outcome.status == "done", outcome.message
             requests += _requests(db, strategy)
-            t = judge_template(task, strategy)
+            t = judge_template(task_spec(task), strategy)
             templates[t.name] = t.hash
     data = _write_jsonl(tmp_path / "general-items.json", GENERAL)
-    for strategy in strategies_for("general"):
+    for strategy in strategies_for(task_spec("general")):
         db = tmp_path / f"general-{strategy}.duckdb"
         run = _config(sim.base_url, db, tasks=("general",))
         cfg = EvalConfig(run=run, task="general", strategy=strategy, data=(str(data),))
         outcome = anyio.run(lambda cfg=cfg: evaluate(cfg))
         assert outcome.status == "done", outcome.message
         requests += _requests(db, strategy)
-        t = judge_template("general", strategy)
+        t = judge_template(task_spec("general"), strategy)
         templates[t.name] = t.hash
     requests.sort(key=lambda r: (r["task"], r["stage"], r["strategy"], r["key"]))
     return {"templates": dict(sorted(templates.items())), "requests": requests}
