@@ -16,8 +16,8 @@ import orjson
 from ..errors import UsageError
 from ..evaluate.items import halueval_task, read_halueval
 from ..store.db import Store
+from ..store.sample_columns import SAMPLE_COLUMNS
 from ..tasks import get_task
-from ..tasks.columns import SAMPLE_COLUMNS
 
 __all__ = ["Item", "fields_of", "items_from_file", "items_from_store", "task_of"]
 

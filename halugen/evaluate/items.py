@@ -24,8 +24,8 @@ from ..records import fingerprint
 from ..seeds import expand_paths
 from ..seeds.limits import LONG_LINE, split_lines
 from ..store.db import Store
+from ..store.sample_columns import field_columns
 from ..tasks import get_task, known_tasks
-from ..tasks.columns import field_columns
 from .judge import EvalItem
 
 if TYPE_CHECKING:

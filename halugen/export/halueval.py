@@ -15,8 +15,8 @@ import duckdb
 
 from ..errors import UsageError
 from ..store.db import Store
+from ..store.sample_columns import field_columns
 from ..tasks import get_task
-from ..tasks.columns import field_columns
 from .samples import pick_sample_runs, sample_filters
 from .selection import Selection, sql_error
 from .target import Target

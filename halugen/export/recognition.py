@@ -27,8 +27,8 @@ from ..evaluate.items import item_fields
 from ..evaluate.judge import EvalItem, judge_template, judge_values, shown_texts
 from ..records import fingerprint
 from ..store.db import Store
+from ..store.sample_columns import field_columns
 from ..tasks import get_task
-from ..tasks.columns import field_columns
 from .samples import pick_sample_runs, sample_filters
 from .selection import Picked, Selection
 from .suspects import without_suspects

@@ -20,8 +20,8 @@ from .. import __version__
 from ..errors import UsageError
 from ..store.db import Store
 from ..store.hard_splits import IN_HARD_SPLIT, hard_split_size
+from ..store.sample_columns import SAMPLE_COLUMNS, field_columns
 from ..tasks import get_task
-from ..tasks.columns import SAMPLE_COLUMNS, field_columns
 from .card import write_card
 from .card_header import CardFile
 from .selection import Selection, pick_runs, sql_error

@@ -6,7 +6,7 @@ from anyio.abc import ObjectReceiveStream
 
 from ..records import Rejected, Sample
 from ..store.rows import SampleRow, SeedOutcomeRow
-from ..tasks.columns import extra_fields
+from ..store.sample_columns import extra_fields
 from .context import GenContext
 
 __all__ = ["run_sink", "sample_row"]

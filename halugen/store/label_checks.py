@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ..tasks.columns import field_columns
 from .db import Store
+from .sample_columns import field_columns
 
 __all__ = [
     "NOT_SUSPECT",

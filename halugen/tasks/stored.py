@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from ..errors import UsageError
+from ..store import run_queries
 from ..store.rows import TaskFolderRow
 from . import BUILTIN_TASKS, get_task, is_task_path, known_tasks, register
 from .base import TaskSpec
@@ -29,10 +30,7 @@ def remember(store: Any, spec: TaskSpec) -> None:
         return
     files_json = orjson.dumps(dict(spec.sources), option=orjson.OPT_SORT_KEYS).decode()
     digest = hashlib.sha256(files_json.encode("utf-8")).hexdigest()
-    seen = store.query(
-        "SELECT 1 FROM task_folders WHERE task = ? AND digest = ? LIMIT 1", [spec.name, digest]
-    )
-    if not seen:
+    if not run_queries.has_task_folder(store, spec.name, digest):
         folder = str(spec.folder.resolve()) if spec.folder else None
         store.writer.put([TaskFolderRow(spec.name, folder, digest, files_json)])
 
@@ -40,10 +38,7 @@ def remember(store: Any, spec: TaskSpec) -> None:
 def recall(store: Any) -> tuple[str, ...]:
     """Register the task folders ``store`` keeps whose names are not known yet (the newest
     version of each); returns their names. A copy that no longer reads is left out."""
-    rows = store.query(
-        "SELECT task, folder, files_json FROM task_folders "
-        "QUALIFY row_number() OVER (PARTITION BY task ORDER BY created_at DESC) = 1"
-    )
+    rows = run_queries.latest_task_folders(store)
     known = set(known_tasks())
     out = []
     for task, folder, files_json in rows:

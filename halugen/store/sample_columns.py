@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 
 import orjson
 
-from ..store.rows import TABLE_COLUMNS
+from .rows import TABLE_COLUMNS
 
 __all__ = ["SAMPLE_COLUMNS", "extra_fields", "field_column", "field_columns"]
 
