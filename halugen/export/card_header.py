@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from ..store.db import Store
+from ..store.export_queries import file_columns
 
 __all__ = [
     "SEED_LICENCES",
@@ -227,8 +228,7 @@ def _size_category(n: int) -> str:
 
 
 def _features(store: Store, file: CardFile) -> list[tuple[str, str]]:
-    cur = store.conn.execute(f"SELECT * FROM ({file.query}) LIMIT 0", list(file.params))
-    return [(d[0], _dtype(str(d[1]))) for d in cur.description]
+    return [(name, _dtype(kind)) for name, kind in file_columns(store, file.query, file.params)]
 
 
 def config_name(file: CardFile) -> str:

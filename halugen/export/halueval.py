@@ -15,7 +15,7 @@ import duckdb
 
 from ..errors import UsageError
 from ..store.db import Store
-from ..store.sample_columns import field_columns
+from ..store.export_queries import sample_field_rows
 from ..tasks import get_task
 from .samples import pick_sample_runs, sample_filters
 from .selection import Selection, sql_error
@@ -59,14 +59,10 @@ def export_halueval(
         path = Path(filename) if target is None else target.file(filename)
         keep, keep_params = Selection((p,)).clause(("task",))
         predicate = " AND ".join(x for x in (filters, keep) if x)
-        sql = (
-            f"SELECT {field_columns(fields)} FROM samples WHERE {predicate} "
-            f"ORDER BY run_id, source_file, source_line, seed_key"
-        )
         n = 0
         try:
             with path.open("w", encoding="utf-8", newline="\n") as f:
-                for row in store.iter_rows(sql, [*params, *keep_params]):
+                for row in sample_field_rows(store, fields, predicate, [*params, *keep_params]):
                     record = dict(zip(fields, row, strict=True))
                     # json.dumps' separators, UTF-8 text: the layout of HaluEval's files
                     f.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -27,7 +27,7 @@ from ..evaluate.items import item_fields
 from ..evaluate.judge import EvalItem, judge_template, judge_values, shown_texts
 from ..records import fingerprint
 from ..store.db import Store
-from ..store.sample_columns import field_columns
+from ..store.export_queries import sample_field_rows
 from ..tasks import get_task
 from .samples import pick_sample_runs, sample_filters
 from .selection import Picked, Selection
@@ -79,12 +79,10 @@ def _sample_items(
     names = item_fields(task)
     keep, keep_params = Selection((picked,)).clause(("task",))
     predicate = " AND ".join(p for p in (filters, keep) if p)
-    sql = (
-        f"SELECT run_id, seed_id, seed_key, {field_columns(names)} FROM samples "
-        f"WHERE {predicate} "
-        f"ORDER BY run_id, source_file, source_line, seed_key"
+    rows = sample_field_rows(
+        store, names, predicate, [*params, *keep_params], lead=("run_id", "seed_id", "seed_key")
     )
-    for run_id, seed_id, seed_key, *values in store.iter_rows(sql, [*params, *keep_params]):
+    for run_id, seed_id, seed_key, *values in rows:
         fields = {n: "" if v is None else str(v) for n, v in zip(names, values, strict=True)}
         item = EvalItem(
             task=task,

@@ -19,8 +19,9 @@ import duckdb
 from .. import __version__
 from ..errors import UsageError
 from ..store.db import Store
+from ..store.export_queries import sample_rows_query
 from ..store.hard_splits import IN_HARD_SPLIT, hard_split_size
-from ..store.sample_columns import SAMPLE_COLUMNS, field_columns
+from ..store.sample_columns import SAMPLE_COLUMNS
 from ..tasks import get_task
 from .card import write_card
 from .card_header import CardFile
@@ -37,9 +38,6 @@ __all__ = [
 ]
 
 SAMPLE_FILE_FORMATS = {"jsonl": "jsonl", "parquet": "parquet", "csv": "csv"}
-
-# the name of a stored seed file path, with / or \\ as separators
-SOURCE_FILE_NAME = "parse_filename(s.source_file, false, 'both_slash')"
 
 _COPY_OPTIONS = {"jsonl": "FORMAT JSON", "parquet": "FORMAT PARQUET", "csv": "FORMAT CSV, HEADER"}
 
@@ -71,8 +69,8 @@ def pick_sample_runs(
     )
 
 
-def _columns(tasks: Sequence[str], *, one_task: bool) -> str:
-    """The columns of an export of ``tasks``: every column of ``samples`` but the other
+def _rows_query(predicate: str, tasks: Sequence[str], *, one_task: bool) -> str:
+    """The rows of an export of ``tasks``: every column of ``samples`` but the other
     tasks' text fields (a one-task file, where they are always empty), with a task folder's
     own fields (kept in ``extra_json``) as columns of their own."""
     own: list[str] = []
@@ -87,25 +85,7 @@ def _columns(tasks: Sequence[str], *, one_task: bool) -> str:
     if one_task and own:
         exclude += sorted(set(SAMPLE_COLUMNS) - set(own))
     extra = [f for f in own if f not in SAMPLE_COLUMNS]
-    columns = f"s.* EXCLUDE ({', '.join(exclude)})" if exclude else "s.*"
-    # the seed file's name only: a path (../../data/x.json) says nothing once the file travels;
-    # the run keeps the path as given and the file's sha256 (seed_files) for provenance
-    columns += f" REPLACE ({SOURCE_FILE_NAME} AS source_file)"
-    return columns + (", " + field_columns(extra, table="s") if extra else "")
-
-
-def _rows_query(predicate: str, tasks: Sequence[str], *, one_task: bool) -> str:
-    return f"""
-SELECT {_columns(tasks, one_task=one_task)}, r.model AS run_model, c.calls AS calls_for_seed,
-       c.cost_usd AS cost_usd_for_seed
-FROM (SELECT * FROM samples WHERE {predicate}) s
-JOIN runs r USING (run_id)
-LEFT JOIN (
-    SELECT run_id, seed_key, count(*) AS calls, sum(cost_usd) AS cost_usd
-    FROM calls GROUP BY run_id, seed_key
-) c USING (run_id, seed_key)
-ORDER BY s.run_id, s.task, s.source_file, s.source_line, s.seed_key
-"""
+    return sample_rows_query(predicate, exclude, extra)
 
 
 def _sql_text(value: str) -> str:

@@ -35,6 +35,7 @@ __all__ = [
     "halueval_items",
     "item_ids",
     "item_ids_of_run",
+    "item_queries",
     "item_texts",
     "labelled_items",
     "latest_labels",
@@ -368,3 +369,13 @@ def extra_place_counts(store: Store, ids: list[str]) -> list[tuple[str, int]]:
             {"ids": ids},
         ).fetchall()
     ]
+
+
+def item_queries(store: Store) -> dict[str, str]:
+    """item id -> the query of its first row, for every item."""
+    return dict(
+        store.query(
+            "SELECT item_id, any_value(query ORDER BY created_at) FROM annotation_items "
+            "GROUP BY item_id"
+        )
+    )
