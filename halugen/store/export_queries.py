@@ -9,6 +9,7 @@ the text of the rows written to one exported file (``sample_rows_query``,
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -19,6 +20,7 @@ __all__ = [
     "JUDGEMENTS_LATEST",
     "RunSetting",
     "TaskJudgement",
+    "file_batches",
     "file_columns",
     "file_datasets",
     "file_field_rows",
@@ -148,6 +150,21 @@ def file_columns(store: Store, query: str, params: Sequence[Any]) -> list[tuple[
     """(name, DuckDB type) of a file query's columns."""
     cur = store.conn.execute(f"SELECT * FROM ({query}) LIMIT 0", list(params))
     return [(d[0], str(d[1])) for d in cur.description]
+
+
+@contextlib.contextmanager
+def file_batches(store: Store, query: str, params: Sequence[Any]) -> Iterator[Any]:
+    """A pyarrow RecordBatchReader over a file query's rows (also on a store another
+    process holds: its live route answers in Arrow)."""
+    if store.is_live:
+        with store.conn.open_reader(query, list(params)) as reader:
+            yield reader
+        return
+    cur = store.conn.cursor()
+    try:
+        yield cur.sql(query, params=list(params) or None).to_arrow_reader(10_000)
+    finally:
+        cur.close()
 
 
 def file_field_rows(
