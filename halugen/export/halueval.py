@@ -15,9 +15,9 @@ import duckdb
 
 from ..errors import UsageError
 from ..store.db import Store
-from ..store.export_queries import sample_field_rows
+from ..store.export_queries import all_of, sample_field_rows, task_filters
 from ..tasks import get_task
-from .samples import pick_sample_runs, sample_filters
+from .samples import pick_sample_runs
 from .selection import Selection, sql_error
 from .target import Target
 
@@ -46,7 +46,7 @@ def export_halueval(
     """Write one HaluEval file per selected task; ``target`` None: the file names in ./."""
     if task is not None:
         halueval_layout(task)
-    filters, params = sample_filters(task, where)
+    filters, params = task_filters(task, where)
     selection = pick_sample_runs(store, filters, params, run=run, all_runs=all_runs)
     layouts = {p.unit[0]: halueval_layout(p.unit[0]) for p in selection.picked}
     picked = sorted(selection.picked, key=lambda p: p.unit[0])
@@ -58,7 +58,7 @@ def export_halueval(
         filename, fields = layouts[name]
         path = Path(filename) if target is None else target.file(filename)
         keep, keep_params = Selection((p,)).clause(("task",))
-        predicate = " AND ".join(x for x in (filters, keep) if x)
+        predicate = all_of(filters, keep)
         n = 0
         try:
             with path.open("w", encoding="utf-8", newline="\n") as f:

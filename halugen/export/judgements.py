@@ -22,7 +22,12 @@ from pathlib import Path
 from .. import __version__
 from ..errors import UsageError
 from ..store.db import Store
-from ..store.export_queries import JUDGEMENTS_LATEST, judgement_rows_query
+from ..store.export_queries import (
+    JUDGEMENTS_LATEST,
+    all_of,
+    judgement_rows_query,
+    task_filters,
+)
 from .samples import copy_query
 from .selection import Selection, pick_runs
 from .target import Target
@@ -62,13 +67,7 @@ def export_judgements(
 ) -> tuple[list[tuple[Path, int]], Selection]:
     if fmt not in ("jsonl", "csv", "parquet"):
         raise UsageError(f"judgements are exported as jsonl, csv or parquet, not {fmt!r}")
-    clauses, params = [], []
-    if task:
-        clauses.append("task = ?")
-        params.append(task)
-    if where:
-        clauses.append(f"({where})")
-    filters = " AND ".join(clauses)
+    filters, params = task_filters(task, where)
     selection = pick_runs(
         store,
         relation=JUDGEMENTS_LATEST,
@@ -82,7 +81,7 @@ def export_judgements(
     if not selection.picked:
         return [], selection
     keep, keep_params = selection.clause(("task", "model", "strategy", "scoring"))
-    predicate = " AND ".join(p for p in (filters, keep) if p)
+    predicate = all_of(filters, keep)
     query = judgement_rows_query(JUDGEMENT_COLUMNS, predicate)
     path = target.file(f"judgements.{fmt}")
     metadata = {

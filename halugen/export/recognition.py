@@ -27,9 +27,9 @@ from ..evaluate.items import item_fields
 from ..evaluate.judge import EvalItem, judge_template, judge_values, shown_texts
 from ..records import fingerprint
 from ..store.db import Store
-from ..store.export_queries import sample_field_rows
+from ..store.export_queries import all_of, sample_field_rows, task_filters
 from ..tasks import get_task
-from .samples import pick_sample_runs, sample_filters
+from .samples import pick_sample_runs
 from .selection import Picked, Selection
 from .suspects import without_suspects
 
@@ -78,7 +78,7 @@ def _sample_items(
 ) -> Iterator[dict[str, Any]]:
     names = item_fields(task)
     keep, keep_params = Selection((picked,)).clause(("task",))
-    predicate = " AND ".join(p for p in (filters, keep) if p)
+    predicate = all_of(filters, keep)
     rows = sample_field_rows(
         store, names, predicate, [*params, *keep_params], lead=("run_id", "seed_id", "seed_key")
     )
@@ -148,7 +148,7 @@ def write_task_data(
         get_task(task)  # UsageError for a task neither built in nor a folder's
     # samples the verify stage flagged are left out unless asked for (export/suspects.py)
     samples_where = where if include_suspect else without_suspects(where)
-    filters, params = sample_filters(None if task == "general" else task, samples_where)
+    filters, params = task_filters(None if task == "general" else task, samples_where)
     selection = Selection(())
     if task != "general":
         selection = pick_sample_runs(store, filters, params, run=run, all_runs=all_runs)

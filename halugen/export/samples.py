@@ -19,7 +19,7 @@ import duckdb
 from .. import __version__
 from ..errors import UsageError
 from ..store.db import Store
-from ..store.export_queries import sample_rows_query
+from ..store.export_queries import all_of, sample_rows_query, task_filters
 from ..store.hard_splits import IN_HARD_SPLIT, hard_split_size
 from ..store.sample_columns import SAMPLE_COLUMNS
 from ..tasks import get_task
@@ -34,23 +34,11 @@ __all__ = [
     "copy_query",
     "export_sample_files",
     "pick_sample_runs",
-    "sample_filters",
 ]
 
 SAMPLE_FILE_FORMATS = {"jsonl": "jsonl", "parquet": "parquet", "csv": "csv"}
 
 _COPY_OPTIONS = {"jsonl": "FORMAT JSON", "parquet": "FORMAT PARQUET", "csv": "FORMAT CSV, HEADER"}
-
-
-def sample_filters(task: str | None, where: str | None) -> tuple[str, list[Any]]:
-    """The predicate over ``samples`` of ``--task`` and ``--where``."""
-    clauses, params = [], []
-    if task:
-        clauses.append("task = ?")
-        params.append(task)
-    if where:
-        clauses.append(f"({where})")
-    return " AND ".join(clauses), params
 
 
 def pick_sample_runs(
@@ -169,7 +157,7 @@ def export_sample_files(
     card: bool = True,
 ) -> tuple[list[tuple[Path, int]], Selection]:
     """Write the selected samples; returns ((path, rows) per file, the selection)."""
-    filters, params = sample_filters(task, where)
+    filters, params = task_filters(task, where)
     selection = pick_sample_runs(store, filters, params, run=run, all_runs=all_runs)
     if not selection.picked:
         return [], selection
@@ -183,7 +171,7 @@ def export_sample_files(
     for name, picked in groups:
         chosen = Selection(tuple(picked))
         keep, keep_params = chosen.clause(("task",))
-        predicate = " AND ".join(p for p in (filters, keep) if p)
+        predicate = all_of(filters, keep)
         query = _rows_query(predicate, [p.unit[0] for p in picked], one_task=name is not None)
         all_params = [*params, *keep_params]
         path = target.file(f"{name}.{fmt}") if name else target.path

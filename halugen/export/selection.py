@@ -19,7 +19,7 @@ import duckdb
 
 from ..errors import HalugenError, UsageError
 from ..store.db import Store
-from ..store.export_queries import rows_per_run
+from ..store.export_queries import picked_runs, rows_per_run
 from ..store.failures import damaged_store
 
 __all__ = ["Picked", "Selection", "pick_runs", "sql_error"]
@@ -46,14 +46,7 @@ class Selection:
 
     def clause(self, columns: Sequence[str]) -> tuple[str, list[Any]]:
         """A SQL predicate keeping exactly the picked (unit, run) pairs."""
-        if not self.picked:
-            return "FALSE", []
-        terms, params = [], []
-        for p in self.picked:
-            for run in p.runs:
-                terms.append("(" + " AND ".join(f"{c} = ?" for c in (*columns, "run_id")) + ")")
-                params += [*p.unit, run]
-        return "(" + " OR ".join(terms) + ")", params
+        return picked_runs([(p.unit, p.runs) for p in self.picked], columns)
 
 
 def sql_error(exc: duckdb.Error, store: Store) -> HalugenError:

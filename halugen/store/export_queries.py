@@ -20,16 +20,19 @@ __all__ = [
     "JUDGEMENTS_LATEST",
     "RunSetting",
     "TaskJudgement",
+    "all_of",
     "file_batches",
     "file_columns",
     "file_datasets",
     "file_field_rows",
     "judgement_rows_query",
     "latest_task_judgements",
+    "picked_runs",
     "rows_per_run",
     "run_settings",
     "sample_field_rows",
     "sample_rows_query",
+    "task_filters",
 ]
 
 # the latest judgement of each (run, task, model, strategy, item, shown), with whether it
@@ -44,6 +47,38 @@ JUDGEMENTS_LATEST = (
 
 # the name of a stored seed file path, with / or \\ as separators
 _SOURCE_FILE_NAME = "parse_filename(s.source_file, false, 'both_slash')"
+
+
+def task_filters(task: str | None, where: str | None) -> tuple[str, list[Any]]:
+    """The predicate of ``--task`` and ``--where`` (the user's SQL, as typed), with its
+    parameters; '' when neither is given."""
+    clauses, params = [], []
+    if task:
+        clauses.append("task = ?")
+        params.append(task)
+    if where:
+        clauses.append(f"({where})")
+    return " AND ".join(clauses), params
+
+
+def picked_runs(
+    picked: Sequence[tuple[Sequence[str], Sequence[str]]], columns: Sequence[str]
+) -> tuple[str, list[Any]]:
+    """A predicate keeping exactly the (unit, run) pairs of ``picked``: (unit values, runs)
+    each, the unit's values matching ``columns``."""
+    if not picked:
+        return "FALSE", []
+    terms, params = [], []
+    for unit, runs in picked:
+        for run in runs:
+            terms.append("(" + " AND ".join(f"{c} = ?" for c in (*columns, "run_id")) + ")")
+            params += [*unit, run]
+    return "(" + " OR ".join(terms) + ")", params
+
+
+def all_of(*predicates: str) -> str:
+    """The predicates that are given, all holding."""
+    return " AND ".join(p for p in predicates if p)
 
 
 def rows_per_run(
