@@ -104,4 +104,4 @@ def _latest(store: Store) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def _items(store: Store) -> list[tuple[Any, ...]]:
-    return list(queries.labelled_items(store))
+    return list(queries.first_items(store))

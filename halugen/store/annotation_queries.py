@@ -1,8 +1,9 @@
 """Named reads of the annotation tables, behind ``halugen annotate``: its items, labels,
-resolutions, and what the server hands out, shows and restores (sessions, leases).
+resolutions, what the organiser view and the item page show (the server's hand-out,
+logins and leases: ``assignment_queries``).
 
-Every function reads through ``Store.query`` or a cursor of the store's connection, as its
-caller did before the SQL moved here; rows come back as named tuples.
+An item imported twice keeps its first row (saved offsets refer to its text): "first row"
+below. Rows come back as named tuples.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "export_items",
     "extra_place_counts",
     "first_item_texts",
+    "first_items",
     "first_queries",
     "first_response",
     "first_responses",
@@ -37,7 +39,6 @@ __all__ = [
     "item_ids_of_run",
     "item_queries",
     "item_texts",
-    "labelled_items",
     "latest_labels",
     "latest_preselect_responses",
     "own_label",
@@ -121,7 +122,7 @@ class ExportItem(NamedTuple):
     meta_json: str | None
 
 
-def labelled_items(store: Store) -> list[ExportItem]:
+def first_items(store: Store) -> list[ExportItem]:
     """The first row of every item, in the order they came."""
     return [
         ExportItem(*r)
