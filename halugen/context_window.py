@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .llm.endpoint import EndpointInfo
+from .store import run_queries
 from .store.db import Store
 from .store.rows import EndpointFactRow, SeedOutcomeRow
 from .store.writer import StoreWriter
@@ -50,19 +51,13 @@ def effective_window(
     announced = info.window(model) if info is not None else None
     if announced:
         return announced, f"the server ({info.source if info else ''})"
-    row = store.conn.execute(
-        "SELECT context_window FROM endpoint_facts WHERE base_url = ? AND model = ? "
-        "ORDER BY created_at DESC LIMIT 1",
-        [base_url.rstrip("/"), model],
-    ).fetchone()
-    if row:
-        return int(row[0]), "an earlier context-length reply of the server"
+    told = run_queries.endpoint_window(store, base_url.rstrip("/"), model)
+    if told is not None:
+        return told, "an earlier context-length reply of the server"
     if run_id is not None:
-        row = store.conn.execute(
-            "SELECT context_window FROM runs WHERE run_id = ?", [run_id]
-        ).fetchone()
-        if row and row[0]:
-            return int(row[0]), "the run's earlier sessions"
+        earlier = run_queries.run_window(store, run_id)
+        if earlier:
+            return int(earlier), "the run's earlier sessions"
     return card_window, "the price card"
 
 
@@ -77,21 +72,11 @@ def requeue_context_rejections(store: Store, run_id: str, window: int) -> int:
 
     Returns how many. Records the window on the run either way.
     """
-    row = store.conn.execute(
-        "SELECT context_window FROM runs WHERE run_id = ?", [run_id]
-    ).fetchone()
-    previous = row[0] if row else None
+    previous = run_queries.run_window(store, run_id)
     store.update_run(run_id, context_window=window)
     if previous is None or previous == window:
         return 0
-    rows = store.conn.execute(
-        """
-        SELECT task, seed_key FROM seed_outcomes WHERE run_id = ?
-        QUALIFY row_number() OVER (PARTITION BY task, seed_key ORDER BY created_at DESC) = 1
-            AND outcome = 'rejected' AND reason = 'context_length'
-        """,
-        [run_id],
-    ).fetchall()
+    rows = run_queries.context_length_rejections(store, run_id)
     if rows:
         detail = f"the context window is now {window:,} tokens (was {previous:,})"
         store.writer.put(

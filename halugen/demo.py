@@ -14,6 +14,7 @@ from rich.console import Console
 from .config import RateLimit, RetryPolicy, RunConfig, Timeouts
 from .engine import RunOutcome, generate
 from .store.db import open_store
+from .store.queries import demo_summary
 
 __all__ = ["EXAMPLE_SEEDS", "run_demo"]
 
@@ -57,23 +58,5 @@ async def run_demo(
     finally:
         await runner.cleanup()
     with open_store(db, read_only=True) as store:
-        summary: Summary = []
-        for title, sql in (
-            (
-                "Samples (first 5)",
-                "SELECT pattern, question, right_answer, hallucinated_answer FROM samples "
-                "ORDER BY seed_id LIMIT 5",
-            ),
-            (
-                "Patterns",
-                "SELECT pattern, count(*) AS samples FROM samples GROUP BY 1 ORDER BY 2 DESC",
-            ),
-            (
-                "Cost by stage",
-                "SELECT stage, calls, failed_calls, prompt_tokens, completion_tokens, "
-                "round(cost_usd, 6) AS cost_usd FROM cost_by_stage ORDER BY stage DESC",
-            ),
-        ):
-            cur = store.conn.execute(sql)
-            summary.append((title, [d[0] for d in cur.description], cur.fetchall()))
+        summary: Summary = demo_summary(store)
     return outcome, summary

@@ -38,6 +38,7 @@ from .stages.context import GenContext, LoadedTask
 from .stages.seeds import SeedSource
 from .stages.verify import check_judge_price, verify_run
 from .stats import RunStats
+from .store import session_queries
 from .store.db import Store
 from .store.queries import cut_counts
 from .tasks import TASK_NAMES
@@ -323,12 +324,7 @@ async def _generate(
                 if rows:
                     ctx.resumed_candidates[seed.key] = rows
             bad_seen = {
-                (r[0], r[1])
-                for r in store.query(
-                    "SELECT source_file, source_line FROM bad_records"
-                    " WHERE run_id = ? AND task = ?",
-                    [run_id, task],
-                )
+                (r[0], r[1]) for r in session_queries.bad_record_places(store, run_id, task)
             }
             sources.append(
                 SeedSource(
@@ -369,17 +365,14 @@ def _finish(
     sampled = sum(st.sampled.values())
     rejected = sum(st.rejected.values())
     failed = sum(st.failed.values())
-    pending = store.query(
-        "SELECT count(*) FROM seed_progress WHERE run_id = ? AND outcome IN ('pending', 'failed')",
-        [run_id],
-    )[0][0]
+    pending = session_queries.unfinished_seed_count(store, run_id)
     spent = store.spent(run_id)
     bad = sum(st.bad_records.values())
     summary = (
         f"{sampled} sampled, {rejected} rejected, {failed} failed, {bad} bad record(s) this "
         f"session; spent {format_usd(spent)} of {format_usd(ledger.budget)}"
     )
-    (admitted_ever,) = store.query("SELECT count(*) FROM seeds WHERE run_id = ?", [run_id])[0]
+    admitted_ever = session_queries.admitted_seed_count(store, run_id)
     what = f"run {run_id}"
     detail = message
     if status == "done" and bad and not admitted_ever:

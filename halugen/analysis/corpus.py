@@ -24,9 +24,10 @@ import orjson
 
 from ..errors import UsageError
 from ..records import fingerprint
-from ..store.columns import field_columns
+from ..store import corpus_queries
+from ..store.atomic import insert_at_once
 from ..store.db import now
-from ..store.rows import TopicResultRow, insert_rows
+from ..store.rows import TopicResultRow
 from ..tasks.base import TaskSpec
 from .topics import TopicReport
 
@@ -47,11 +48,6 @@ def document_fields(spec: TaskSpec) -> tuple[str, ...]:
     return spec.topic_fields
 
 
-# a missed hallucination: the shown answer was hallucinated (contrast: always) and the
-# verdict said it was not
-_FAILED = "bool_or(truth AND verdict = 'no')"
-
-
 def _connection(conn: Any) -> Any:
     """Accept a Store or a DuckDB connection."""
     return getattr(conn, "conn", conn)
@@ -59,16 +55,7 @@ def _connection(conn: Any) -> Any:
 
 def latest_eval_run(conn: Any, task: str) -> str | None:
     """The eval run with the most recent judgements of ``task``, or None when there is none."""
-    row = (
-        _connection(conn)
-        .execute(
-            "SELECT run_id FROM judgements WHERE task = ? GROUP BY run_id "
-            "ORDER BY max(created_at) DESC, run_id DESC LIMIT 1",
-            [task],
-        )
-        .fetchone()
-    )
-    return None if row is None else str(row[0])
+    return corpus_queries.latest_eval_run(_connection(conn), task)
 
 
 @dataclass(frozen=True)
@@ -87,12 +74,8 @@ class EvalRunInfo:
 
 def _eval_runs(db: Any, task: str) -> list[EvalRunInfo]:
     """Eval runs of ``task``, newest judgements first."""
-    rows = db.execute(
-        "SELECT run_id, any_value(model), any_value(strategy), count(*) FROM judgements "
-        "WHERE task = ? GROUP BY run_id ORDER BY max(created_at) DESC, run_id DESC",
-        [task],
-    ).fetchall()
-    return [EvalRunInfo(str(r), str(m), str(s), int(n)) for r, m, s, n in rows]
+    rows = corpus_queries.eval_runs_of_task(db, task)
+    return [EvalRunInfo(r, m, s, n) for r, m, s, n in rows]
 
 
 def choose_eval_run(conn: Any, task: str, eval_run: str | None = None) -> EvalRunInfo | None:
@@ -135,24 +118,16 @@ def documents_for(
     explicit = eval_run is not None
     if eval_run is None:
         eval_run = latest_eval_run(db, task)
-    elif (
-        db.execute(
-            "SELECT count(*) FROM judgements WHERE run_id = ? AND task = ?", [eval_run, task]
-        ).fetchone()[0]
-        == 0
-    ):
+    elif corpus_queries.judgement_count(db, eval_run, task) == 0:
         raise UsageError(f"eval run {eval_run!r} has no {task} judgements")
     keys, documents = _general(db, gen_run) if task == "general" else _samples(db, spec, gen_run)
     judged_keys: set[str] = set()
     failed_keys: set[str] = set()
     if eval_run is not None:
         # general items are judged under their annotation item id, samples under the key
-        column = "item_id" if task == "general" else "item_key"
-        for key, failed in db.execute(
-            f"SELECT {column}, {_FAILED} FROM judgements WHERE run_id = ? AND task = ? "
-            f"GROUP BY {column}",
-            [eval_run, task],
-        ).fetchall():
+        for key, failed in corpus_queries.failed_items(
+            db, eval_run, task, by_item_id=task == "general"
+        ):
             judged_keys.add(str(key))
             if failed:
                 failed_keys.add(str(key))
@@ -177,46 +152,26 @@ def _samples(db: Any, spec: TaskSpec, gen_run: str | None) -> tuple[list[str], l
     task = spec.name
     key_fields = spec.record_fields  # what `halugen eval` fingerprints into an item key
     doc_fields = spec.topic_fields
-    where, params = "WHERE task = ?", [task]
-    if gen_run is not None:
-        where += " AND run_id = ?"
-        params.append(gen_run)
-    columns = field_columns(dict.fromkeys((*key_fields, *doc_fields)))
-    cur = db.execute(
-        f"SELECT {columns} FROM samples {where} "
-        f"ORDER BY run_id, source_file, source_line, seed_key",
-        params,
-    )
-    names = [d[0] for d in cur.description]
+    names = list(dict.fromkeys((*key_fields, *doc_fields)))
     keys: list[str] = []
     documents: list[str] = []
     seen: set[str] = set()
-    while rows := cur.fetchmany(1000):
-        for row in rows:
-            values = dict(zip(names, row, strict=True))
-            key = fingerprint({"task": task, "fields": {n: values[n] for n in key_fields}})
-            if key in seen:  # the same sample kept by two runs: one document
-                continue
-            seen.add(key)
-            text = _join(values[n] for n in doc_fields)
-            if not text:  # e.g. a summary with no reference text: the generated one
-                text = _join([values[spec.hallucinated_field]])
-            keys.append(key)
-            documents.append(text)
+    for values in corpus_queries.sample_fields(db, task, names, gen_run):
+        key = fingerprint({"task": task, "fields": {n: values[n] for n in key_fields}})
+        if key in seen:  # the same sample kept by two runs: one document
+            continue
+        seen.add(key)
+        text = _join(values[n] for n in doc_fields)
+        if not text:  # e.g. a summary with no reference text: the generated one
+            text = _join([values[spec.hallucinated_field]])
+        keys.append(key)
+        documents.append(text)
     return keys, documents
 
 
 def _general(db: Any, gen_run: str | None) -> tuple[list[str], list[str]]:
     """(item ids, documents) of the annotation items, latest row per item."""
-    where, params = "", []
-    if gen_run is not None:
-        where, params = "WHERE run_id = ?", [gen_run]
-    rows = db.execute(
-        f"SELECT item_id, query, response FROM annotation_items {where} "
-        f"QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at DESC) = 1 "
-        f"ORDER BY item_id",
-        params,
-    ).fetchall()
+    rows = corpus_queries.latest_item_texts(db, gen_run)
     return [str(r[0]) for r in rows], [_join(r[1:]) for r in rows]
 
 
@@ -236,14 +191,9 @@ def documents_from_files(
         documents.append(" ".join(item.fields.get(f, "") for f in document_fields(spec)))
     if eval_run is None:
         return documents, None
-    column = "item_id" if task == "general" else "item_key"
     failed = {
         str(k)
-        for k, f in db.execute(
-            f"SELECT {column}, {_FAILED} FROM judgements WHERE run_id = ? AND task = ? "
-            f"GROUP BY {column}",
-            [eval_run, task],
-        ).fetchall()
+        for k, f in corpus_queries.failed_items(db, eval_run, task, by_item_id=task == "general")
         if f
     }
     return documents, [k in failed for k in keys]
@@ -286,11 +236,4 @@ def save_reports(
     if hasattr(writer_or_conn, "put"):
         writer_or_conn.put(rows)
         return
-    db = _connection(writer_or_conn)
-    db.execute("BEGIN TRANSACTION")
-    try:
-        insert_rows(db, "topic_results", rows, now())
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
+    insert_at_once(_connection(writer_or_conn), "topic_results", rows, now())

@@ -16,32 +16,16 @@ what the page shows is what the store holds.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
-import duckdb
-
+from ..store import assignment_queries as queries
+from ..store.assignment_queries import ItemLoad
 from ..store.db import Store
 
 __all__ = ["Assigner", "Leases", "MyItems", "Progress"]
 
 DEFAULT_LEASE_SECONDS = 600.0
-
-# One row per distinct item id, with how many distinct annotators labelled it, whether
-# the asking annotator is one of them, and how many annotators it may have.
-_ITEM_COUNTS = """
-SELECT i.item_id, COALESCE(c.n, 0) AS n, COALESCE(c.mine, false) AS mine,
-       $cap + COALESCE(x.extra, 0) AS cap
-FROM (SELECT DISTINCT item_id FROM annotation_items) i
-LEFT JOIN (
-    SELECT item_id, count(DISTINCT annotator) AS n, bool_or(annotator = $me) AS mine
-    FROM annotations GROUP BY item_id
-) c USING (item_id)
-LEFT JOIN (
-    SELECT item_id, count(*) AS extra FROM annotation_extra_places GROUP BY item_id
-) x USING (item_id)
-"""
 
 # (annotator, item_id, expires_at): told every grant and release (expires_at 0)
 Journal = Callable[[str, str, float], None]
@@ -156,26 +140,14 @@ class Assigner:
 
     # -- questions ----------------------------------------------------------------------
     def labelled_by(self, item_id: str, annotator: str) -> bool:
-        rows = self.store.query(
-            "SELECT 1 FROM annotations WHERE item_id = ? AND annotator = ? LIMIT 1",
-            [item_id, annotator],
-        )
-        return bool(rows)
+        return queries.has_labelled(self.store, item_id, annotator)
 
     def others_labelled(self, item_id: str, annotator: str) -> int:
-        ((n,),) = self.store.query(
-            "SELECT count(DISTINCT annotator) FROM annotations WHERE item_id = ? "
-            "AND annotator <> ?",
-            [item_id, annotator],
-        )
-        return int(n)
+        return queries.others_labelled(self.store, item_id, annotator)
 
     def cap(self, item_id: str) -> int:
         """How many annotators ``item_id`` may have: per_item plus its extra places."""
-        ((extra,),) = self.store.query(
-            "SELECT count(*) FROM annotation_extra_places WHERE item_id = ?", [item_id]
-        )
-        return self.per_item + int(extra)
+        return self.per_item + queries.extra_places(self.store, item_id)
 
     def may_label(self, item_id: str, annotator: str) -> bool:
         """True when a label by ``annotator`` on ``item_id`` keeps the item within the cap."""
@@ -196,40 +168,23 @@ class Assigner:
                 self.leases.grant(annotator, item_id)  # still on it: renew
                 return item_id
         leased = self.leases.by_item()
-        cur = self.store.conn.cursor()
-        try:
-            cur.execute(
-                f"SELECT item_id, n, cap FROM ({_ITEM_COUNTS}) WHERE NOT mine AND n < cap "
-                "ORDER BY item_id",
-                {"me": annotator, "cap": self.per_item},
-            )
-            return self._first_free(cur, annotator, leased)
-        finally:
-            cur.close()
+        with queries.open_items(self.store, annotator, self.per_item) as items:
+            return self._first_free(items, annotator, leased)
 
     def _first_free(
-        self, cur: duckdb.DuckDBPyConnection, annotator: str, leased: dict[str, set[str]]
+        self, items: Iterator[ItemLoad], annotator: str, leased: dict[str, set[str]]
     ) -> str | None:
-        while batch := cur.fetchmany(256):
-            for item_id, n, cap in batch:
-                others = len(leased.get(item_id, set()) - {annotator})
-                if n + others < cap:
-                    self.leases.grant(annotator, item_id)
-                    return str(item_id)
+        for item_id, n, cap in items:
+            others = len(leased.get(item_id, set()) - {annotator})
+            if n + others < cap:
+                self.leases.grant(annotator, item_id)
+                return str(item_id)
         return None
 
     # -- where am I ---------------------------------------------------------------------
     def my_items(self, item_id: str, annotator: str) -> MyItems:
         progress = self.progress(annotator)
-        ((before, prev, nxt),) = self._rows(
-            """
-            SELECT count(*) FILTER (WHERE item_id < $id),
-                   max(item_id) FILTER (WHERE item_id < $id),
-                   min(item_id) FILTER (WHERE item_id > $id)
-            FROM (SELECT DISTINCT item_id FROM annotations WHERE annotator = $me)
-            """,
-            {"id": item_id, "me": annotator},
-        )
+        before, prev, nxt = queries.my_position(self.store, item_id, annotator)
         if self.labelled_by(item_id, annotator):
             position = int(before) + 1
         else:  # a new item: the one after all the labelled ones
@@ -238,31 +193,19 @@ class Assigner:
         return MyItems(position, total, prev, nxt)
 
     def last_labelled(self, annotator: str) -> str | None:
-        ((last,),) = self.store.query(
-            "SELECT max(item_id) FROM annotations WHERE annotator = ?", [annotator]
-        )
-        return last
+        return queries.last_labelled(self.store, annotator)
 
     def progress(self, annotator: str) -> Progress:
-        ((items, complete, labels, mine, open_to_me, target),) = self._rows(
-            f"""
-            SELECT count(*), count(*) FILTER (WHERE n >= cap), COALESCE(sum(n), 0),
-                   count(*) FILTER (WHERE mine),
-                   count(*) FILTER (WHERE NOT mine AND n < cap),
-                   COALESCE(sum(cap), 0)
-            FROM ({_ITEM_COUNTS})
-            """,
-            {"me": annotator, "cap": self.per_item},
+        items, complete, labels, mine, open_to_me, target = queries.item_progress(
+            self.store, annotator, self.per_item
         )
         # items open by the labels alone but filled up by other people's leases
         blocked = 0
         leased = {item: who - {annotator} for item, who in self.leases.by_item().items()}
         leased = {item: who for item, who in leased.items() if who}
         if leased:
-            for item_id, n, cap in self._rows(
-                f"SELECT item_id, n, cap FROM ({_ITEM_COUNTS}) "
-                "WHERE NOT mine AND n < cap AND list_contains($ids, item_id)",
-                {"me": annotator, "cap": self.per_item, "ids": sorted(leased)},
+            for item_id, n, cap in queries.open_items_among(
+                self.store, annotator, self.per_item, sorted(leased)
             ):
                 if n + len(leased[item_id]) >= cap:
                     blocked += 1
@@ -276,10 +219,5 @@ class Assigner:
             target=int(target),
         )
 
-    def _rows(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        return self.store.conn.execute(sql, params).fetchall()
-
     def _exists(self, item_id: str) -> bool:
-        return bool(
-            self.store.query("SELECT 1 FROM annotation_items WHERE item_id = ? LIMIT 1", [item_id])
-        )
+        return queries.item_exists(self.store, item_id)

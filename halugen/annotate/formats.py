@@ -65,6 +65,7 @@ from typing import Any
 
 import orjson
 
+from ..store import annotation_queries as queries
 from ..store.db import Store
 from .items import (
     LABELS,
@@ -130,9 +131,7 @@ def import_jsonl(
 ) -> int:
     """Annotations from JSON lines ``{item_id, annotator, label, spans, ...}``; returns added."""
     problems: list[Skip] = []
-    known = _responses(
-        store, (r[0] for r in store.query("SELECT DISTINCT item_id FROM annotation_items"))
-    )
+    known = _responses(store, queries.item_ids(store))
     items: list[Item] = []
     pending: list[tuple[str, Annotation, str]] = []
     for pos, value in read_records(path):
@@ -264,15 +263,7 @@ def export_halueval_general(
             admitted[entry.item_id] = entry
         else:
             partial += 1
-    rows = store.query(
-        """
-        SELECT i.item_id, i.query, i.response, i.meta_json, h.label, h.spans_json
-        FROM (SELECT * FROM annotation_items
-              QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at) = 1) i
-        LEFT JOIN annotations_latest h ON h.item_id = i.item_id AND h.annotator = 'halueval'
-        ORDER BY i.created_at, i.item_id
-        """
-    )
+    rows = queries.export_items(store)
     n = 0
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         for item_id, query, response, meta_json, h_label, h_sj in rows:

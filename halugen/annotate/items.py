@@ -25,7 +25,6 @@ the ``Skip`` report, the JSON reader shared by the importers and ``append_rows``
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -38,8 +37,10 @@ import orjson
 from ..errors import InputError, StoreError, UsageError
 from ..records import canonical_json, fingerprint
 from ..seeds.jsonl import kind_of
+from ..store import annotation_queries as queries
+from ..store.atomic import insert_at_once
 from ..store.db import Store, now
-from ..store.rows import AnnotationItemRow, Record, insert_rows
+from ..store.rows import AnnotationItemRow, Record
 
 __all__ = [
     "KINDS",
@@ -185,17 +186,9 @@ def append_rows(store: Store, table: str, rows: Sequence[Record]) -> None:
     if not rows:
         return
     start = now()
-    conn = store.conn
     try:
-        conn.execute("BEGIN TRANSACTION")
-        try:
-            stamps = [start + timedelta(microseconds=i) for i in range(len(rows))]
-            insert_rows(conn, table, rows, stamps)
-            conn.execute("COMMIT")
-        except BaseException:
-            with contextlib.suppress(duckdb.Error):
-                conn.execute("ROLLBACK")
-            raise
+        stamps = [start + timedelta(microseconds=i) for i in range(len(rows))]
+        insert_at_once(store.conn, table, rows, stamps)
     except duckdb.Error as exc:
         raise StoreError(f"writing {table} failed: {str(exc).splitlines()[0]}") from None
 
@@ -209,10 +202,7 @@ def insert_items(
     response is skipped silently; with different texts it is reported in ``skipped``.
     """
     existing = {
-        item_id: (query, response)
-        for item_id, query, response in store.query(
-            "SELECT item_id, query, response FROM annotation_items"
-        )
+        item_id: (query, response) for item_id, query, response in queries.item_texts(store)
     }
     rows: list[Record] = []
     for item in items:
@@ -253,15 +243,7 @@ def add_preselected(store: Store, run_id: str, k: int, skipped: list[Skip] | Non
         raise UsageError(f"K must be at least 1, got {k}")
     # a query scored twice (a resumed run) counts once, at its best rank; NaN scores (fewer
     # than two responses) say nothing about disagreement and are never picked
-    ranked = store.query(
-        """
-        SELECT query_key, query_id, query, score, rank, scorer FROM preselect_ranked
-        WHERE run_id = ? AND NOT isnan(score)
-        QUALIFY row_number() OVER (PARTITION BY query_key ORDER BY rank) = 1
-        ORDER BY rank LIMIT ?
-        """,
-        [run_id, k],
-    )
+    ranked = queries.ranked_queries(store, run_id, k)
     if not ranked:
         raise UsageError(
             f"run {run_id!r} has no scored queries (run the pre-selection first; "
@@ -269,23 +251,10 @@ def add_preselected(store: Store, run_id: str, k: int, skipped: list[Skip] | Non
         )
     responses: dict[str, list[tuple[int, str]]] = {}
     # a response re-written on resume appears twice; its latest row counts
-    for query_key, idx, response in store.query(
-        """
-        SELECT query_key, idx, response FROM preselect_responses WHERE run_id = ?
-        QUALIFY row_number() OVER (PARTITION BY query_key, idx ORDER BY created_at DESC) = 1
-        ORDER BY query_key, idx
-        """,
-        [run_id],
-    ):
+    for query_key, idx, response in queries.latest_preselect_responses(store, run_id):
         responses.setdefault(query_key, []).append((idx, response))
     # ids of this run's items from before short ids: they stay (labels refer to them)
-    stored = {
-        item_id
-        for (item_id,) in store.query(
-            "SELECT DISTINCT item_id FROM annotation_items WHERE run_id = ? AND source = ?",
-            [run_id, "preselect"],
-        )
-    }
+    stored = set(queries.item_ids_of_run(store, run_id, "preselect"))
     items = []
     for rank, (query_key, query_id, query, score, _, scorer) in enumerate(ranked, 1):
         got = responses.get(query_key, [])
@@ -451,16 +420,9 @@ def add_halueval_general(
     return insert_items(store, items, skipped)
 
 
-# the items a HaluEval import may collide with
-_HALUEVAL_ITEMS = (
-    "SELECT item_id, query, response FROM annotation_items WHERE item_id LIKE 'halueval:%' "
-    "QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at) = 1"
-)
-
-
 def halueval_items_taken(store: Store) -> dict[str, tuple[str, str]]:
     """``item id -> (query, response)`` of the HaluEval items in the store."""
-    return {i: (q, r) for i, q, r in store.query(_HALUEVAL_ITEMS)}
+    return {i: (q, r) for i, q, r in queries.halueval_items(store)}
 
 
 def jsonl_item_id(query: str, response: str) -> str:

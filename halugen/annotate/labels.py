@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..store import annotation_queries as queries
 from ..store.db import Store
 from ..store.rows import AnnotationRow, Record
 from .items import (
@@ -42,12 +43,10 @@ def insert_annotations(
     annotator, label, spans) to any stored row, or to an earlier one of this call, is
     skipped silently: importing the same file twice adds nothing.
     """
-    items = {r[0] for r in store.query("SELECT DISTINCT item_id FROM annotation_items")}
+    items = set(queries.item_ids(store))
     seen = {
         (item_id, annotator, label, canonical_spans(load_spans(sj)))
-        for item_id, annotator, label, sj in store.query(
-            "SELECT item_id, annotator, label, spans_json FROM annotations"
-        )
+        for item_id, annotator, label, sj in queries.stored_labels(store)
     }
     rows: list[Record] = []
     for where, a in annotations:
@@ -71,10 +70,7 @@ def _responses(store: Store, ids: Iterable[str]) -> dict[str, str]:
     wanted = set(ids)
     return {
         item_id: response
-        for item_id, response in store.query(
-            "SELECT item_id, response FROM annotation_items "
-            "QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at) = 1"
-        )
+        for item_id, response in queries.first_responses(store)
         if item_id in wanted
     }
 
@@ -102,17 +98,10 @@ def _keep_matching(
 def _latest(store: Store) -> dict[str, list[tuple[Any, ...]]]:
     """Latest annotation per (item, annotator), grouped by item, oldest first."""
     by_item: dict[str, list[tuple[Any, ...]]] = {}
-    for row in store.query(
-        "SELECT item_id, annotator, label, spans_json, note FROM annotations_latest "
-        "ORDER BY item_id, created_at, annotator"
-    ):
+    for row in queries.latest_labels(store):
         by_item.setdefault(row[0], []).append(row)
     return by_item
 
 
 def _items(store: Store) -> list[tuple[Any, ...]]:
-    return store.query(
-        "SELECT item_id, query, response, meta_json FROM annotation_items "
-        "QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at) = 1 "
-        "ORDER BY created_at, item_id"
-    )
+    return list(queries.first_items(store))

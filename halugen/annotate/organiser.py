@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..store import annotation_queries as queries
 from .assign import Assigner
 
 __all__ = ["EXPORTS", "MAX_LISTED", "PARTIAL_FILE", "overview", "wants_partial"]
@@ -44,23 +45,11 @@ def overview(assigner: Assigner, known: Iterable[str] = ()) -> dict[str, Any]:
     store = assigner.store
     leased = assigner.leases.by_item()
     names = set(known) | {who for holders in leased.values() for who in holders}
-    names |= {
-        name
-        for (name,) in store.query(
-            "SELECT DISTINCT annotator FROM annotation_sessions "
-            "WHERE role = 'annotator' AND annotator IS NOT NULL"
-        )
-    }
+    names |= set(queries.annotator_names(store))
     per_annotator: dict[str, dict[str, Any]] = {
         name: {"annotator": name, "labelled": 0, "yes": 0, "no": 0, "last": None} for name in names
     }
-    for name, labelled, yes, no, last in store.query(
-        """
-        SELECT annotator, count(*), count(*) FILTER (WHERE label = 'yes'),
-               count(*) FILTER (WHERE label = 'no'), max(created_at)
-        FROM annotations_latest GROUP BY annotator
-        """
-    ):
+    for name, labelled, yes, no, last in queries.annotator_label_counts(store):
         per_annotator[name] = {
             "annotator": name,
             "labelled": int(labelled),
@@ -74,14 +63,7 @@ def overview(assigner: Assigner, known: Iterable[str] = ()) -> dict[str, Any]:
     overall = assigner.progress("").as_dict()["overall"]
 
     votes: dict[str, list[tuple[str, str]]] = {}
-    for item_id, annotator, label in store.query(
-        """
-        SELECT item_id, annotator, label FROM annotations_latest
-        WHERE item_id IN (SELECT item_id FROM annotations_latest GROUP BY item_id
-                          HAVING count(DISTINCT label) > 1)
-        ORDER BY item_id, annotator
-        """
-    ):
+    for item_id, annotator, label in queries.disagreeing_votes(store):
         votes.setdefault(item_id, []).append((annotator, label))
     texts = _queries(assigner, sorted(votes))
     caps = _caps(assigner, sorted(votes))
@@ -137,21 +119,11 @@ def wants_partial(query: Mapping[str, str]) -> bool:
 def _queries(assigner: Assigner, ids: list[str]) -> dict[str, str]:
     if not ids:
         return {}
-    return dict(
-        assigner.store.conn.execute(
-            "SELECT item_id, query FROM annotation_items WHERE list_contains($ids, item_id) "
-            "QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at) = 1",
-            {"ids": ids},
-        ).fetchall()
-    )
+    return queries.first_queries(assigner.store, ids)
 
 
 def _caps(assigner: Assigner, ids: list[str]) -> dict[str, int]:
     if not ids:
         return {}
-    rows = assigner.store.conn.execute(
-        "SELECT item_id, count(*) FROM annotation_extra_places "
-        "WHERE list_contains($ids, item_id) GROUP BY item_id",
-        {"ids": ids},
-    ).fetchall()
+    rows = queries.extra_place_counts(assigner.store, ids)
     return {item_id: assigner.per_item + int(n) for item_id, n in rows}

@@ -47,6 +47,7 @@ from typing import Any
 import orjson
 
 from ..errors import UsageError
+from ..store import annotation_queries as queries
 from ..store.db import Store
 from ..store.rows import AnnotationAgreementRow, AnnotationResolutionRow, Record
 from .agreement import (
@@ -220,17 +221,7 @@ def _mode(counts: Counter[int]) -> int | None:
 def current_resolutions(store: Store) -> list[ItemResolution]:
     """Every labelled item resolved from its annotators' latest labels, as they are now."""
     by_item: dict[str, tuple[str, list[tuple[str, list[dict[str, Any]]]], bool]] = {}
-    for item_id, label, sj, response, released in store.query(
-        """
-        SELECT a.item_id, a.label, a.spans_json, i.response,
-               a.annotator = 'halueval' AND a.source = 'halueval'
-        FROM annotations_latest a
-        JOIN (SELECT item_id, response FROM annotation_items
-              QUALIFY row_number() OVER (PARTITION BY item_id ORDER BY created_at) = 1) i
-          USING (item_id)
-        ORDER BY a.item_id, a.annotator
-        """
-    ):
+    for item_id, label, sj, response, released in queries.resolved_labels(store):
         _, votes, was = by_item.setdefault(item_id, (response, [], False))
         votes.append((label, load_spans(sj)))
         if released and not was:
@@ -249,13 +240,7 @@ def resolve_all(store: Store, rule: LabelRule | None = None) -> ResolveReport:
     """
     rule = rule or LabelRule()
 
-    current = {
-        r[0]: r[1:]
-        for r in store.query(
-            "SELECT item_id, label, spans_json, n_labels, agreement, method "
-            "FROM annotation_resolved"
-        )
-    }
+    current = {r[0]: r[1:] for r in queries.stored_resolutions(store)}
     rows: list[Record] = []
     methods: Counter[str] = Counter()
     label_counts: Counter[str] = Counter()

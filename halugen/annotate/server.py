@@ -61,6 +61,7 @@ from ..local_page import (
     load_static,
     token_ok,
 )
+from ..store import annotation_queries
 from ..store.db import Store
 from ..store.rows import AnnotationExtraPlaceRow, AnnotationRow
 from .access import ORGANISER_KEY, validate_name
@@ -271,23 +272,15 @@ async def _guidelines(request: web.Request) -> web.Response:
 
 
 def _item_payload(state: _State, item_id: str, annotator: str) -> dict[str, Any] | None:
-    rows = state.store.query(
-        # an item imported twice keeps its first text: saved offsets refer to it
-        "SELECT query, response FROM annotation_items WHERE item_id = ? "
-        "ORDER BY created_at LIMIT 1",
-        [item_id],
-    )
-    if not rows:
+    # an item imported twice keeps its first text: saved offsets refer to it
+    texts = annotation_queries.first_item_texts(state.store, item_id)
+    if texts is None:
         return None
-    query, response = rows[0]
-    own = state.store.query(
-        "SELECT label, spans_json, note FROM annotations_latest WHERE item_id = ? "
-        "AND annotator = ?",
-        [item_id, annotator],
-    )
+    query, response = texts
+    own = annotation_queries.own_label(state.store, item_id, annotator)
     label = None
     if own:
-        label = {"label": own[0][0], "spans": orjson.loads(own[0][1]), "note": own[0][2]}
+        label = {"label": own.label, "spans": orjson.loads(own.spans_json), "note": own.note}
     where = state.assigner.my_items(item_id, annotator)
     return {
         "done": False,
@@ -333,14 +326,11 @@ async def _label(request: web.Request) -> web.Response:
     item_id = body.get("item_id") if isinstance(body, dict) else None
     if not isinstance(item_id, str):
         return json_error(400, "item_id must be a string")
-    rows = state.store.query(
-        "SELECT response FROM annotation_items WHERE item_id = ? ORDER BY created_at LIMIT 1",
-        [item_id],
-    )
-    if not rows:
+    response = annotation_queries.first_response(state.store, item_id)
+    if response is None:
         return json_error(404, "no such item")
     try:
-        label, spans, note = parse_label(body, rows[0][0])
+        label, spans, note = parse_label(body, response)
     except LabelError as exc:
         return json_error(400, str(exc))
     assigner = state.assigner

@@ -19,6 +19,7 @@ import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ..store.assignment_queries import open_leases, open_sessions
 from ..store.db import Store
 from ..store.rows import AnnotationLeaseRow, AnnotationSessionRow
 
@@ -66,16 +67,7 @@ class Sessions:
 
     def load(self) -> int:
         """Restore the sessions still open in the store; returns how many."""
-        rows = self.store.query(
-            """
-            SELECT session_hash, role, annotator, token_hash FROM (
-                SELECT *, row_number() OVER (
-                    PARTITION BY session_hash ORDER BY created_at DESC) AS k
-                FROM annotation_sessions)
-            WHERE k = 1 AND event = 'login'
-            ORDER BY created_at
-            """
-        )
+        rows = open_sessions(self.store)
         for session_hash, role, annotator, token_hash in rows:
             if self._still_valid(role, annotator, token_hash):
                 self._open[session_hash] = Session(role, annotator)
@@ -146,19 +138,4 @@ def lease_journal(store: Store) -> Callable[[str, str, float], None]:
 def load_leases(store: Store, now: float) -> list[tuple[str, str, float]]:
     """Leases still running at ``now``: (annotator, item_id, expires_at), without the ones
     whose item the annotator has labelled since (the label holds the place now)."""
-    return [
-        (str(a), str(i), float(t))
-        for a, i, t in store.query(
-            """
-            SELECT l.annotator, l.item_id, l.expires_at FROM (
-                SELECT *, row_number() OVER (
-                    PARTITION BY annotator, item_id ORDER BY created_at DESC, seq DESC) AS k
-                FROM annotation_leases) l
-            WHERE l.k = 1 AND l.expires_at > ?
-              AND NOT EXISTS (SELECT 1 FROM annotations a
-                              WHERE a.item_id = l.item_id AND a.annotator = l.annotator)
-            ORDER BY l.expires_at
-            """,
-            [now],
-        )
-    ]
+    return [(str(a), str(i), float(t)) for a, i, t in open_leases(store, now)]

@@ -15,6 +15,7 @@ import orjson
 
 from ..evaluate.metrics import wilson
 from ..store.db import Store
+from ..store.sample_queries import filter_picks
 from .items import Item
 
 __all__ = ["Share", "pattern_shares", "position_bias"]
@@ -38,20 +39,8 @@ def position_bias(
 ) -> list[Share]:
     """Per task: the share of judged seeds where the filter picked the first candidate
     shown, and where it picked the one-pass candidate (index 0), each beside 50%."""
-    where, params = ["method IN ('judge', 'judge_again')"], []
-    if task:
-        where.append("f.task = ?")
-        params.append(task)
-    if runs:
-        where.append(f"f.run_id IN ({', '.join('?' for _ in runs)})")
-        params.extend(runs)
-    sql = (
-        "SELECT f.task, f.shown_order, f.chosen, s.pattern FROM filter_decisions f "
-        "JOIN samples s USING (run_id, task, seed_key) "
-        f"WHERE {' AND '.join(where)} ORDER BY f.task"
-    )
     per: dict[tuple[str, str], list[tuple[bool, bool]]] = {}
-    for row_task, order_json, chosen, pattern in store.iter_rows(sql, params):
+    for row_task, order_json, chosen, pattern in filter_picks(store, task, runs):
         order = orjson.loads(order_json or "[]")
         if len(order) != 2 or chosen not in order:
             continue

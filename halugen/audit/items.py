@@ -17,6 +17,7 @@ from ..errors import UsageError
 from ..evaluate.items import halueval_task, read_halueval
 from ..store.columns import SAMPLE_COLUMNS
 from ..store.db import Store
+from ..store.sample_queries import audit_samples
 from ..tasks.base import TaskSpec
 from ..tasks.catalog import TaskCatalog
 
@@ -123,22 +124,9 @@ def items_from_store(
             "the general track's items come from annotation, not generation: audit its "
             "HaluEval file with --data general_data.json"
         )
-    where, params = [], []
-    if task:
-        where.append("task = ?")
-        params.append(task)
-    if runs:
-        where.append(f"run_id IN ({', '.join('?' for _ in runs)})")
-        params.extend(runs)
     names = SAMPLE_COLUMNS
-    sql = (
-        "SELECT run_id, task, seed_id, seed_key, pattern, dataset, source_file, source_line, "
-        f"{', '.join(names)}, extra_json FROM samples "
-        f"{'WHERE ' + ' AND '.join(where) if where else ''} "
-        "ORDER BY task, run_id, source_file, source_line, seed_key"
-    )
     catalog = TaskCatalog() if tasks is None else tasks
-    for row in store.iter_rows(sql, params):
+    for row in audit_samples(store, task, runs):
         run_id, row_task, seed_id, seed_key, pattern, dataset, src, line = row[:8]
         rec = {n: v for n, v in zip(names, row[8:-1], strict=True) if v is not None}
         if row[-1]:  # a task folder's own fields

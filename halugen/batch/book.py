@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..llm.call_rows import LoggedCall, call_log_row
 from ..records import ChatResult
+from ..store import batch_queries
 from ..store.db import Store, now
 from ..store.rows import BatchLineRow, BatchRow, CallLogRow, LedgerRow, Statement
 from .files import OutputLine
@@ -61,21 +62,13 @@ class LineRecord:
 def live_batches(store: Store, run_id: str) -> list[tuple[BatchRow, datetime]]:
     """Batches of the run sent to a provider and not yet settled, oldest first: each row as
     stored, with when it was written (``created_at``, the writer's column)."""
-    rows = store.query(
-        f"SELECT {', '.join(BatchRow._fields)}, created_at FROM batches "
-        f"WHERE run_id = ? AND kind = 'api' AND state IN {LIVE_STATES} ORDER BY created_at",
-        [run_id],
-    )
+    rows = batch_queries.live_batch_rows(store, run_id, BatchRow._fields, LIVE_STATES)
     return [(BatchRow(*r[:-1]), r[-1]) for r in rows]
 
 
 def live_keys(store: Store, run_id: str) -> set[str]:
     """Request keys in batches of the run that may still complete."""
-    rows = store.query(
-        "SELECT l.custom_id FROM batch_lines l JOIN batches b USING (batch_id) "
-        f"WHERE b.run_id = ? AND b.kind = 'api' AND b.state IN {LIVE_STATES}",
-        [run_id],
-    )
+    rows = batch_queries.live_custom_ids(store, run_id, LIVE_STATES)
     return {r[0] for r in rows}
 
 
@@ -93,27 +86,13 @@ def live_batch_summary(store: Store, run_id: str) -> str:
 
 
 def lines_of(store: Store, batch_id: str) -> list[LineRecord]:
-    rows = store.query(
-        "SELECT line_no, call_id, custom_id, run_id, stage, task, model, seed_key, "
-        "est_prompt_tokens, max_output_tokens, reserved_pusd, request_json "
-        "FROM batch_lines WHERE batch_id = ? ORDER BY line_no",
-        [batch_id],
-    )
+    rows = batch_queries.batch_lines(store, batch_id)
     return [LineRecord(*r) for r in rows]
 
 
 def open_reserved(store: Store, batch_id: str) -> int:
     """Money still reserved by the lines of a batch (reservations not yet closed)."""
-    (value,) = store.conn.execute(
-        """
-        SELECT COALESCE(sum(r.pusd), 0) FROM ledger r JOIN batch_lines l ON l.call_id = r.call_id
-        WHERE l.batch_id = ? AND r.event = 'batch_reserve' AND NOT EXISTS (
-            SELECT 1 FROM ledger c WHERE c.call_id = r.call_id AND c.res_no = r.res_no
-            AND c.event <> 'batch_reserve')
-        """,
-        [batch_id],
-    ).fetchone()
-    return int(value)
+    return batch_queries.open_batch_reserved(store, batch_id)
 
 
 def batch_row(
@@ -226,19 +205,9 @@ def error_class(out: OutputLine) -> str:
 def update_row(batch_id: str, **values: Any) -> Statement:
     """An UPDATE of a batch's columns, as a statement for the writer."""
     values["updated_at"] = now()
-    sets = ", ".join(f"{k} = ?" for k in values)
-    return Statement(f"UPDATE batches SET {sets} WHERE batch_id = ?", [*values.values(), batch_id])
+    return batch_queries.batch_update(batch_id, values)
 
 
 def run_batches(store: Store, run_ids: Iterable[str] | None = None) -> list[tuple[Any, ...]]:
     """Every batch (of the given runs), newest first, as the batch_progress view shows it."""
-    sql = (
-        "SELECT batch_id, run_id, kind, state, status, provider_batch_id, requests, completed, "
-        "failed, reserved_usd, spent_usd, created_at FROM batch_progress"
-    )
-    params: list[Any] = []
-    ids = list(run_ids or [])
-    if ids:
-        sql += f" WHERE run_id IN ({', '.join('?' for _ in ids)})"
-        params = ids
-    return store.query(sql + " ORDER BY created_at DESC", params)
+    return batch_queries.batch_progress_rows(store, run_ids)

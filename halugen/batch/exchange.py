@@ -39,6 +39,7 @@ from ..errors import InputError, UsageError
 from ..llm.transport import AiohttpTransport, HttpResponse, Transport
 from ..prices import ModelPrice, find_price, format_usd
 from ..records import canonical_json
+from ..store import batch_queries
 from ..store.db import Store, open_store
 from ..store.writer import WriterRow
 from ..tokens import get_counter
@@ -209,12 +210,7 @@ def import_results(
 
 def _expected(store: Store) -> dict[str, book.LineRecord]:
     """custom_id -> the latest exported line that asked for it."""
-    rows = store.query(
-        "SELECT l.line_no, l.call_id, l.custom_id, l.run_id, l.stage, l.task, l.model, "
-        "l.seed_key, l.est_prompt_tokens, l.max_output_tokens, l.reserved_pusd, l.request_json "
-        "FROM batch_lines l JOIN batches b USING (batch_id) WHERE b.kind = 'export' "
-        "ORDER BY l.created_at"
-    )
+    rows = batch_queries.exported_lines(store)
     return {r[2]: book.LineRecord(*r) for r in rows}
 
 
@@ -283,9 +279,7 @@ def _store_answers(
     batch_discount: bool,
 ) -> ImportOutcome:
     answered = store.response_index()
-    failed_before = {
-        (r[0], r[1]) for r in store.query("SELECT key, error FROM call_log WHERE status = 'failed'")
-    }
+    failed_before = {(r[0], r[1]) for r in batch_queries.failed_calls(store)}
     next_call_id = store.next_call_id()
     prices: dict[tuple[str, str], ModelPrice] = {}
     counters: dict[str, Any] = {}

@@ -39,6 +39,7 @@ from ..llm.retrying import retrying
 from ..prices import ModelPrice
 from ..progress import BatchRow
 from ..stats import RunStats
+from ..store import batch_queries
 from ..store.db import Store, now
 from ..store.rows import BatchRow as StoredBatch  # progress.BatchRow is the view's line
 from ..store.rows import LedgerRow
@@ -106,12 +107,7 @@ class BatchJobs:
         self.attempts = attempts  # request key -> batches it was in (this session)
         self.margin = PromptMargin()
         # the margin over our prompt estimate follows what the provider reported before
-        for est, reported in store.query(
-            "SELECT est_prompt_tokens, prompt_tokens FROM call_log WHERE run_id = ? AND "
-            "status = 'ok' AND NOT usage_estimated AND est_prompt_tokens > 0 "
-            "ORDER BY call_id DESC LIMIT 1000",
-            [run_id],
-        ):
+        for est, reported in batch_queries.prompt_reports(store, run_id):
             self.margin.observe(est, reported)
         self.live: dict[str, LiveBatch] = {}
         self.budget_short = False  # a planned request did not fit the budget

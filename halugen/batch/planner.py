@@ -29,6 +29,7 @@ from ..llm.calls import CallFailure, CallRunner
 from ..llm.client import stored_result
 from ..records import ChatRequest, ChatResult
 from ..stats import RunStats
+from ..store import batch_queries
 from ..store.db import KeyIndex, Store
 from ..store.rows import CandidateRow, FilterDecisionRow, SeedOutcomeRow
 from ..store.writer import WriterRow
@@ -88,24 +89,9 @@ class PlanningRunner:
         self.run_id = run_id
         self.plan = plan
         self._answered = store.response_index()
-        run = [run_id]
-        self._mine = KeyIndex(
-            r[0]
-            for r in store.query(
-                "SELECT key_prefix FROM call_log WHERE run_id = ? AND status IN "
-                "('ok', 'cached', 'content_filter')",
-                run,
-            )
-        )
+        self._mine = KeyIndex(r[0] for r in batch_queries.settled_key_prefixes(store, run_id))
         # content_filter answers are outcomes too; interactive runs hand them over at once
-        self._filtered = {
-            r[0]: r[1:]
-            for r in store.query(
-                "SELECT key, response_json, prompt_tokens, completion_tokens, cached_tokens, "
-                "usage_estimated FROM call_log WHERE run_id = ? AND status = 'content_filter'",
-                run,
-            )
-        }
+        self._filtered = {r[0]: r[1:] for r in batch_queries.filtered_answers(store, run_id)}
         self._live = live_keys(store, run_id)
         self._next_call_id = store.next_call_id()
 

@@ -203,19 +203,19 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
     from ..store.db import open_store
     from ..store.failures import damaged_store
+    from ..store.user_sql import run_user_sql
 
     with open_store(db_path(args), read_only=True, query_timeout=args.query_timeout) as store:
         try:
-            cur = store.conn.execute(args.query)
+            result = run_user_sql(store, args.query)
         except duckdb.Error as exc:
             damaged = damaged_store(store.path, exc)
             if damaged is not None:
                 raise damaged from None
             raise UsageError(f"SQL error: {sql_error(str(exc))}") from None
-        if cur.description is None:
+        if result is None:
             return 0
-        columns = [d[0] for d in cur.description]
-        rows = cur.fetchall()
+        columns, rows = result
     render_tables([TableData(None, columns, rows, name="result")], args.format)
     return 0
 

@@ -175,21 +175,15 @@ def _acceptance(flag: float | None, cfg: Any, task: str) -> tuple[float, str]:
 
     from ..errors import HalugenError
     from ..store.db import open_store
+    from ..store.run_queries import acceptance_of_earlier_runs
 
     if cfg.db is None or not Path(cfg.db).exists():
         return 1.0, "assumed: every seed; --acceptance to set it"
     try:
         with open_store(cfg.db, read_only=True) as store:
-            row = store.conn.execute(
-                "SELECT count(*) FILTER (WHERE p.outcome = 'sampled'), count(*) "
-                "FROM seed_progress p JOIN runs r USING (run_id) "
-                "WHERE r.kind = 'generate' AND p.task = ? AND r.model = ? "
-                "AND p.outcome IN ('sampled', 'rejected')",
-                [task, cfg.model],
-            ).fetchone()
+            sampled, finished = acceptance_of_earlier_runs(store, task, cfg.model)
     except (HalugenError, duckdb.Error):  # an estimate does not need the store: go without
         return 1.0, "assumed: every seed; --acceptance to set it"
-    sampled, finished = row if row else (0, 0)
     if not finished:
         return 1.0, "assumed: every seed; --acceptance to set it"
     return sampled / finished, f"as {finished:,} finished seeds of earlier runs in {cfg.db}"

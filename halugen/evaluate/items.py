@@ -23,8 +23,9 @@ from ..errors import InputError
 from ..records import fingerprint
 from ..seeds import expand_paths
 from ..seeds.limits import LONG_LINE, split_lines
-from ..store.columns import field_columns
+from ..store.annotation_queries import item_queries
 from ..store.db import Store
+from ..store.sample_queries import task_sample_fields
 from ..tasks.base import TaskSpec
 from ..tasks.catalog import TaskCatalog
 from .judge import EvalItem
@@ -168,12 +169,7 @@ def general_items(
     from ..annotate.resolve import LabelRule, current_resolutions
 
     rule = labels or LabelRule()
-    queries = dict(
-        store.query(
-            "SELECT item_id, any_value(query ORDER BY created_at) FROM annotation_items "
-            "GROUP BY item_id"
-        )
-    )
+    queries = item_queries(store)
     n_partial = 0
     for entry in sorted(current_resolutions(store), key=lambda e: e.item_id):
         res = entry.resolution
@@ -209,15 +205,7 @@ def items_from_store(
         yield from (item for item, _ in general_items(store, labels))
         return
     names = spec.record_fields
-    where, params = "WHERE task = ?", [task]
-    if gen_run:
-        where += " AND run_id = ?"
-        params.append(gen_run)
-    sql = (
-        f"SELECT seed_id, {field_columns(names)} FROM samples {where} "
-        f"ORDER BY run_id, source_file, source_line, seed_key"
-    )
-    for row in store.iter_rows(sql, params):
+    for row in task_sample_fields(store, task, names, gen_run):
         yield _item(task, dict(zip(names, row[1:], strict=True)), row[0] or "")
 
 

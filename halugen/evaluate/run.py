@@ -41,6 +41,7 @@ from ..prices import format_usd
 from ..prompts import Template
 from ..records import ChatRequest, ChatResult, fingerprint
 from ..session import CallSession, OnRun, call_session, drive, resolve_model
+from ..store import session_queries
 from ..store.db import KeyIndex, key_prefix
 from ..store.rows import JudgementRow
 from ..tasks.base import TaskSpec
@@ -401,9 +402,7 @@ async def evaluate(
         modes={JSON_SCHEMA: cfg.structured},
     ) as session:
         remember(session.store, spec)
-        rows = session.store.query(
-            "SELECT item_key FROM judgements WHERE run_id = ?", [session.run_id]
-        )
+        rows = session_queries.judged_item_keys(session.store, session.run_id)
         done = KeyIndex(key_prefix(r[0]) for r in rows)
         session.stats.seeds_total[cfg.task] = cfg.limit
         session.stats.words.update(
@@ -430,9 +429,7 @@ async def evaluate(
         if taken:
             session.notes.append(taken)
         session.store.writer.flush_blocking()
-        judged = session.store.query(
-            "SELECT count(*) FROM judgements WHERE run_id = ?", [session.run_id]
-        )[0][0]
+        judged = session_queries.judgement_count(session.store, session.run_id)
         spent = format_usd(session.store.spent(session.run_id))
         if status == "done" and session.stats.seeds_total.get(cfg.task) == 0:
             status = "input_error"

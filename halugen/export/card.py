@@ -21,7 +21,9 @@ import orjson
 from .. import __version__
 from ..cut_note import cut_note, window_phrase
 from ..store.db import Store
+from ..store.export_queries import file_datasets, run_settings
 from ..store.queries import cut_counts
+from ..store.run_queries import seed_files
 from ..tasks.catalog import TaskCatalog
 from .card_checks import label_check_section
 from .card_figures import baseline_lines, recognition_lines
@@ -123,15 +125,8 @@ def _tasks_section(files: Sequence[CardFile], tasks: TaskCatalog) -> list[str]:
 def _runs(store: Store, runs: Sequence[str]) -> list[dict[str, Any]]:
     if not runs:
         return []
-    marks = ", ".join("?" for _ in runs)
-    cur = store.conn.execute(
-        f"SELECT run_id, model, status, halugen_version, config_json, "
-        f"strftime(created_at, '%Y-%m-%d %H:%M') FROM runs WHERE run_id IN ({marks}) "
-        f"ORDER BY created_at",
-        list(runs),
-    )
     out = []
-    for run_id, model, status, version, config_json, created in cur.fetchall():
+    for run_id, model, status, version, config_json, created in run_settings(store, runs):
         try:
             config = orjson.loads(config_json) if config_json else {}
         except orjson.JSONDecodeError:
@@ -151,22 +146,14 @@ def _runs(store: Store, runs: Sequence[str]) -> list[dict[str, Any]]:
 
 def _seed_stamps(store: Store, run_id: str) -> list[tuple[str, int, str]]:
     """The run's seed files as it recorded them: name, size and sha256 (never the path)."""
-    rows = store.conn.execute(
-        "SELECT path, size, sha256 FROM seed_files WHERE run_id = ? ORDER BY rowid", [run_id]
-    ).fetchall()
+    rows = seed_files(store, run_id)
     return [(PureWindowsPath(path).name, size, sha) for path, size, sha in rows]
 
 
 def _datasets(store: Store, files: Sequence[CardFile]) -> list[str]:
     found: set[str] = set()
     for f in files:
-        found.update(
-            str(d)
-            for (d,) in store.conn.execute(
-                f"SELECT DISTINCT dataset FROM ({f.query}) WHERE dataset IS NOT NULL",
-                list(f.params),
-            ).fetchall()
-        )
+        found.update(str(d) for d in file_datasets(store, f.query, f.params))
     return sorted(found)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..records import fingerprint
 from ..store.db import Store
+from ..store.export_queries import file_field_rows, latest_task_judgements
 from ..tasks.catalog import TaskCatalog
 from .card_header import CardFile
 
@@ -27,10 +28,7 @@ def baseline_lines(store: Store, file: CardFile, tasks: TaskCatalog) -> list[lis
             continue
         right, hallucinated = spec.right_field, spec.hallucinated_field
         judged: list[Judged] = []
-        for r, h in store.conn.execute(
-            f"SELECT {right}, {hallucinated} FROM ({file.query}) WHERE task = ?",
-            [*file.params, task],
-        ).fetchall():
+        for r, h in file_field_rows(store, file.query, file.params, [right, hallucinated], task):
             judged.append(Judged(False, "invalid", len(r or "")))
             judged.append(Judged(True, "invalid", len(h or "")))
         if not judged:
@@ -59,20 +57,14 @@ def recognition_lines(store: Store, file: CardFile, tasks: TaskCatalog) -> list[
             continue
         fields = spec.record_fields  # what `halugen eval` fingerprints into an item key
         keys = set()
-        for row in store.conn.execute(
-            f"SELECT {', '.join(fields)} FROM ({file.query}) WHERE task = ?",
-            [*file.params, task],
-        ).fetchall():
+        for row in file_field_rows(store, file.query, file.params, fields, task):
             keys.add(fingerprint({"task": task, "fields": dict(zip(fields, row, strict=True))}))
         if not keys:
             continue
         groups: dict[tuple[str, str, str], list[Judged]] = {}
-        for run_id, model, strategy, item_key, truth, verdict in store.conn.execute(
-            "SELECT run_id, model, strategy, item_key, truth, verdict FROM judgements "
-            "WHERE task = ? QUALIFY row_number() OVER (PARTITION BY run_id, item_key, shown "
-            "ORDER BY created_at DESC) = 1 ORDER BY run_id, item_key",
-            [task],
-        ).fetchall():
+        for run_id, model, strategy, item_key, truth, verdict in latest_task_judgements(
+            store, task
+        ):
             if item_key in keys:
                 groups.setdefault((run_id, model, strategy), []).append(
                     Judged(bool(truth), verdict)

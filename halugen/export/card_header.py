@@ -5,9 +5,8 @@ YAML reads as the same string."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import orjson
 
 from ..store.db import Store
+from ..store.export_queries import file_batches, file_columns
 
 __all__ = [
     "SEED_LICENCES",
@@ -187,7 +187,7 @@ def _num_bytes(store: Store, file: CardFile, features: Sequence[tuple[str, str]]
 
     schema = pa.schema([(name, _arrow_type(dtype)) for name, dtype in features])
     total = 0
-    with _batches(store, file) as reader:
+    with file_batches(store, file.query, file.params) as reader:
         for batch in reader:
             for column in pa.Table.from_batches([batch]).cast(schema).columns:
                 for chunk in column.chunks:
@@ -196,21 +196,6 @@ def _num_bytes(store: Store, file: CardFile, features: Sequence[tuple[str, str]]
                     if chunk.null_count == 0 and validity is not None:
                         total -= validity.size  # as datasets holds it: no bitmap without nulls
     return total
-
-
-@contextlib.contextmanager
-def _batches(store: Store, file: CardFile) -> Iterator[Any]:
-    """A pyarrow RecordBatchReader over the file's rows (also on a store another process
-    holds: its live route answers in Arrow)."""
-    if store.is_live:
-        with store.conn.open_reader(file.query, list(file.params)) as reader:
-            yield reader
-        return
-    cur = store.conn.cursor()
-    try:
-        yield cur.sql(file.query, params=list(file.params) or None).to_arrow_reader(10_000)
-    finally:
-        cur.close()
 
 
 def _size_category(n: int) -> str:
@@ -227,8 +212,7 @@ def _size_category(n: int) -> str:
 
 
 def _features(store: Store, file: CardFile) -> list[tuple[str, str]]:
-    cur = store.conn.execute(f"SELECT * FROM ({file.query}) LIMIT 0", list(file.params))
-    return [(d[0], _dtype(str(d[1]))) for d in cur.description]
+    return [(name, _dtype(kind)) for name, kind in file_columns(store, file.query, file.params)]
 
 
 def config_name(file: CardFile) -> str:

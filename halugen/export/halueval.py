@@ -14,11 +14,11 @@ from pathlib import Path
 import duckdb
 
 from ..errors import UsageError
-from ..store.columns import field_columns
 from ..store.db import Store
+from ..store.export_queries import all_of, sample_field_rows, task_filters
 from ..tasks.base import TaskSpec
 from ..tasks.catalog import TaskCatalog
-from .samples import pick_sample_runs, sample_filters
+from .samples import pick_sample_runs
 from .selection import Selection, sql_error
 from .target import Target
 
@@ -48,7 +48,7 @@ def export_halueval(
     ``catalog`` declares the tasks the store's rows name."""
     if task is not None:
         halueval_layout(catalog[task])
-    filters, params = sample_filters(task, where)
+    filters, params = task_filters(task, where)
     selection = pick_sample_runs(store, filters, params, run=run, all_runs=all_runs)
     layouts = {p.unit[0]: halueval_layout(catalog[p.unit[0]]) for p in selection.picked}
     picked = sorted(selection.picked, key=lambda p: p.unit[0])
@@ -60,15 +60,11 @@ def export_halueval(
         filename, fields = layouts[name]
         path = Path(filename) if target is None else target.file(filename)
         keep, keep_params = Selection((p,)).clause(("task",))
-        predicate = " AND ".join(x for x in (filters, keep) if x)
-        sql = (
-            f"SELECT {field_columns(fields)} FROM samples WHERE {predicate} "
-            f"ORDER BY run_id, source_file, source_line, seed_key"
-        )
+        predicate = all_of(filters, keep)
         n = 0
         try:
             with path.open("w", encoding="utf-8", newline="\n") as f:
-                for row in store.iter_rows(sql, [*params, *keep_params]):
+                for row in sample_field_rows(store, fields, predicate, [*params, *keep_params]):
                     record = dict(zip(fields, row, strict=True))
                     # json.dumps' separators, UTF-8 text: the layout of HaluEval's files
                     f.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -22,6 +22,12 @@ from pathlib import Path
 from .. import __version__
 from ..errors import UsageError
 from ..store.db import Store
+from ..store.export_queries import (
+    JUDGEMENTS_LATEST,
+    all_of,
+    judgement_rows_query,
+    task_filters,
+)
 from .samples import copy_query
 from .selection import Selection, pick_runs
 from .target import Target
@@ -48,15 +54,6 @@ JUDGEMENT_COLUMNS = (
     "created_at",
 )
 
-# scoring (parse | logprobs) is a setting of the eval run, kept in its config
-_LATEST = (
-    "SELECT j.*, (j.verdict = 'yes') = j.truth AND j.verdict <> 'invalid' AS correct, "
-    "COALESCE(json_extract_string(r.config_json, '$.scoring'), 'parse') AS scoring "
-    "FROM judgements j LEFT JOIN runs r USING (run_id) "
-    "QUALIFY row_number() OVER (PARTITION BY j.run_id, j.task, j.model, j.strategy, "
-    "j.item_key, j.shown ORDER BY j.created_at DESC) = 1"
-)
-
 
 def export_judgements(
     store: Store,
@@ -70,17 +67,10 @@ def export_judgements(
 ) -> tuple[list[tuple[Path, int]], Selection]:
     if fmt not in ("jsonl", "csv", "parquet"):
         raise UsageError(f"judgements are exported as jsonl, csv or parquet, not {fmt!r}")
-    clauses, params = [], []
-    if task:
-        clauses.append("task = ?")
-        params.append(task)
-    if where:
-        clauses.append(f"({where})")
-    filters = " AND ".join(clauses)
-    relation = f"({_LATEST})"
+    filters, params = task_filters(task, where)
     selection = pick_runs(
         store,
-        relation=relation,
+        relation=JUDGEMENTS_LATEST,
         unit=("task", "model", "strategy", "scoring"),
         what="judgements",
         run=run,
@@ -91,11 +81,8 @@ def export_judgements(
     if not selection.picked:
         return [], selection
     keep, keep_params = selection.clause(("task", "model", "strategy", "scoring"))
-    predicate = " AND ".join(p for p in (filters, keep) if p)
-    query = (
-        f"SELECT {', '.join(JUDGEMENT_COLUMNS)} FROM {relation} j WHERE {predicate} "
-        f"ORDER BY task, model, strategy, run_id, item_key, shown"
-    )
+    predicate = all_of(filters, keep)
+    query = judgement_rows_query(JUDGEMENT_COLUMNS, predicate)
     path = target.file(f"judgements.{fmt}")
     metadata = {
         "halugen_version": __version__,

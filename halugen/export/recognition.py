@@ -24,11 +24,11 @@ import orjson
 from ..annotate.resolve import LabelRule
 from ..evaluate.judge import EvalItem, judge_template, judge_values, shown_texts
 from ..records import fingerprint
-from ..store.columns import field_columns
 from ..store.db import Store
+from ..store.export_queries import all_of, sample_field_rows, task_filters
 from ..tasks.base import TaskSpec
 from ..tasks.catalog import TaskCatalog
-from .samples import pick_sample_runs, sample_filters
+from .samples import pick_sample_runs
 from .selection import Picked, Selection
 from .suspects import without_suspects
 
@@ -79,13 +79,11 @@ def _sample_items(
     task = spec.name
     names = spec.record_fields
     keep, keep_params = Selection((picked,)).clause(("task",))
-    predicate = " AND ".join(p for p in (filters, keep) if p)
-    sql = (
-        f"SELECT run_id, seed_id, seed_key, {field_columns(names)} FROM samples "
-        f"WHERE {predicate} "
-        f"ORDER BY run_id, source_file, source_line, seed_key"
+    predicate = all_of(filters, keep)
+    rows = sample_field_rows(
+        store, names, predicate, [*params, *keep_params], lead=("run_id", "seed_id", "seed_key")
     )
-    for run_id, seed_id, seed_key, *values in store.iter_rows(sql, [*params, *keep_params]):
+    for run_id, seed_id, seed_key, *values in rows:
         fields = {n: "" if v is None else str(v) for n, v in zip(names, values, strict=True)}
         item = EvalItem(
             task=task,
@@ -147,7 +145,7 @@ def write_task_data(
         catalog[task]  # UsageError for a task neither built in nor a folder's
     # samples the verify stage flagged are left out unless asked for (export/suspects.py)
     samples_where = where if include_suspect else without_suspects(where)
-    filters, params = sample_filters(None if task == "general" else task, samples_where)
+    filters, params = task_filters(None if task == "general" else task, samples_where)
     selection = Selection(())
     if task != "general":
         selection = pick_sample_runs(store, filters, params, run=run, all_runs=all_runs)

@@ -17,8 +17,9 @@ from typing import Any
 import duckdb
 
 from .. import __version__
-from ..store.columns import SAMPLE_COLUMNS, field_columns
+from ..store.columns import SAMPLE_COLUMNS
 from ..store.db import Store
+from ..store.export_queries import all_of, sample_rows_query, task_filters
 from ..store.hard_splits import IN_HARD_SPLIT, hard_split_size
 from ..tasks.catalog import TaskCatalog
 from .card import write_card
@@ -32,26 +33,11 @@ __all__ = [
     "copy_query",
     "export_sample_files",
     "pick_sample_runs",
-    "sample_filters",
 ]
 
 SAMPLE_FILE_FORMATS = {"jsonl": "jsonl", "parquet": "parquet", "csv": "csv"}
 
-# the name of a stored seed file path, with / or \\ as separators
-SOURCE_FILE_NAME = "parse_filename(s.source_file, false, 'both_slash')"
-
 _COPY_OPTIONS = {"jsonl": "FORMAT JSON", "parquet": "FORMAT PARQUET", "csv": "FORMAT CSV, HEADER"}
-
-
-def sample_filters(task: str | None, where: str | None) -> tuple[str, list[Any]]:
-    """The predicate over ``samples`` of ``--task`` and ``--where``."""
-    clauses, params = [], []
-    if task:
-        clauses.append("task = ?")
-        params.append(task)
-    if where:
-        clauses.append(f"({where})")
-    return " AND ".join(clauses), params
 
 
 def pick_sample_runs(
@@ -70,8 +56,10 @@ def pick_sample_runs(
     )
 
 
-def _columns(tasks: Sequence[str], catalog: TaskCatalog, *, one_task: bool) -> str:
-    """The columns of an export of ``tasks``: every column of ``samples`` but the other
+def _rows_query(
+    predicate: str, tasks: Sequence[str], catalog: TaskCatalog, *, one_task: bool
+) -> str:
+    """The rows of an export of ``tasks``: every column of ``samples`` but the other
     tasks' text fields (a one-task file, where they are always empty), with a task folder's
     own fields (kept in ``extra_json``) as columns of their own."""
     own: list[str] = []
@@ -87,28 +75,7 @@ def _columns(tasks: Sequence[str], catalog: TaskCatalog, *, one_task: bool) -> s
     if one_task and own:
         exclude += sorted(set(SAMPLE_COLUMNS) - set(own))
     extra = [f for f in own if f not in SAMPLE_COLUMNS]
-    columns = f"s.* EXCLUDE ({', '.join(exclude)})" if exclude else "s.*"
-    # the seed file's name only: a path (../../data/x.json) says nothing once the file travels;
-    # the run keeps the path as given and the file's sha256 (seed_files) for provenance
-    columns += f" REPLACE ({SOURCE_FILE_NAME} AS source_file)"
-    return columns + (", " + field_columns(extra, table="s") if extra else "")
-
-
-def _rows_query(
-    predicate: str, tasks: Sequence[str], catalog: TaskCatalog, *, one_task: bool
-) -> str:
-    columns = _columns(tasks, catalog, one_task=one_task)
-    return f"""
-SELECT {columns}, r.model AS run_model, c.calls AS calls_for_seed,
-       c.cost_usd AS cost_usd_for_seed
-FROM (SELECT * FROM samples WHERE {predicate}) s
-JOIN runs r USING (run_id)
-LEFT JOIN (
-    SELECT run_id, seed_key, count(*) AS calls, sum(cost_usd) AS cost_usd
-    FROM calls GROUP BY run_id, seed_key
-) c USING (run_id, seed_key)
-ORDER BY s.run_id, s.task, s.source_file, s.source_line, s.seed_key
-"""
+    return sample_rows_query(predicate, exclude, extra)
 
 
 def _sql_text(value: str) -> str:
@@ -195,7 +162,7 @@ def export_sample_files(
 ) -> tuple[list[tuple[Path, int]], Selection]:
     """Write the selected samples; returns ((path, rows) per file, the selection).
     ``catalog`` declares the tasks the store's rows name."""
-    filters, params = sample_filters(task, where)
+    filters, params = task_filters(task, where)
     selection = pick_sample_runs(store, filters, params, run=run, all_runs=all_runs)
     if not selection.picked:
         return [], selection
@@ -209,7 +176,7 @@ def export_sample_files(
     for name, picked in groups:
         chosen = Selection(tuple(picked))
         keep, keep_params = chosen.clause(("task",))
-        predicate = " AND ".join(p for p in (filters, keep) if p)
+        predicate = all_of(filters, keep)
         query = _rows_query(
             predicate, [p.unit[0] for p in picked], catalog, one_task=name is not None
         )

@@ -19,6 +19,7 @@ import duckdb
 
 from ..errors import HalugenError, UsageError
 from ..store.db import Store
+from ..store.export_queries import picked_runs, rows_per_run
 from ..store.failures import damaged_store
 
 __all__ = ["Picked", "Selection", "pick_runs", "sql_error"]
@@ -45,14 +46,7 @@ class Selection:
 
     def clause(self, columns: Sequence[str]) -> tuple[str, list[Any]]:
         """A SQL predicate keeping exactly the picked (unit, run) pairs."""
-        if not self.picked:
-            return "FALSE", []
-        terms, params = [], []
-        for p in self.picked:
-            for run in p.runs:
-                terms.append("(" + " AND ".join(f"{c} = ?" for c in (*columns, "run_id")) + ")")
-                params += [*p.unit, run]
-        return "(" + " OR ".join(terms) + ")", params
+        return picked_runs([(p.unit, p.runs) for p in self.picked], columns)
 
 
 def sql_error(exc: duckdb.Error, store: Store) -> HalugenError:
@@ -83,16 +77,8 @@ def pick_runs(
         raise UsageError("give --run RUN or --all-runs, not both")
     if run is not None and store.get_run(run) is None:
         raise UsageError(f"no run {run!r} in {store.path} (see 'halugen status')")
-    cols = ", ".join(f"x.{c}" for c in unit)
-    where = f"WHERE {filters}" if filters else ""
-    sql = (
-        f"SELECT {cols}, x.run_id, count(*) AS n, max(r.created_at) AS started "
-        f"FROM (SELECT * FROM {relation} {where}) x LEFT JOIN runs r USING (run_id) "
-        f"GROUP BY {cols}, x.run_id "
-        f"ORDER BY {cols}, started DESC NULLS LAST, x.run_id DESC"
-    )
     try:
-        found = store.conn.execute(sql, list(params)).fetchall()
+        found = rows_per_run(store, relation, unit, filters, params)
     except duckdb.Error as exc:
         raise sql_error(exc, store) from None
     by_unit: dict[tuple[str, ...], list[tuple[str, int]]] = {}

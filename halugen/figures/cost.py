@@ -21,23 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..store import cost_queries
 from .canvas import figure_format, label, new_figure, save
 
 __all__ = ["CostData", "cost_data", "plot_cost"]
 
-_SPENT = ("settle", "consume", "lost")
 _COLOURS = ("#1f4e99", "#c8102e", "#2a9d55", "#8e44ad", "#d68910", "#555555")
 _STYLES = ("-", "--", ":", "-.")
 _STAGE_ORDER = {"sample": 0, "filter": 1, "judge": 2, "preselect": 3}
-# run kind -> (what counts as one accepted unit, query of (created_at, task) per unit)
-_UNITS = {
-    "generate": ("accepted sample", "SELECT created_at, task FROM sample_rows WHERE run_id = ?"),
-    "eval": ("judged item", "SELECT created_at, task FROM judgements WHERE run_id = ?"),
-    "preselect": (
-        "scored query",
-        "SELECT created_at, 'general' FROM preselect_scores WHERE run_id = ?",
-    ),
-}
+# run kind -> what counts as one accepted unit
+_UNITS = {"generate": "accepted sample", "eval": "judged item", "preselect": "scored query"}
 
 
 @dataclass(frozen=True)
@@ -54,16 +47,11 @@ class CostData:
 
 def _pick_run(store: Any, run: str | None) -> tuple[str, str, str]:
     if run is not None:
-        row = store.conn.execute(
-            "SELECT run_id, kind, model FROM runs WHERE run_id = ?", [run]
-        ).fetchone()
+        row = cost_queries.run_kind(store, run)
         if row is None:
             raise UsageError(f"no run {run!r} in {store.path} (see 'halugen status')")
         return row
-    row = store.conn.execute(
-        "SELECT run_id, kind, model FROM runs "
-        "ORDER BY kind = 'generate' DESC, created_at DESC, run_id DESC LIMIT 1"
-    ).fetchone()
+    row = cost_queries.newest_run(store)
     if row is None:
         raise UsageError(f"no runs in {store.path} to plot")
     return row
@@ -74,18 +62,9 @@ def cost_data(store: Any, run: str | None = None) -> CostData:
     run_id, kind, model = _pick_run(store, run)
     # spent when settled, consumed or lost; a reservation nobody closed (in flight, or left
     # open by a crash) counts as spent at its reservation, as run_spend counts it
-    events = store.conn.execute(
-        f"SELECT created_at, COALESCE(task, ''), COALESCE(stage, ''), pusd FROM ledger l "
-        f"WHERE run_id = ? AND (event IN ({', '.join(repr(e) for e in _SPENT)}) OR "
-        f"(event = 'reserve' AND NOT EXISTS (SELECT 1 FROM ledger c WHERE c.run_id = l.run_id "
-        f"AND c.call_id = l.call_id AND c.res_no = l.res_no AND c.event <> 'reserve'))) "
-        f"ORDER BY created_at, call_id",
-        [run_id],
-    ).fetchall()
-    unit, sql = _UNITS.get(kind, ("accepted sample", None))
-    units: list[tuple[datetime, str]] = (
-        store.conn.execute(sql + " ORDER BY created_at", [run_id]).fetchall() if sql else []
-    )
+    events = cost_queries.spend_events(store, run_id)
+    unit = _UNITS.get(kind, "accepted sample")
+    units: list[tuple[datetime, str]] = cost_queries.accepted_units(store, run_id, kind)
     if not events:
         raise UsageError(f"run {run_id} has no spend recorded yet: nothing to plot")
     start = min([events[0][0], *(u[0] for u in units[:1])])

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import ChatRequest
+from ..store import run_queries
 from ..store.db import Store
 from ..store.rows import EndpointCapabilityRow
 from .calls import CallFailure, CallRunner
@@ -180,13 +181,10 @@ class Capabilities:
             flag = _FLAGS[capability].split(" ")[0]
             return Decision(capability, mode == "on", "flag", f"{flag} {mode}".strip())
         key = _key(capability, value)
-        row = self._latest(
-            "endpoint = ? AND model = ? AND capability = ? AND source = 'probe'",
-            [self.endpoint, self.model, key],
-        )
+        row = run_queries.probed_capability(self.store, self.endpoint, self.model, key)
         if row is not None:
             return Decision(capability, row[0], "stored", row[1])
-        row = self._latest("run_id = ? AND capability = ?", [self.run_id, key])
+        row = run_queries.run_capability(self.store, self.run_id, key)
         if row is not None:
             return Decision(capability, row[0], "run", row[1])
         if self.runner is None:
@@ -195,14 +193,6 @@ class Capabilities:
             self.runner, capability, self.model, task=self.task, rng=self._rng, value=value
         )
         return Decision(capability, supported, "probe", detail)
-
-    def _latest(self, where: str, params: list[Any]) -> tuple[bool, str] | None:
-        rows = self.store.query(
-            f"SELECT supported, detail FROM endpoint_capabilities WHERE {where} "
-            "ORDER BY created_at DESC LIMIT 1",
-            params,
-        )
-        return (bool(rows[0][0]), str(rows[0][1] or "")) if rows else None
 
     def _record(self, key: str, decision: Decision) -> None:
         row = EndpointCapabilityRow(

@@ -37,6 +37,7 @@ from ..llm.transport import Transport
 from ..prices import format_usd
 from ..records import BadRecord, ChatRequest, fingerprint
 from ..session import CallSession, OnRun, call_session, drive, resolve_model
+from ..store import session_queries
 from ..store.db import KeyIndex, key_prefix
 from ..store.rows import (
     BadRecordRow,
@@ -339,11 +340,7 @@ async def preselect(
         store = session.store
         # scored queries are done, and so are those without two usable responses (asking
         # again returns the same stored responses); a failed scoring is tried again
-        rows = store.query(
-            "SELECT query_key FROM preselect_scores WHERE run_id = ? UNION "
-            "SELECT query_key FROM preselect_unscored WHERE run_id = ? AND cause = 'responses'",
-            [session.run_id, session.run_id],
-        )
+        rows = session_queries.finished_query_keys(store, session.run_id)
         done = KeyIndex(key_prefix(r[0]) for r in rows)
         session.stats.words.update(
             seeds="queries",
@@ -375,18 +372,11 @@ async def preselect(
             session.notes.append(note)
         top = LeastSimilar(cfg.keep)
         scored = 0
-        for key, score in store.iter_rows(
-            "SELECT query_key, score FROM preselect_scores WHERE run_id = ?", [session.run_id]
-        ):
+        for key, score in session_queries.preselect_scores(store, session.run_id):
             top.offer(key, score)
             scored += 1
         kept = top.result()
-        (n_unscored,) = store.query(
-            "SELECT count(DISTINCT query_key) FROM preselect_unscored u WHERE run_id = ? AND NOT "
-            "EXISTS (SELECT 1 FROM preselect_scores s WHERE s.run_id = u.run_id AND "
-            "s.query_key = u.query_key)",
-            [session.run_id],
-        )[0]
+        n_unscored = session_queries.unscored_query_count(store, session.run_id)
         unscored_text = f", {n_unscored} unscored" if n_unscored else ""
         spent = format_usd(store.spent(session.run_id))
         status, message = with_failed_work(

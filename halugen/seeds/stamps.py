@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
+from ..store import run_queries
 from ..store.db import now
 
 __all__ = ["FileStamp", "check_stamps", "record_stamps", "stamp_files"]
@@ -57,9 +58,11 @@ def record_stamps(store: Any, run_id: str, stamps: Sequence[FileStamp]) -> None:
     """Record the files a run reads (its first session, or a run made before stamps)."""
     if not stamps:
         return
-    store.conn.executemany(
-        "INSERT INTO seed_files (run_id, path, size, sha256, recorded_at) VALUES (?, ?, ?, ?, ?)",
-        [[run_id, s.path, s.size, s.sha256, now()] for s in stamps],
+    run_queries.record_seed_files(
+        store,
+        run_id,
+        [run_queries.SeedFileRow(s.path, s.size, s.sha256) for s in stamps],
+        [now() for _ in stamps],
     )
 
 
@@ -68,9 +71,7 @@ def check_stamps(store: Any, run_id: str, stamps: Sequence[FileStamp]) -> None:
 
     A run recorded before stamps existed records them now and is not checked.
     """
-    rows = store.query(
-        "SELECT path, size, sha256 FROM seed_files WHERE run_id = ? ORDER BY rowid", [run_id]
-    )
+    rows = run_queries.seed_files(store, run_id)
     if not rows:
         record_stamps(store, run_id, stamps)
         return

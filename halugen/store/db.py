@@ -178,6 +178,7 @@ class Store:
             writer.journal.flush_blocking()
 
     def query(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+        """Any SQL: for the named queries of store/ only (a user's: ``user_sql``)."""
         self._caught_up()
         return self.conn.execute(sql, params or []).fetchall()
 

@@ -9,6 +9,7 @@ from .db import Store
 __all__ = [
     "cost_per_sample",
     "cut_counts",
+    "demo_summary",
     "rejection_reasons",
     "run_overview",
     "seed_waste",
@@ -136,3 +137,27 @@ def cut_counts(store: Store, run_id: str) -> tuple[int, int, str | None]:
         return 0, 0, None
     cut, records, fitted = rows[0]
     return int(cut), int(records), fitted
+
+
+def demo_summary(store: Store) -> list[tuple[str, list[str], list[tuple[Any, ...]]]]:
+    """(title, column names, rows) of the tables the demo prints after its run."""
+    summary: list[tuple[str, list[str], list[tuple[Any, ...]]]] = []
+    for title, sql in (
+        (
+            "Samples (first 5)",
+            "SELECT pattern, question, right_answer, hallucinated_answer FROM samples "
+            "ORDER BY seed_id LIMIT 5",
+        ),
+        (
+            "Patterns",
+            "SELECT pattern, count(*) AS samples FROM samples GROUP BY 1 ORDER BY 2 DESC",
+        ),
+        (
+            "Cost by stage",
+            "SELECT stage, calls, failed_calls, prompt_tokens, completion_tokens, "
+            "round(cost_usd, 6) AS cost_usd FROM cost_by_stage ORDER BY stage DESC",
+        ),
+    ):
+        cur = store.conn.execute(sql)
+        summary.append((title, [d[0] for d in cur.description], cur.fetchall()))
+    return summary

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from ..errors import UsageError
+from ..store import run_queries
 from ..store.db import open_store
 from ..store.rows import TaskFolderRow
 from . import BUILTIN_TASKS, is_task_path
@@ -31,10 +32,7 @@ def remember(store: Any, spec: TaskSpec) -> None:
         return
     files_json = orjson.dumps(dict(spec.sources), option=orjson.OPT_SORT_KEYS).decode()
     digest = hashlib.sha256(files_json.encode("utf-8")).hexdigest()
-    seen = store.query(
-        "SELECT 1 FROM task_folders WHERE task = ? AND digest = ? LIMIT 1", [spec.name, digest]
-    )
-    if not seen:
+    if not run_queries.has_task_folder(store, spec.name, digest):
         folder = str(spec.folder.resolve()) if spec.folder else None
         store.writer.put([TaskFolderRow(spec.name, folder, digest, files_json)])
 
@@ -44,10 +42,7 @@ def recall(store: Any, catalog: TaskCatalog | None = None) -> TaskCatalog:
     names it does not hold (the newest version of each). A copy that no longer reads is left
     out."""
     catalog = TaskCatalog() if catalog is None else catalog
-    rows = store.query(
-        "SELECT task, folder, files_json FROM task_folders "
-        "QUALIFY row_number() OVER (PARTITION BY task ORDER BY created_at DESC) = 1"
-    )
+    rows = run_queries.latest_task_folders(store)
     found = []
     for task, folder, files_json in rows:
         if task in catalog:
