@@ -22,7 +22,8 @@ from rich.console import Console
 
 from . import __version__
 from ._groups import most_serious
-from .batch.planner import PassPlan, PlanningRunner, refuse_while_batches_live
+from .batch.plan import PassPlan
+from .batch.planner import PlanningRunner, refuse_while_batches_live
 from .budget import Ledger
 from .config import RunConfig
 from .errors import BudgetExhausted, HalugenError, RunStopping, UsageError

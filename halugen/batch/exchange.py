@@ -45,7 +45,7 @@ from ..tokens import get_counter
 from . import book
 from .files import OutputLine, input_line, read_output
 from .jobs import batch_cost
-from .planner import PassPlan
+from .plan import PassPlan
 
 __all__ = ["ExportOutcome", "ImportOutcome", "export_requests", "import_results"]
 

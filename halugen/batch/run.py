@@ -41,7 +41,7 @@ from ..stats import RunStats
 from ..store.db import open_store
 from ..tokens import get_counter
 from .jobs import BatchJobs
-from .planner import PassPlan
+from .plan import PassPlan
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
