@@ -1,6 +1,9 @@
 """A generation run from start to end: set up, resume, run the pipeline, report.
 
-``generate(config)`` is the Python API behind ``halugen run`` and ``halugen demo``.
+``generate(config)`` is the Python API behind ``halugen run`` and ``halugen demo``: it
+chooses how the run's calls are made (sent now, or with ``--batch`` batch mode's passes,
+batch/run.py) and runs ``generate_session`` with that choice; ``batch export`` runs one
+planning pass of ``generate_session`` itself.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import anyio
 import orjson
 from rich.console import Console
 
-from .batch.run import run_in_batches, stage_by_stage
+from .batch.modes import SendNow
+from .batch.run import run_in_batches
 from .budget import Ledger
 from .cacheplan import plan_task
 from .config import RunConfig
@@ -26,13 +30,14 @@ from .endings import closing, with_failed_work
 from .errors import UsageError
 from .llm.capabilities import JSON_SCHEMA
 from .llm.endpoint import EndpointInfo, is_openai, takes_cache_key
+from .llm.strategy import CallMode
 from .llm.transport import AiohttpTransport, Transport
 from .pipeline import run_pipeline
 from .prices import ModelPrice, format_usd
 from .prompts import load_template
 from .records import Seed
 from .seeds import expand_paths, formats_by_task, read_seeds
-from .seeds.stamps import stamp_files
+from .seeds.stamps import settle_stamps, stamp_files
 from .session import OnRun, call_session, drive, prepare_endpoint, resolve_price
 from .stages.context import GenContext, LoadedTask
 from .stages.seeds import SeedSource
@@ -48,6 +53,7 @@ from .tokens import TokenCounter
 __all__ = [
     "RunOutcome",
     "generate",
+    "generate_session",
     "generated_tasks",
     "load_tasks",
     "resolve_tasks",
@@ -187,24 +193,56 @@ async def generate(
     console: Console | None = None,
     on_run: OnRun | None = None,
 ) -> RunOutcome:
-    """Run (or resume) generation for ``cfg``. Raises HalugenError for bad input/setup."""
-    if not cfg.seeds:
-        raise UsageError("no seed files given: pass --seeds FILE (or set seeds in halugen.toml)")
-    cfg, files_of = resolve_tasks(cfg)
-    tasks = load_tasks(cfg.tasks, cfg.prompts_dir)
+    """Run (or resume) generation for ``cfg``: its calls sent now, or with ``cfg.batch`` in
+    batch mode's passes (each a ``generate_session``). Raises HalugenError for bad
+    input/setup."""
+    if cfg.batch is None:
+        return await generate_session(
+            cfg, SendNow(), transport=transport, console=console, on_run=on_run
+        )
+    # the tasks, inputs and model are settled (and checked) once, before the first pass
+    cfg, _, _ = _read_tasks(cfg)
+    owned = transport is None
+    transport = transport or AiohttpTransport()
+    try:
+        cfg, _, _ = await prepare_endpoint(cfg, transport)
+        return await run_in_batches(
+            generate_session, cfg, transport=transport, console=console, on_run=on_run
+        )
+    finally:
+        if owned:
+            await transport.aclose()
+
+
+async def generate_session(
+    cfg: RunConfig,
+    calls: CallMode,
+    *,
+    transport: Transport | None = None,
+    console: Console | None = None,
+    on_run: OnRun | None = None,
+) -> RunOutcome:
+    """One session of generation for ``cfg``, its calls made as ``calls`` says."""
+    cfg, files_of, tasks = _read_tasks(cfg)
     owned = transport is None
     transport = transport or AiohttpTransport()
     try:
         cfg, info, endpoint_notes = await prepare_endpoint(cfg, transport)
-        if stage_by_stage(cfg):  # --batch: stage after stage
-            return await run_in_batches(
-                generate, cfg, transport=transport, console=console, on_run=on_run
-            )
         return await _generate(cfg, files_of, tasks, info, endpoint_notes, transport, console,
-                               on_run)  # fmt: skip
+                               on_run, calls)  # fmt: skip
     finally:
         if owned:
             await transport.aclose()
+
+
+def _read_tasks(
+    cfg: RunConfig,
+) -> tuple[RunConfig, dict[str, list[str]], dict[str, LoadedTask]]:
+    """``cfg`` with its tasks resolved, the seed files of each, and its loaded tasks."""
+    if not cfg.seeds:
+        raise UsageError("no seed files given: pass --seeds FILE (or set seeds in halugen.toml)")
+    cfg, files_of = resolve_tasks(cfg)
+    return cfg, files_of, load_tasks(cfg.tasks, cfg.prompts_dir)
 
 
 async def _generate(
@@ -216,6 +254,7 @@ async def _generate(
     transport: Transport,
     console: Console | None,
     on_run: OnRun | None,
+    calls: CallMode,
 ) -> RunOutcome:
     check_judge_price(cfg, resolve_price(cfg)[0])  # before the run opens
     files = expand_paths([path for paths in files_of.values() for path in paths])
@@ -224,10 +263,11 @@ async def _generate(
         kind="generate",
         identity=cfg.identity(template_hashes(tasks)),
         tasks=",".join(cfg.tasks),
+        calls=calls,
         transport=transport,
         on_run=on_run,
         modes={JSON_SCHEMA: cfg.structured},
-        seed_files=await anyio.to_thread.run_sync(stamp_files, files),
+        on_open=settle_stamps(await anyio.to_thread.run_sync(stamp_files, files)),
     ) as session:
         store, run_id = session.store, session.run_id
         # the identity above names the template files; what is sent follows the card's prices

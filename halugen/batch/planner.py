@@ -2,7 +2,7 @@
 
 Batch mode runs a kind's ordinary pipeline (generation, eval, pre-selection) as it is; the
 session of a planning pass opens with ``PlanningRunner`` as its call strategy
-(llm/strategy.py) instead of sending calls:
+(llm/strategy.py; batch/modes.py's ``PlanForBatch`` gives it) instead of sending calls:
 
 - a request whose key has an answer in the store is answered from it; any other is recorded
   in the pass's plan and gets a "deferred" failure; a request whose batch may still complete
@@ -26,6 +26,7 @@ from ..errors import UsageError
 from ..llm.call_rows import LoggedCall, cached_log_row
 from ..llm.calls import CallFailure, CallRunner
 from ..llm.client import stored_result
+from ..llm.strategy import DEFERRED
 from ..records import ChatRequest, ChatResult
 from ..stats import RunStats
 from ..store.db import KeyIndex, Store
@@ -35,9 +36,8 @@ from ..tokens import TokenCounter
 from .book import live_batch_summary, live_keys
 from .plan import PassPlan, Planned
 
-__all__ = ["DEFERRED", "PlanningRunner", "refuse_while_batches_live"]
+__all__ = ["PlanningRunner", "refuse_while_batches_live"]
 
-DEFERRED = "Deferred"  # error class of the failure a deferred call returns
 # the records a stage writes about a seed
 _SEED_RECORDS = (CandidateRow, FilterDecisionRow, SeedOutcomeRow)
 
