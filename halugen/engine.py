@@ -32,7 +32,6 @@ from .llm.capabilities import JSON_SCHEMA
 from .llm.endpoint import EndpointInfo, is_openai, takes_cache_key
 from .llm.strategy import CallMode
 from .llm.transport import AiohttpTransport, Transport
-from .pipeline import run_pipeline
 from .prices import ModelPrice, format_usd
 from .prompts import load_template
 from .records import Seed
@@ -42,6 +41,7 @@ from .session import OnRun, call_session, drive, prepare_endpoint, resolve_price
 from .stages.context import GenContext, LoadedTask
 from .stages.seeds import SeedSource
 from .stages.verify import check_judge_price, verify_run
+from .stages.wiring import run_pipeline
 from .stats import RunStats
 from .store.db import Store
 from .store.queries import cut_counts
