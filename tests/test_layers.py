@@ -64,7 +64,7 @@ def _under(module: str, prefixes: tuple[str, ...]) -> bool:
 # (modules, what none of them may import)
 RULES = [
     ("session", ("halugen.batch", "halugen.seeds")),
-    ("stages", ("halugen.batch",)),
+    ("stages", ("halugen.batch", "halugen.engine", "halugen.evaluate", "halugen.preselect")),
     (
         "batch",
         ("halugen.engine", "halugen.evaluate", "halugen.preselect", "halugen.stages"),
