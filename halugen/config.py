@@ -86,8 +86,6 @@ class BatchOptions:
     poll_seconds: float = default("batch_poll")  # between looks at the batches in progress
     max_requests: int = default("batch_max_requests")  # per batch file (OpenAI's limit)
     max_bytes: int = int(default("batch_max_mb") * 2**20)  # per batch file (OpenAI's limit)
-    # set by halugen/batch/run.py for one planning pass of the pipeline (never by users)
-    plan: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, kw_only=True)

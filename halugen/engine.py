@@ -1,6 +1,9 @@
 """A generation run from start to end: set up, resume, run the pipeline, report.
 
-``generate(config)`` is the Python API behind ``halugen run`` and ``halugen demo``.
+``generate(config)`` is the Python API behind ``halugen run`` and ``halugen demo``: it
+chooses how the run's calls are made (sent now, or with ``--batch`` batch mode's passes,
+batch/run.py) and runs ``generate_session`` with that choice; ``batch export`` runs one
+planning pass of ``generate_session`` itself.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import anyio
 import orjson
 from rich.console import Console
 
-from .batch.run import run_in_batches, stage_by_stage
+from .batch.modes import SendNow
+from .batch.run import run_in_batches
 from .budget import Ledger
 from .cacheplan import plan_task
 from .config import RunConfig
@@ -27,16 +31,17 @@ from .endings import closing, with_failed_work
 from .errors import UsageError
 from .llm.capabilities import JSON_SCHEMA
 from .llm.endpoint import EndpointInfo, is_openai, takes_cache_key
+from .llm.strategy import CallMode
 from .llm.transport import AiohttpTransport, Transport
-from .pipeline import run_pipeline
 from .prices import ModelPrice, format_usd
 from .records import Seed
 from .seeds import expand_paths, formats_by_task, read_seeds
-from .seeds.stamps import stamp_files
+from .seeds.stamps import settle_stamps, stamp_files
 from .session import OnRun, call_session, drive, prepare_endpoint, resolve_price
 from .stages.context import GenContext, LoadedTask
 from .stages.seeds import SeedSource
 from .stages.verify import check_judge_price, verify_run
+from .stages.wiring import run_pipeline
 from .stats import RunStats
 from .store import session_queries
 from .store.db import Store
@@ -51,6 +56,7 @@ from .tokens import TokenCounter
 __all__ = [
     "RunOutcome",
     "generate",
+    "generate_session",
     "generated_tasks",
     "load_tasks",
     "read_run_tasks",
@@ -210,7 +216,9 @@ async def generate(
     console: Console | None = None,
     on_run: OnRun | None = None,
 ) -> RunOutcome:
-    """Run (or resume) generation for ``cfg``. Raises HalugenError for bad input/setup.
+    """Run (or resume) generation for ``cfg``: its calls sent now, or with ``cfg.batch`` in
+    batch mode's passes (each a ``generate_session``). Raises HalugenError for bad
+    input/setup.
 
     ``tasks`` holds the tasks ``cfg.tasks`` names (``read_run_tasks``); without it, the
     ``--task`` arguments in ``cfg`` are read here (the Python API's entry).
@@ -219,22 +227,61 @@ async def generate(
         raise UsageError("no seed files given: pass --seeds FILE (or set seeds in halugen.toml)")
     if tasks is None:
         cfg, tasks = read_run_tasks(cfg)
-    catalog = tasks
-    cfg, files_of = resolve_tasks(cfg, catalog)
-    loaded = load_tasks((catalog[name] for name in cfg.tasks), cfg.prompts_dir)
+    if cfg.batch is None:
+        return await generate_session(
+            cfg, SendNow(), tasks=tasks, transport=transport, console=console, on_run=on_run
+        )
+    # the tasks, inputs and model are settled (and checked) once, before the first pass
+    cfg, _, _ = _read_tasks(cfg, tasks)
+    owned = transport is None
+    transport = transport or AiohttpTransport()
+    try:
+        cfg, _, _ = await prepare_endpoint(cfg, transport)
+        return await run_in_batches(
+            partial(generate_session, tasks=tasks),
+            cfg,
+            transport=transport,
+            console=console,
+            on_run=on_run,
+        )
+    finally:
+        if owned:
+            await transport.aclose()
+
+
+async def generate_session(
+    cfg: RunConfig,
+    calls: CallMode,
+    *,
+    tasks: TaskCatalog | None = None,
+    transport: Transport | None = None,
+    console: Console | None = None,
+    on_run: OnRun | None = None,
+) -> RunOutcome:
+    """One session of generation for ``cfg``, its calls made as ``calls`` says; ``tasks``
+    as ``generate`` takes it."""
+    if tasks is None:
+        cfg, tasks = read_run_tasks(cfg)
+    cfg, files_of, loaded = _read_tasks(cfg, tasks)
     owned = transport is None
     transport = transport or AiohttpTransport()
     try:
         cfg, info, endpoint_notes = await prepare_endpoint(cfg, transport)
-        if stage_by_stage(cfg):  # --batch: stage after stage
-            return await run_in_batches(
-                generate, cfg, tasks=catalog, transport=transport, console=console, on_run=on_run
-            )
         return await _generate(cfg, files_of, loaded, info, endpoint_notes, transport, console,
-                               on_run)  # fmt: skip
+                               on_run, calls)  # fmt: skip
     finally:
         if owned:
             await transport.aclose()
+
+
+def _read_tasks(
+    cfg: RunConfig, catalog: TaskCatalog
+) -> tuple[RunConfig, dict[str, list[str]], dict[str, LoadedTask]]:
+    """``cfg`` with its tasks resolved, the seed files of each, and its loaded tasks."""
+    if not cfg.seeds:
+        raise UsageError("no seed files given: pass --seeds FILE (or set seeds in halugen.toml)")
+    cfg, files_of = resolve_tasks(cfg, catalog)
+    return cfg, files_of, load_tasks((catalog[name] for name in cfg.tasks), cfg.prompts_dir)
 
 
 async def _generate(
@@ -246,6 +293,7 @@ async def _generate(
     transport: Transport,
     console: Console | None,
     on_run: OnRun | None,
+    calls: CallMode,
 ) -> RunOutcome:
     check_judge_price(cfg, resolve_price(cfg)[0])  # before the run opens
     files = expand_paths([path for paths in files_of.values() for path in paths])
@@ -254,10 +302,11 @@ async def _generate(
         kind="generate",
         identity=cfg.identity(template_hashes(tasks)),
         tasks=",".join(cfg.tasks),
+        calls=calls,
         transport=transport,
         on_run=on_run,
         modes={JSON_SCHEMA: cfg.structured},
-        seed_files=await anyio.to_thread.run_sync(stamp_files, files),
+        on_open=settle_stamps(await anyio.to_thread.run_sync(stamp_files, files)),
     ) as session:
         store, run_id = session.store, session.run_id
         # the identity above names the template files; what is sent follows the card's prices

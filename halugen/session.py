@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import gc
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,9 +20,7 @@ import anyio
 import orjson
 from rich.console import Console
 
-from . import __version__
 from ._groups import most_serious
-from .batch.planner import PassPlan, PlanningRunner, refuse_while_batches_live
 from .budget import Ledger
 from .config import RunConfig
 from .errors import BudgetExhausted, HalugenError, RunStopping, UsageError
@@ -31,19 +29,20 @@ from .llm.capabilities import Capabilities
 from .llm.endpoint import EndpointInfo, describe_endpoint, is_openai, pick_model
 from .llm.outbox import Outbox
 from .llm.pool import EndpointPool
-from .llm.strategy import CallStrategy, Interactive, StageWriter
+from .llm.strategy import CallMode, CallStrategy, StageWriter
 from .llm.transport import AiohttpTransport, Transport
 from .prices import ModelPrice, find_price, usd_to_pusd
 from .records import fingerprint
-from .seeds.stamps import FileStamp, check_stamps, record_stamps
 from .signals import on_signals
 from .stats import RunStats
 from .store.db import Store, open_store
 from .store.rows import LedgerRow
 from .tokens import TokenCounter, get_counter
+from .version import __version__
 
 __all__ = [
     "CallSession",
+    "OnOpen",
     "OnRun",
     "StopFlags",
     "call_session",
@@ -55,6 +54,9 @@ __all__ = [
 
 # told when a session opens its run: (run id, resumed?, the model it calls)
 OnRun = Callable[[str, bool, str], None]
+# told when a session has made its run or found the one to resume, before that one is marked
+# running: (store, run id, resumed?); raising refuses the session (seeds/stamps.py)
+OnOpen = Callable[[Store, str, bool], None]
 
 STOP_WAIT_S = 30.0  # after the first Ctrl-C, how long requests at the provider may take
 PACE_RECORD_S = 10.0  # how often the run records what binds its pace, for `halugen status`
@@ -86,9 +88,10 @@ class CallSession:
     """An open run: its store, money, endpoints (each with its limits) and how calls are made.
 
     ``runner`` sends calls now (probes use it in every mode); ``calls`` is the strategy the
-    pipeline calls through, chosen when the session opens (``runner`` itself, or batch mode's
-    planning); ``writer`` is where the stages write, through that strategy's row filter;
-    ``capabilities`` settles what the endpoint accepts before the requests that need it.
+    pipeline calls through, given by the call mode the session's opener chose (sending now,
+    or batch mode's planning); ``writer`` is where the stages write, through that
+    strategy's row filter; ``capabilities`` settles what the endpoint accepts before the
+    requests that need it.
     """
 
     store: Store
@@ -173,7 +176,7 @@ def _open_run(
     tasks: str,
     price: ModelPrice,
     budget: int | None,
-    seed_files: Sequence[FileStamp] = (),
+    on_open: OnOpen | None = None,
 ) -> tuple[str, bool]:
     config_hash = fingerprint(identity)
     run = None
@@ -200,10 +203,12 @@ def _open_run(
             budget_pusd=budget,
             version=__version__,
         )
-        record_stamps(store, run_id, seed_files)
+        if on_open is not None:
+            on_open(store, run_id, False)
         return run_id, False
     run_id = run["run_id"]
-    check_stamps(store, run_id, seed_files)  # the same paths must hold the same seeds
+    if on_open is not None:
+        on_open(store, run_id, True)
     updates: dict[str, Any] = {
         "status": "running",
         "status_detail": None,
@@ -245,16 +250,18 @@ async def call_session(
     kind: str,
     identity: dict[str, Any],
     tasks: str,
+    calls: CallMode,
     transport: Transport | None = None,
     on_run: OnRun | None = None,
     modes: Mapping[str, str] | None = None,
-    seed_files: Sequence[FileStamp] = (),
+    on_open: OnOpen | None = None,
 ) -> AsyncIterator[CallSession]:
     """Open (or resume) the run of ``kind`` whose settings are ``identity``.
 
+    ``calls``: how the pipeline's calls are made, as the caller chose (llm/strategy.py).
     ``modes``: how to ask about each capability (llm/capabilities.py), auto | on | off.
-    ``seed_files``: the stamps of the files a generation run reads; recorded with a new
-    run, checked against the recorded ones on resume (``seeds.stamps``).
+    ``on_open``: what a generation run does with its run before it starts (``OnOpen``):
+    record the stamps of the files it reads, or check them on resume (``seeds.stamps``).
     """
     price, notes = resolve_price(cfg)
     budget = usd_to_pusd(cfg.budget_usd) if cfg.budget_usd is not None else None
@@ -271,7 +278,7 @@ async def call_session(
             tasks=tasks,
             price=price,
             budget=budget,
-            seed_files=seed_files,
+            on_open=on_open,
         )
         if on_run is not None:
             on_run(run_id, resumed, cfg.model)
@@ -286,9 +293,8 @@ async def call_session(
         ledger = Ledger(
             run["budget_pusd"], spent=store.spent(run_id), in_flight_share=cfg.in_flight_share
         )
-        plan: PassPlan | None = cfg.batch.plan if cfg.batch is not None else None
         # a planning pass counts into the batch session's counters, so the last reports all
-        stats = plan.stats if plan is not None and plan.stats is not None else RunStats()
+        stats = calls.stats if calls.stats is not None else RunStats()
         stats.run_id = run_id
         pool = EndpointPool(
             cfg.fleet(),
@@ -297,7 +303,7 @@ async def call_session(
             count_tokens=counter.count,
             notify=_say,
         )
-        if plan is None:  # a server that says how many requests it serves gets no more
+        if calls.sends:  # a server that says how many requests it serves gets no more
             await pool.ask_slots()
         outbox = Outbox()
         runner = CallRunner(
@@ -317,20 +323,14 @@ async def call_session(
         # writer groups their commits until every such call waits (store/writer.py)
         store.writer.expected_writers = lambda: runner.writing
         store.writer.more_coming = pool.paced_waiters
-        calls: CallStrategy
-        if plan is None:
-            refuse_while_batches_live(store, run_id)
-            calls = Interactive(runner)
-        else:  # batch mode: this session is a planning pass
-            plan.run_id = run_id
-            calls = PlanningRunner(runner, store=store, run_id=run_id, plan=plan, stats=stats)
+        strategy: CallStrategy = calls.strategy(runner, store=store, run_id=run_id, stats=stats)
         capabilities = Capabilities(
             store=store,
             run_id=run_id,
             endpoint=pool.url,
             model=cfg.model,
             modes=modes or {},
-            runner=None if plan is not None and plan.offline else runner,
+            runner=runner if calls.probes else None,
             task=tasks.split(",")[0],
         )
         session = CallSession(
@@ -340,8 +340,8 @@ async def call_session(
             ledger=ledger,
             pool=pool,
             runner=runner,
-            calls=calls,
-            writer=StageWriter(store.writer, calls),
+            calls=strategy,
+            writer=StageWriter(store.writer, strategy),
             capabilities=capabilities,
             stats=stats,
             price=price,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
+from ..batch.modes import SendNow
 from ..config import RunConfig
 from ..errors import UsageError
 from ..label_noise import flagged_share
@@ -108,6 +109,7 @@ async def verify_items(
         kind="verify",
         identity=identity,
         tasks=",".join(templates),
+        calls=SendNow(),
         transport=transport,
         modes={JSON_SCHEMA: cfg.structured},
     ) as session:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..llm.call_rows import LoggedCall, call_log_row
 from ..records import ChatResult
@@ -18,9 +18,7 @@ from ..store import batch_queries
 from ..store.db import Store, now
 from ..store.rows import BatchLineRow, BatchRow, CallLogRow, LedgerRow, Statement
 from .files import OutputLine
-
-if TYPE_CHECKING:
-    from .planner import Planned
+from .plan import Planned
 
 __all__ = [
     "LIVE_STATES",

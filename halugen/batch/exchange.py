@@ -1,6 +1,7 @@
 """Batch files for any engine: export a run's pending requests, import the engine's answers.
 
-``export_requests`` runs one planning pass of a generation run (the same as ``--batch``:
+``export_requests`` runs one planning pass of a generation run (the same as ``--batch``;
+its caller gives the session factory, ``engine.generate_session``:
 answers already in the store are used, and what the pass completes is written) and writes
 the requests of its next stage in the OpenAI batch input format, ``custom_id`` = request
 key. It sends no request: the engine that runs the file may be anywhere. It asks the server
@@ -46,7 +47,9 @@ from ..tokens import get_counter
 from . import book
 from .files import OutputLine, input_line, read_output
 from .jobs import batch_cost
-from .planner import PassPlan
+from .modes import OpenPass, PlanForBatch
+from .plan import PassPlan
+from .run import KindOutcome
 
 __all__ = ["ExportOutcome", "ImportOutcome", "export_requests", "import_results"]
 
@@ -73,23 +76,28 @@ class ImportOutcome:
 
 
 async def export_requests(
-    cfg: RunConfig, out: Path, *, stage: str | None = None, transport: Transport | None = None
+    cfg: RunConfig,
+    out: Path,
+    open_pass: OpenPass[KindOutcome],
+    *,
+    stage: str | None = None,
+    transport: Transport | None = None,
 ) -> ExportOutcome:
-    """Write the pending requests of ``cfg``'s run (of ``stage``, default all) to ``out``.
+    """Write the pending requests of ``cfg``'s run (of ``stage``, default all) to ``out``,
+    planned by one session ``open_pass`` opens (generation's).
 
     ``transport`` answers the server's description of itself (GET); it is never sent a
     chat request.
     """
-    from ..engine import generate
-
     plan = PassPlan(offline=True)
-    options = dataclasses.replace(cfg.batch or BatchOptions(), plan=plan)
     asks = transport or AiohttpTransport()
     try:
-        outcome = await generate(
-            dataclasses.replace(cfg, batch=options, progress=False),
+        outcome = await open_pass(
+            dataclasses.replace(cfg, batch=cfg.batch or BatchOptions(), progress=False),
+            PlanForBatch(plan),
             transport=_GetOnly(asks),
             console=Console(file=io.StringIO()),  # the pass's own figures are not the export's
+            on_run=None,
         )
     finally:
         if transport is None:

@@ -47,7 +47,7 @@ from ..store.writer import WriterRow
 from ..tokens import TokenCounter
 from . import book
 from .files import OutputLine, input_line, read_output_lenient, split_lines
-from .planner import Planned
+from .plan import Planned
 
 __all__ = ["BatchJobs", "batch_cost"]
 

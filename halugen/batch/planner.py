@@ -2,7 +2,7 @@
 
 Batch mode runs a kind's ordinary pipeline (generation, eval, pre-selection) as it is; the
 session of a planning pass opens with ``PlanningRunner`` as its call strategy
-(llm/strategy.py) instead of sending calls:
+(llm/strategy.py; batch/modes.py's ``PlanForBatch`` gives it) instead of sending calls:
 
 - a request whose key has an answer in the store is answered from it; any other is recorded
   in the pass's plan and gets a "deferred" failure; a request whose batch may still complete
@@ -21,12 +21,12 @@ requests those batches may still answer, and would not count their reserved mone
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from ..errors import UsageError
 from ..llm.call_rows import LoggedCall, cached_log_row
 from ..llm.calls import CallFailure, CallRunner
 from ..llm.client import stored_result
+from ..llm.strategy import DEFERRED
 from ..records import ChatRequest, ChatResult
 from ..stats import RunStats
 from ..store import batch_queries
@@ -35,45 +35,12 @@ from ..store.rows import CandidateRow, FilterDecisionRow, SeedOutcomeRow
 from ..store.writer import WriterRow
 from ..tokens import TokenCounter
 from .book import live_batch_summary, live_keys
+from .plan import PassPlan, Planned
 
-__all__ = ["DEFERRED", "PassPlan", "Planned", "PlanningRunner", "refuse_while_batches_live"]
+__all__ = ["PlanningRunner", "refuse_while_batches_live"]
 
-DEFERRED = "Deferred"  # error class of the failure a deferred call returns
 # the records a stage writes about a seed
 _SEED_RECORDS = (CandidateRow, FilterDecisionRow, SeedOutcomeRow)
-
-
-@dataclass(frozen=True, slots=True)
-class Planned:
-    """A request to send in a batch: its key, its body and what it may cost at most."""
-
-    key: str
-    stage: str
-    task: str
-    seed_key: str
-    model: str
-    body: bytes
-    est_prompt_tokens: int
-    max_output_tokens: int
-
-
-@dataclass
-class PassPlan:
-    """What one planning pass found. ``failures`` come from the driver (known for good)."""
-
-    failures: dict[str, CallFailure] = field(default_factory=dict)
-    reported: set[str] = field(default_factory=set)  # failures a pass has already written
-    returned: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (task, seed)
-    requests: dict[str, Planned] = field(default_factory=dict)
-    deferred_seeds: set[tuple[str, str]] = field(default_factory=set)
-    answered: int = 0  # calls answered from the store
-    waiting: int = 0  # calls whose batch may still complete
-    run_id: str = ""
-    # the counters of every pass of the session, so the last one reports the session's work
-    stats: RunStats | None = None
-    # no server can be asked (a batch export for an offline engine): capabilities come from
-    # the store or the flags, never from a probe
-    offline: bool = False
 
 
 class PlanningRunner:

@@ -1,9 +1,13 @@
 """Batch mode, stage after stage: plan, send, wait, collect, plan again.
 
-    planning pass (the kind's own pipeline; calls answered from the store or planned)
+    planning pass (a session of the kind's own pipeline, opened by the kind's ``OpenPass``
+    with a ``PlanForBatch`` call mode: calls answered from the store or planned)
         -> nothing planned and nothing at the provider: that pass wrote everything, done
         -> else: send the planned requests in batches (limits, budget), wait until one
            ends, settle its lines into the store, and plan again
+
+The kind's entry (``generate``, ``evaluate``, ``preselect``) chooses batch mode and hands
+``run_in_batches`` its session factory; nothing here knows the kinds.
 
 Sampling requests come first; once their answers are in the store, the next pass plans the
 filter requests of the seeds they completed, and so on. Batches are polled every
@@ -18,9 +22,9 @@ import dataclasses
 import io
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import anyio
 from rich.console import Console
@@ -41,10 +45,8 @@ from ..stats import RunStats
 from ..store.db import open_store
 from ..tokens import get_counter
 from .jobs import BatchJobs
-from .planner import PassPlan
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
+from .modes import OpenPass, PlanForBatch
+from .plan import PassPlan
 
 __all__ = ["ask_on_interrupt", "pass_config", "run_in_batches"]
 
@@ -71,9 +73,6 @@ class KindOutcome(Protocol):
 
 
 Out = TypeVar("Out", bound=KindOutcome)  # the kind's outcome
-# kind(settings, transport=, on_run=, console=, ...): one run of a kind's pipeline (generate,
-# evaluate, preselect), here one planning pass of it
-KindRunner = Callable[..., Awaitable[Out]]
 
 
 @dataclass
@@ -90,29 +89,11 @@ class _Session:
     settled_pusd: int = 0
 
 
-Kind = TypeVar("Kind", bound="DataclassInstance")
-
-
-def with_run(settings: Kind, run: RunConfig) -> Kind:
-    """A kind's settings (eval, preselect) with ``run`` as their run settings: the
-    ``settings`` of ``run_in_batches`` for kinds whose settings hold a RunConfig."""
-    return dataclasses.replace(settings, run=run)
-
-
-def stage_by_stage(cfg: RunConfig) -> bool:
-    """Does ``cfg`` ask for batch mode's own loop (``--batch``), rather than one of its
-    planning passes?"""
-    return cfg.batch is not None and cfg.batch.plan is None
-
-
-def pass_config(cfg: RunConfig, options: BatchOptions) -> RunConfig:
+def pass_config(cfg: RunConfig, run_id: str) -> RunConfig:
     """The settings of one planning pass: after the first, the run the first one opened."""
-    plan: PassPlan = options.plan
-    if plan.run_id:  # later passes resume that run (never --fresh again)
-        return dataclasses.replace(
-            cfg, batch=options, progress=False, run_id=plan.run_id, fresh=False
-        )
-    return dataclasses.replace(cfg, batch=options, progress=False)
+    if run_id:  # later passes resume that run (never --fresh again)
+        return dataclasses.replace(cfg, progress=False, run_id=run_id, fresh=False)
+    return dataclasses.replace(cfg, progress=False)
 
 
 def ask_on_interrupt(live: int) -> str:
@@ -128,16 +109,16 @@ def ask_on_interrupt(live: int) -> str:
 
 
 async def run_in_batches(
-    kind: KindRunner[Out],
+    open_pass: OpenPass[Out],
     cfg: RunConfig,
-    settings: Callable[[RunConfig], Any] = lambda run: run,
+    *,
     transport: Transport | None = None,
     console: Console | None = None,
     on_run: OnRun | None = None,
-    **extra: Any,
 ) -> Out:
-    """Run a kind's pipeline in batch mode, one planning pass after another: each pass is
-    ``kind(settings(pass settings), transport=, on_run=, console=, **extra)``."""
+    """Run a kind's pipeline in batch mode (``cfg.batch``), one planning pass after another:
+    each pass is the session ``open_pass(pass settings, PlanForBatch(plan), transport=,
+    console=, on_run=)``."""
     opts = cfg.batch
     assert opts is not None
     console = console or Console(stderr=True)
@@ -154,12 +135,12 @@ async def run_in_batches(
                 stats=state.pass_stats,
                 run_id=run_id,
             )
-            outcome = await kind(
-                settings(pass_config(cfg, dataclasses.replace(opts, plan=plan))),
+            outcome = await open_pass(
+                pass_config(cfg, run_id),
+                PlanForBatch(plan),
                 transport=transport,
-                on_run=on_run if first else None,
                 console=_quiet(),
-                **extra,
+                on_run=on_run if first else None,
             )
             first = False
             run_id = outcome.run_id or run_id

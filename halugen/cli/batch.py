@@ -96,6 +96,7 @@ def _export(args: argparse.Namespace) -> int:
     import anyio
 
     from ..batch.exchange import export_requests
+    from ..engine import generate_session
     from .common import run_config
 
     cfg = run_config(args, calls=False)  # an export sends nothing: no key needed
@@ -103,7 +104,9 @@ def _export(args: argparse.Namespace) -> int:
         from ..errors import UsageError
 
         raise UsageError("no seed files given: pass --seeds FILE, as for 'halugen run'")
-    outcome = anyio.run(lambda: export_requests(cfg, Path(args.out), stage=args.stage))
+    outcome = anyio.run(
+        lambda: export_requests(cfg, Path(args.out), generate_session, stage=args.stage)
+    )
     for note in outcome.notes:
         err.print(f"note: {note}", markup=False)
     pending = ", ".join(f"{n} {s}" for s, n in sorted(outcome.by_stage.items())) or "none"

@@ -27,8 +27,8 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from rich.console import Console
 
-from ..batch.planner import DEFERRED
-from ..batch.run import run_in_batches, stage_by_stage, with_run
+from ..batch.modes import SendNow
+from ..batch.run import run_in_batches
 from ..config import RunConfig
 from ..crew import crew_size, run_crew
 from ..endings import closing, with_failed_work
@@ -36,6 +36,7 @@ from ..errors import RunStopping, UsageError
 from ..llm.calls import CallFailure
 from ..llm.capabilities import JSON_SCHEMA, LOGPROBS, MODES
 from ..llm.endpoint import prompt_cache_key, takes_cache_key
+from ..llm.strategy import DEFERRED, CallMode
 from ..llm.transport import Transport
 from ..prices import format_usd
 from ..prompts import Template
@@ -367,10 +368,46 @@ async def evaluate(
     console: Console | None = None,
     on_run: OnRun | None = None,
 ) -> EvalOutcome:
-    """Judge ``cfg``'s items. ``task`` is the task ``cfg.task`` names, read where the
-    command starts; without it, ``cfg.task`` (a name or a task folder's path) is read here
-    (the Python API's entry)."""
+    """Judge ``cfg``'s items: the calls sent now, or with ``--batch`` in batch mode's passes
+    (batch/run.py), each a session of ``_evaluate_session``. ``task`` is the task
+    ``cfg.task`` names, read where the command starts; without it, ``cfg.task`` (a name or a
+    task folder's path) is read here (the Python API's entry)."""
     spec = read_task(cfg.task, TaskCatalog()) if task is None else task
+    if cfg.run.batch is None:
+        return await _evaluate_session(
+            cfg, spec, SendNow(), transport=transport, console=console, on_run=on_run
+        )
+    cfg = (await _prepare(cfg, spec, transport))[0]  # checked, its model settled, first
+    return await run_in_batches(
+        partial(_batch_pass, cfg, spec),
+        cfg.run,
+        transport=transport,
+        console=console,
+        on_run=on_run,
+    )
+
+
+async def _batch_pass(
+    cfg: EvalConfig,
+    spec: TaskSpec,
+    run: RunConfig,
+    calls: CallMode,
+    *,
+    transport: Transport,
+    console: Console,
+    on_run: OnRun | None,
+) -> EvalOutcome:
+    """A planning pass of batch mode: a session with the pass's run settings."""
+    return await _evaluate_session(
+        replace(cfg, run=run), spec, calls, transport=transport, console=console, on_run=on_run
+    )
+
+
+async def _prepare(
+    cfg: EvalConfig, spec: TaskSpec, transport: Transport | None
+) -> tuple[EvalConfig, Template, Template | None, str | None]:
+    """``cfg`` checked, with its model settled (before its identity is made); its judge
+    templates; the note on partly labelled items taken."""
     cfg = replace(cfg, task=spec.name)  # a task folder's path: its name
     if cfg.scoring not in ("parse", "logprobs"):
         raise UsageError(f"--scoring must be parse or logprobs, not {cfg.scoring!r}")
@@ -387,16 +424,27 @@ async def evaluate(
         next(iter(items_from_files(list(cfg.data), spec)), None)
     taken = _partial_items(cfg)  # likewise: partly labelled general items, refused unasked
     cfg = replace(cfg, run=await resolve_model(cfg.run, transport))  # before its identity
-    if stage_by_stage(cfg.run):  # --batch: a pass per stage, each a run of this function
-        settings = partial(with_run, cfg)  # each pass's run settings in this kind's
-        return await run_in_batches(
-            evaluate, cfg.run, settings, transport, console, on_run, task=spec
-        )
+    return cfg, template, again, taken
+
+
+async def _evaluate_session(
+    cfg: EvalConfig,
+    spec: TaskSpec,
+    calls: CallMode,
+    *,
+    transport: Transport | None,
+    console: Console | None,
+    on_run: OnRun | None,
+) -> EvalOutcome:
+    """One session judging ``cfg``'s items (of the task ``spec``), its calls made as
+    ``calls`` says."""
+    cfg, template, again, taken = await _prepare(cfg, spec, transport)
     async with call_session(
         cfg.run,
         kind="eval",
         identity=_identity(cfg, template),
         tasks=cfg.task,
+        calls=calls,
         transport=transport,
         on_run=on_run,
         modes={JSON_SCHEMA: cfg.structured},

@@ -1,9 +1,13 @@
 """How a session's pipeline calls are made: sent now, or planned for a batch.
 
-A session opens with one strategy and keeps it (``session.call_session`` chooses):
-``Interactive`` sends every call through the call runner; batch mode's ``PlanningRunner``
-(batch/planner.py) answers calls from the store and plans the others for a batch. Stages
-call ``call`` and write through a ``StageWriter``, which gives their rows to the strategy's
+Whoever opens a session chooses how its calls are made and hands that choice, a
+``CallMode``, to ``session.call_session``: the command or API entry that runs a kind
+(generation, eval, pre-selection) decides between sending now and batch mode, and batch
+mode's driver (batch/run.py) opens one session per planning pass. The session keeps the
+strategy the mode gives it: ``Interactive`` sends every call through the call runner;
+batch mode's ``PlanningRunner`` (batch/planner.py) answers calls from the store and plans
+the others for a batch, returning a failure of class ``DEFERRED`` for each. Stages call
+``call`` and write through a ``StageWriter``, which gives their rows to the strategy's
 ``seed_rows`` first: a planning pass drops the rows that only say a seed's call was deferred,
 so the seed stays pending and the store holds only real results.
 
@@ -16,11 +20,17 @@ from collections.abc import Sequence
 from typing import NotRequired, Protocol, TypedDict, Unpack
 
 from ..records import ChatRequest, ChatResult
+from ..stats import RunStats
+from ..store.db import Store
 from ..store.writer import StoreWriter, WriterRow
 from ..tokens import TokenCounter
 from .calls import CallFailure, CallRunner
 
-__all__ = ["CallSite", "CallStrategy", "Interactive", "StageWriter"]
+__all__ = ["DEFERRED", "CallMode", "CallSite", "CallStrategy", "Interactive", "StageWriter"]
+
+# the error class of the failure a call planned for a batch returns: the call has not failed,
+# its seed (or item, or query) waits for the batch and a later pass
+DEFERRED = "Deferred"
 
 
 class CallSite(TypedDict):
@@ -44,6 +54,33 @@ class CallStrategy(Protocol):
 
     def seed_rows(self, rows: Sequence[WriterRow]) -> Sequence[WriterRow]:
         """The rows a stage may write now, of ``rows``."""
+        ...
+
+
+class CallMode(Protocol):
+    """How the calls of a session are made, as the session's opener chose."""
+
+    @property
+    def sends(self) -> bool:
+        """Requests leave during the session, so the servers are asked how many they take."""
+        ...
+
+    @property
+    def probes(self) -> bool:
+        """A probe request may settle what the endpoint accepts (else: the store or flags)."""
+        ...
+
+    @property
+    def stats(self) -> RunStats | None:
+        """The counters the session counts into (a batch session's, across its passes);
+        None: its own."""
+        ...
+
+    def strategy(
+        self, runner: CallRunner, *, store: Store, run_id: str, stats: RunStats
+    ) -> CallStrategy:
+        """The strategy of the session that has opened run ``run_id``; raising
+        ``HalugenError`` refuses the session."""
         ...
 
 

@@ -25,14 +25,15 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from rich.console import Console
 
-from ..batch.planner import DEFERRED
-from ..batch.run import run_in_batches, stage_by_stage, with_run
+from ..batch.modes import SendNow
+from ..batch.run import run_in_batches
 from ..config import RunConfig
 from ..crew import crew_size, run_crew
 from ..endings import closing, with_failed_work
 from ..errors import RunStopping, UsageError
 from ..llm.calls import CallFailure
 from ..llm.capabilities import N_CHOICES, refuses_field
+from ..llm.strategy import DEFERRED, CallMode
 from ..llm.transport import Transport
 from ..prices import format_usd
 from ..records import BadRecord, ChatRequest, fingerprint
@@ -303,6 +304,43 @@ async def preselect(
     on_run: OnRun | None = None,
     scorer: PairwiseScorer | None = None,
 ) -> PreselectOutcome:
+    """Pre-select ``cfg``'s queries: the calls sent now, or with ``--batch`` in batch mode's
+    passes (batch/run.py), each a session of ``_preselect_session``."""
+    if cfg.run.batch is None:
+        return await _preselect_session(
+            cfg, SendNow(), scorer, transport=transport, console=console, on_run=on_run
+        )
+    cfg, scorer = await _prepare(cfg, transport, scorer)  # checked, loaded, before any pass
+    return await run_in_batches(
+        partial(_batch_pass, cfg, scorer),
+        cfg.run,
+        transport=transport,
+        console=console,
+        on_run=on_run,
+    )
+
+
+async def _batch_pass(
+    cfg: PreselectConfig,
+    scorer: PairwiseScorer,
+    run: RunConfig,
+    calls: CallMode,
+    *,
+    transport: Transport,
+    console: Console,
+    on_run: OnRun | None,
+) -> PreselectOutcome:
+    """A planning pass of batch mode: a session with the pass's run settings."""
+    return await _preselect_session(
+        replace(cfg, run=run), calls, scorer, transport=transport, console=console, on_run=on_run
+    )
+
+
+async def _prepare(
+    cfg: PreselectConfig, transport: Transport | None, scorer: PairwiseScorer | None
+) -> tuple[PreselectConfig, PairwiseScorer]:
+    """``cfg`` checked, with its model settled (before its identity is made), and its
+    scorer, loaded once."""
     if cfg.responses < 2:
         raise UsageError("--responses must be at least 2 (similarity needs pairs)")
     if cfg.keep < 1:
@@ -323,16 +361,26 @@ async def preselect(
     )  # fail fast on bad input
     scorer = scorer or PairwiseScorer(cfg.scorer)  # loaded once, before any money is spent
     cfg = replace(cfg, run=await resolve_model(cfg.run, transport))  # before its identity
-    if stage_by_stage(cfg.run):  # --batch: a pass per stage, each a run of this function
-        settings = partial(with_run, cfg)  # each pass's run settings in this kind's
-        return await run_in_batches(
-            preselect, cfg.run, settings, transport, console, on_run, scorer=scorer
-        )
+    return cfg, scorer
+
+
+async def _preselect_session(
+    cfg: PreselectConfig,
+    calls: CallMode,
+    scorer: PairwiseScorer | None,
+    *,
+    transport: Transport | None,
+    console: Console | None,
+    on_run: OnRun | None,
+) -> PreselectOutcome:
+    """One session pre-selecting ``cfg``'s queries, its calls made as ``calls`` says."""
+    cfg, scorer = await _prepare(cfg, transport, scorer)
     async with call_session(
         cfg.run,
         kind="preselect",
         identity=_identity(cfg, scorer.name),
         tasks="general",
+        calls=calls,
         transport=transport,
         on_run=on_run,
         modes={N_CHOICES: _N_MODES[cfg.use_n]},

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..store import run_queries
 from ..store.db import now
 
-__all__ = ["FileStamp", "check_stamps", "record_stamps", "stamp_files"]
+__all__ = ["FileStamp", "check_stamps", "record_stamps", "settle_stamps", "stamp_files"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +64,19 @@ def record_stamps(store: Any, run_id: str, stamps: Sequence[FileStamp]) -> None:
         [run_queries.SeedFileRow(s.path, s.size, s.sha256) for s in stamps],
         [now() for _ in stamps],
     )
+
+
+def settle_stamps(stamps: Sequence[FileStamp]) -> Callable[[Any, str, bool], None]:
+    """What a session does with ``stamps`` once it has its run (``session.OnOpen``): record
+    them with a new run, check them against the recorded ones on resume."""
+
+    def settle(store: Any, run_id: str, resumed: bool) -> None:
+        if resumed:
+            check_stamps(store, run_id, stamps)  # the same paths must hold the same seeds
+        else:
+            record_stamps(store, run_id, stamps)
+
+    return settle
 
 
 def check_stamps(store: Any, run_id: str, stamps: Sequence[FileStamp]) -> None:

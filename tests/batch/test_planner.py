@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from halugen.batch.planner import PassPlan, PlanningRunner
+from halugen.batch.plan import PassPlan
+from halugen.batch.planner import PlanningRunner
 from halugen.stats import RunStats
 from halugen.store.db import open_store
 from halugen.store.rows import (

@@ -16,13 +16,13 @@ from collections.abc import Callable
 
 import anyio
 
-from .crew import crew_size, run_crew
-from .records import Candidate, Rejected, Sample, Seed
-from .stages.context import GenContext
-from .stages.filter import run_filter_stage
-from .stages.sample import run_sample_stage
-from .stages.seeds import SeedSource, run_seed_stage
-from .stages.sink import run_sink
+from ..crew import crew_size, run_crew
+from ..records import Candidate, Rejected, Sample, Seed
+from .context import GenContext
+from .filter import run_filter_stage
+from .sample import run_sample_stage
+from .seeds import SeedSource, run_seed_stage
+from .sink import run_sink
 
 __all__ = ["run_pipeline"]
 
