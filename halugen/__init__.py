@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 # public name -> the module that defines it
 _WHERE: dict[str, str] = {
     "Ledger": "budget",
-    **dict.fromkeys(("ModelPrice", "find_price", "format_usd", "parse_budget"), "prices"),
+    **dict.fromkeys(("ModelPrice", "find_price", "format_usd", "parse_budget"), "cost.prices"),
     **dict.fromkeys(("RateLimit", "RetryPolicy", "RunConfig", "Sampling", "Timeouts"), "config"),
     **dict.fromkeys(("RunOutcome", "generate"), "engine"),
     **dict.fromkeys(
@@ -108,6 +108,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from .budget import Ledger
     from .config import RateLimit, RetryPolicy, RunConfig, Sampling, Timeouts
+    from .cost.prices import ModelPrice, find_price, format_usd, parse_budget
     from .engine import RunOutcome, generate
     from .errors import (
         AuthError,
@@ -124,7 +125,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         UsageError,
     )
     from .llm.transport import AiohttpTransport, HandlerTransport, HttpResponse, Transport
-    from .prices import ModelPrice, find_price, format_usd, parse_budget
     from .records import Candidate, ChatRequest, ChatResult, Judgement, Rejected, Sample, Seed
     from .seeds import read_seeds
     from .simulate import SimConfig, Simulator

@@ -18,9 +18,10 @@ from rich.console import Console
 
 from .batch.run import run_in_batches, stage_by_stage
 from .budget import Ledger
-from .cacheplan import plan_task
 from .config import RunConfig
 from .context_window import effective_window, requeue_context_rejections, window_learner
+from .cost.cache import plan_task
+from .cost.prices import ModelPrice, format_usd
 from .cut_note import cut_note, window_origin, window_phrase
 from .endings import closing, with_failed_work
 from .errors import UsageError
@@ -28,13 +29,12 @@ from .llm.capabilities import JSON_SCHEMA
 from .llm.endpoint import EndpointInfo, is_openai, takes_cache_key
 from .llm.transport import AiohttpTransport, Transport
 from .pipeline import run_pipeline
-from .prices import ModelPrice, format_usd
 from .prompts import load_template
 from .records import Seed
 from .seeds import expand_paths, formats_by_task, read_seeds
 from .seeds.stamps import stamp_files
 from .session import OnRun, call_session, drive, prepare_endpoint, resolve_price
-from .stages.context import GenContext, LoadedTask
+from .stages.context import GenContext
 from .stages.seeds import SeedSource
 from .stages.verify import check_judge_price, verify_run
 from .stats import RunStats
@@ -42,6 +42,7 @@ from .store.db import Store
 from .store.queries import cut_counts
 from .tasks import TASK_NAMES, get_task
 from .tasks.base import TaskSpec
+from .tasks.loaded import LoadedTask
 from .tasks.stored import remember
 from .tokens import TokenCounter
 
@@ -142,7 +143,7 @@ def generated_tasks(names: tuple[str, ...]) -> tuple[str, ...]:
 def plan_tasks(
     tasks: dict[str, LoadedTask], price: ModelPrice, counter: TokenCounter, *, batch: bool
 ) -> dict[str, LoadedTask]:
-    """The tasks with the template variants the cache plan sends (``cacheplan``)."""
+    """The tasks with the template variants the cache plan sends (``cost.cache``)."""
     return {name: plan_task(task, price, counter, batch=batch) for name, task in tasks.items()}
 
 

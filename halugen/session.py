@@ -25,6 +25,7 @@ from ._groups import most_serious
 from .batch.planner import PassPlan, PlanningRunner, refuse_while_batches_live
 from .budget import Ledger
 from .config import RunConfig
+from .cost.prices import ModelPrice, find_price, usd_to_pusd
 from .errors import BudgetExhausted, HalugenError, RunStopping, UsageError
 from .llm.calls import CallRunner
 from .llm.capabilities import Capabilities
@@ -33,7 +34,6 @@ from .llm.outbox import Outbox
 from .llm.pool import EndpointPool
 from .llm.strategy import CallStrategy, Interactive, StageWriter
 from .llm.transport import AiohttpTransport, Transport
-from .prices import ModelPrice, find_price, usd_to_pusd
 from .records import fingerprint
 from .seeds.stamps import FileStamp, check_stamps, record_stamps
 from .signals import on_signals

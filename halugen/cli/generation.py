@@ -62,8 +62,8 @@ def add_parsers(sub: Any) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     import anyio
 
+    from ..cost.prices import format_usd
     from ..engine import generate
-    from ..prices import format_usd
 
     cfg = run_config(args)
     from ..tasks import get_task, is_task_path
@@ -75,9 +75,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
+    from ..cost.estimate import estimate_ways
+    from ..cost.prices import format_usd
     from ..engine import load_tasks, resolve_tasks
-    from ..estimate import estimate_ways
-    from ..prices import format_usd
 
     cfg = run_config(args, calls=False)
     if not cfg.seeds:

@@ -123,9 +123,9 @@ def _guard_line(guard: Any, known: dict[str, type]) -> str:
 
 
 def _print_openings(spec: Any, model: str, card: str | None) -> None:
-    from ..cachefit import fit_lines, opening_fits
+    from ..cost.cache import fit_lines, opening_fits
+    from ..cost.prices import find_price
     from ..errors import UsageError
-    from ..prices import find_price
     from ..tokens import get_counter
 
     price = find_price(model, card=card)

@@ -28,13 +28,13 @@ from rich.console import Console
 from ..batch.planner import DEFERRED
 from ..batch.run import run_in_batches, stage_by_stage, with_run
 from ..config import RunConfig
+from ..cost.prices import format_usd
 from ..crew import crew_size, run_crew
 from ..endings import closing, with_failed_work
 from ..errors import RunStopping, UsageError
 from ..llm.calls import CallFailure
 from ..llm.capabilities import N_CHOICES, refuses_field
 from ..llm.transport import Transport
-from ..prices import format_usd
 from ..records import BadRecord, ChatRequest, fingerprint
 from ..session import CallSession, OnRun, call_session, drive, resolve_model
 from ..store.db import KeyIndex, key_prefix

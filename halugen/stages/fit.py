@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 
 from ..records import BadRecord, Seed
+from ..tasks.loaded import LoadedTask
 from ..tokens import TokenCounter
-from .context import LoadedTask
 
 __all__ = ["FitResult", "fit_to_context"]
 

@@ -12,7 +12,8 @@ from ..llm.calls import CallFailure
 from ..records import Candidate, ChatRequest, Seed
 from ..store.rows import CandidateRow
 from ..tasks.base import TaskSpec
-from .context import GenContext, LoadedTask
+from ..tasks.loaded import LoadedTask
+from .context import GenContext
 
 __all__ = ["run_sample_stage", "sample_seed"]
 

@@ -32,12 +32,12 @@ from anyio.abc import ObjectReceiveStream
 
 from ..batch.planner import DEFERRED
 from ..config import RunConfig, Sampling
+from ..cost.prices import ModelPrice, find_price
 from ..crew import crew_size, run_crew
 from ..errors import ConfigError, RunStopping, UsageError
 from ..llm.calls import CallFailure
 from ..llm.capabilities import Capabilities
 from ..llm.strategy import CallStrategy
-from ..prices import ModelPrice, find_price
 from ..prompts import Template
 from ..records import ChatRequest, ChatResult
 from ..reply_contract import VERDICT

@@ -25,15 +25,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .config import RunConfig
-from .errors import ConfigError
+from ..config import RunConfig
+from ..errors import ConfigError
+from ..prompts import Template
+from ..records import Seed
+from ..seeds import read_seeds
+from ..tasks.base import TaskSpec
+from ..tasks.loaded import LoadedTask
+from ..tokens import get_counter
+from .batch_prices import batch_cost
+from .cache import cached_part, fixed_opening, plan_task
 from .prices import ModelPrice
-from .prompts import PER_MESSAGE_TOKENS, Template
-from .records import Seed
-from .seeds import read_seeds
-from .stages.context import LoadedTask
-from .tasks.base import TaskSpec
-from .tokens import TokenCounter, get_counter
 
 __all__ = [
     "CostMode",
@@ -41,7 +43,6 @@ __all__ = [
     "estimate_task",
     "estimate_ways",
     "expected_cached",
-    "fixed_opening",
 ]
 
 _PATTERN_LINE_TOKENS = 8  # "Pattern: factualness\nAnswer: " around the answer itself
@@ -92,25 +93,10 @@ class TaskEstimate:
         return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
 
-def fixed_opening(template: Template, counter: TokenCounter) -> int:
-    """Tokens every request of ``template`` starts with: its messages up to the first field."""
-    total = 0
-    for _, segs in template.parts:
-        total += PER_MESSAGE_TOKENS
-        for seg in segs:
-            if isinstance(seg, tuple):
-                return max(0, total - 1)  # the static text's last token may join the field's
-            total += counter.count_static(seg)
-    return total
-
-
 def expected_cached(price: ModelPrice, openings: dict[str, tuple[int, int]]) -> int:
     """Prompt tokens expected from the provider's cache: per template, its opening's
     cacheable part on every request but the first (0 when the card knows no caching)."""
-    if not price.caches or price.caching is None:
-        return 0
-    rules = price.caching
-    return sum(max(0, n - 1) * rules.cacheable(tokens) for n, tokens in openings.values())
+    return sum(max(0, n - 1) * cached_part(price, tokens) for n, tokens in openings.values())
 
 
 def estimate_task(
@@ -185,11 +171,9 @@ def estimate_ways(
     cfg: RunConfig, task: LoadedTask, price: ModelPrice, files: list[str] | None = None
 ) -> TaskEstimate:
     """``estimate_task`` with each way of paying priced on the templates that way sends: the
-    cache plan's variants for interactive calls and for batch lines (halugen/cacheplan.py),
+    cache plan's variants for interactive calls and for batch lines (cost/cache.py),
     the short ones where nothing is cached. The totals are those of an interactive run.
     The seeds are read once for the three."""
-    from .cacheplan import plan_task  # cacheplan counts openings with this module
-
     counter = get_counter(price.tokenizer)
     interactive = plan_task(task, price, counter, batch=False)
     batch_task = plan_task(task, price, counter, batch=True)
@@ -205,8 +189,6 @@ def estimate_ways(
 
 def cost_modes(price: ModelPrice, prompt: int, output: int, cached: int) -> list[CostMode]:
     """The run's expected cost in each way the card says the provider bills it."""
-    from .batch.jobs import batch_cost  # the batch price as batch mode settles it
-
     modes = [CostMode("interactive", price.cost(prompt, output), 0, "nothing cached")]
     if price.caches:
         modes.append(CostMode("interactive, cached", price.cost(prompt, output, cached), cached))
