@@ -20,7 +20,6 @@ from .batch.run import run_in_batches, stage_by_stage
 from .budget import Ledger
 from .config import RunConfig
 from .context_window import effective_window, requeue_context_rejections, window_learner
-from .cost.cache import plan_task
 from .cost.prices import ModelPrice, format_usd
 from .cut_note import cut_note, window_origin, window_phrase
 from .endings import closing, with_failed_work
@@ -42,7 +41,7 @@ from .store.db import Store
 from .store.queries import cut_counts
 from .tasks import TASK_NAMES, get_task
 from .tasks.base import TaskSpec
-from .tasks.loaded import LoadedTask
+from .tasks.loaded import LoadedTask, plan_task
 from .tasks.stored import remember
 from .tokens import TokenCounter
 

@@ -75,9 +75,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from ..cost.estimate import estimate_ways
     from ..cost.prices import format_usd
     from ..engine import load_tasks, resolve_tasks
+    from ..stages.estimate import estimate_ways
 
     cfg = run_config(args, calls=False)
     if not cfg.seeds:

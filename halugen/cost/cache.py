@@ -39,29 +39,44 @@ such an opening is flagged.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 from ..prompts import PER_MESSAGE_TOKENS, Template
-from ..tasks.base import TaskSpec
-from ..tasks.loaded import LoadedTask
 from ..tokens import TokenCounter
 from .prices import ModelPrice
 
 __all__ = [
     "APPROX_MARGIN",
     "OpeningFit",
+    "TaskTemplates",
     "cached_part",
     "fit_lines",
     "fixed_opening",
     "opening_cost",
     "opening_fits",
     "pads",
-    "plan_task",
     "planned",
 ]
 
 APPROX_MARGIN = 0.02  # of the caching minimum: how far two BPE tokenizers' counts drift apart
+
+
+class TaskTemplates(Protocol):
+    """What the fit reads of a task's declaration (``tasks.base.TaskSpec`` is one): passed in,
+    so that cost/ stays below the tasks."""
+
+    @property
+    def generated(self) -> bool: ...
+
+    @property
+    def sample_templates(self) -> tuple[str, ...]: ...
+
+    @property
+    def filter_template(self) -> str: ...
+
+    def template(self, stem: str, directory: Path | None = None) -> Template: ...
 
 
 def fixed_opening(template: Template, counter: TokenCounter) -> int:
@@ -103,19 +118,6 @@ def planned(
 ) -> Template:
     """The variant of ``template`` the run sends."""
     return template.variant(padded=pads(template, price, counter, batch=batch))
-
-
-def plan_task(
-    task: LoadedTask, price: ModelPrice, counter: TokenCounter, *, batch: bool
-) -> LoadedTask:
-    """``task`` with the variant of each of its templates the run sends."""
-    return dataclasses.replace(
-        task,
-        sample_templates=tuple(
-            planned(t, price, counter, batch=batch) for t in task.sample_templates
-        ),
-        filter_template=planned(task.filter_template, price, counter, batch=batch),
-    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,7 +162,7 @@ def _fit(stem: str, template: Template, price: ModelPrice, counter: TokenCounter
     )
 
 
-def opening_fits(spec: TaskSpec, price: ModelPrice, counter: TokenCounter) -> list[OpeningFit]:
+def opening_fits(spec: TaskTemplates, price: ModelPrice, counter: TokenCounter) -> list[OpeningFit]:
     """The sampling and filter templates' openings (the templates a run's cache plan covers);
     none for a task that only judges."""
     if not spec.generated:

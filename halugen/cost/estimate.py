@@ -23,26 +23,27 @@ misses once, a few requests in thousands, which this leaves out.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
 
 from ..config import RunConfig
 from ..errors import ConfigError
 from ..prompts import Template
-from ..records import Seed
-from ..seeds import read_seeds
-from ..tasks.base import TaskSpec
-from ..tasks.loaded import LoadedTask
+from ..records import BadRecord, Seed
 from ..tokens import get_counter
 from .batch_prices import batch_cost
-from .cache import cached_part, fixed_opening, plan_task
+from .cache import cached_part, fixed_opening
 from .prices import ModelPrice
 
 __all__ = [
     "CostMode",
+    "EstimatedTask",
     "TaskEstimate",
-    "estimate_task",
-    "estimate_ways",
+    "estimate_variants",
     "expected_cached",
+    "priced_ways",
 ]
 
 _PATTERN_LINE_TOKENS = 8  # "Pattern: factualness\nAnswer: " around the answer itself
@@ -50,7 +51,37 @@ _JUDGE_REPLY_TOKENS = 4  # "Choice: 2", "Verdict: No"
 _MIN_VERIFY_TOKENS = 32  # stages/verify.py's MIN_VERIFY_TOKENS (not imported: a light module)
 
 
-def _verify_template(cfg: RunConfig, spec: TaskSpec) -> Template | None:
+class EstimatedSpec(Protocol):
+    """What the estimate reads of a task's declaration (``tasks.base.TaskSpec`` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def right_field(self) -> str: ...
+
+    def filter_values(
+        self, fields: Mapping[str, str], answers: Sequence[str]
+    ) -> dict[str, str]: ...
+
+    def template(self, stem: str, directory: Path | None = None) -> Template: ...
+
+
+class EstimatedTask(Protocol):
+    """A task with the templates a run sends (``tasks.loaded.LoadedTask`` is one): passed in,
+    so that cost/ stays below the tasks."""
+
+    @property
+    def spec(self) -> EstimatedSpec: ...
+
+    @property
+    def sample_templates(self) -> tuple[Template, ...]: ...
+
+    @property
+    def filter_template(self) -> Template: ...
+
+
+def _verify_template(cfg: RunConfig, spec: EstimatedSpec) -> Template | None:
     """The verify stage's template of ``spec`` when the run verifies (``--verify``) and
     the task has one; priced at the run's model (a --verify-model on the same card)."""
     if not cfg.verify:
@@ -99,27 +130,22 @@ def expected_cached(price: ModelPrice, openings: dict[str, tuple[int, int]]) -> 
     return sum(max(0, n - 1) * cached_part(price, tokens) for n, tokens in openings.values())
 
 
-def estimate_task(
-    cfg: RunConfig, task: LoadedTask, price: ModelPrice, files: list[str] | None = None
-) -> TaskEstimate:
-    """Every seed costs its sampling calls plus one filter call (an upper count: identical
+def estimate_variants(
+    cfg: RunConfig,
+    variants: Sequence[EstimatedTask],
+    price: ModelPrice,
+    seeds: Iterable[Seed | BadRecord],
+) -> list[TaskEstimate]:
+    """The estimate of several variants of one task (the templates each way of paying
+    sends), in one pass over the seeds: a seed file of millions of records is read once.
+
+    Every seed costs its sampling calls plus one filter call (an upper count: identical
     candidates skip the filter), and with ``--verify`` two verify calls (as if every seed
     gave a sample). Typical output assumes answers as long as the right one."""
-    return _estimate_variants(cfg, [task], price, files)[0]
-
-
-def _estimate_variants(
-    cfg: RunConfig, variants: list[LoadedTask], price: ModelPrice, files: list[str] | None
-) -> list[TaskEstimate]:
-    """``estimate_task`` for several variants of one task (the templates each way of paying
-    sends), in one pass over the seeds: a seed file of millions of records is read once."""
     counter = get_counter(price.tokenizer)
     count = counter.count
     spec = variants[0].spec
     ests = [TaskEstimate(task=spec.name, tokens_exact=counter.exact) for _ in variants]
-    seeds = read_seeds(
-        files or list(cfg.seeds), spec.name, fmt=cfg.seed_format, mapping=cfg.seed_mapping
-    )
     checking = _verify_template(cfg, spec)
     verify_out = max(cfg.judge.max_tokens, _MIN_VERIFY_TOKENS)
     n_seeds = bad = 0
@@ -167,17 +193,13 @@ def _estimate_variants(
     return ests
 
 
-def estimate_ways(
-    cfg: RunConfig, task: LoadedTask, price: ModelPrice, files: list[str] | None = None
+def priced_ways(
+    price: ModelPrice, est: TaskEstimate, plain: TaskEstimate, batch: TaskEstimate
 ) -> TaskEstimate:
-    """``estimate_task`` with each way of paying priced on the templates that way sends: the
-    cache plan's variants for interactive calls and for batch lines (cost/cache.py),
-    the short ones where nothing is cached. The totals are those of an interactive run.
-    The seeds are read once for the three."""
-    counter = get_counter(price.tokenizer)
-    interactive = plan_task(task, price, counter, batch=False)
-    batch_task = plan_task(task, price, counter, batch=True)
-    est, plain, batch = _estimate_variants(cfg, [interactive, task, batch_task], price, files)
+    """``est`` (of the templates interactive calls send) with each way of paying priced on
+    the templates that way sends: ``plain`` (the short ones) where nothing is cached,
+    ``batch`` (the variants batch lines send) for the Batch API. The totals are those of an
+    interactive run."""
     # the run's typical cost is what an interactive run pays, its cache included
     est.cost_typical_pusd = est.modes[1 if price.caches else 0].cost_pusd
     in_batch = {m.name: m for m in batch.modes if m.name.startswith("batch")}
