@@ -39,6 +39,7 @@ from .prices import ModelPrice
 
 __all__ = [
     "CostMode",
+    "EstimatedSpec",
     "EstimatedTask",
     "TaskEstimate",
     "estimate_variants",
