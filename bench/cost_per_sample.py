@@ -56,11 +56,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import SHARED
 from batch_cost import StepClock  # the batch service's clock: batches finish at once
 
-from halugen.batch.jobs import batch_cost
 from halugen.config import BatchOptions, RunConfig
+from halugen.cost.batch_prices import batch_cost
+from halugen.cost.prices import ModelPrice, find_price
 from halugen.engine import generate, load_tasks, plan_tasks
 from halugen.llm.transport import HandlerTransport
-from halugen.prices import ModelPrice, find_price
 from halugen.records import Seed
 from halugen.seeds import read_seeds
 from halugen.simulate import SimConfig, Simulator

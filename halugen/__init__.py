@@ -17,7 +17,7 @@ from .version import __version__
 # public name -> the module that defines it
 _WHERE: dict[str, str] = {
     "Ledger": "budget",
-    **dict.fromkeys(("ModelPrice", "find_price", "format_usd", "parse_budget"), "prices"),
+    **dict.fromkeys(("ModelPrice", "find_price", "format_usd", "parse_budget"), "cost.prices"),
     **dict.fromkeys(("RateLimit", "RetryPolicy", "RunConfig", "Sampling", "Timeouts"), "config"),
     **dict.fromkeys(("RunOutcome", "generate"), "engine"),
     **dict.fromkeys(
@@ -125,6 +125,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from .budget import Ledger
     from .config import RateLimit, RetryPolicy, RunConfig, Sampling, Timeouts
+    from .cost.prices import ModelPrice, find_price, format_usd, parse_budget
     from .engine import RunOutcome, generate
     from .errors import (
         AuthError,
@@ -141,7 +142,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         UsageError,
     )
     from .llm.transport import AiohttpTransport, HandlerTransport, HttpResponse, Transport
-    from .prices import ModelPrice, find_price, format_usd, parse_budget
     from .records import (
         BadRecord,
         Candidate,

@@ -34,8 +34,8 @@ import asyncio
 from collections import deque
 from dataclasses import dataclass
 
+from .cost.prices import format_usd
 from .errors import BudgetExhausted
-from .prices import format_usd
 
 __all__ = ["Ledger", "PromptMargin", "Reservation"]
 

@@ -23,9 +23,9 @@ from rich.console import Console
 from .batch.modes import SendNow
 from .batch.run import run_in_batches
 from .budget import Ledger
-from .cacheplan import plan_task
 from .config import RunConfig
 from .context_window import effective_window, requeue_context_rejections, window_learner
+from .cost.prices import ModelPrice, format_usd
 from .cut_note import cut_note, window_origin, window_phrase
 from .endings import closing, with_failed_work
 from .errors import UsageError
@@ -33,12 +33,11 @@ from .llm.capabilities import JSON_SCHEMA
 from .llm.endpoint import EndpointInfo, is_openai, takes_cache_key
 from .llm.strategy import CallMode
 from .llm.transport import AiohttpTransport, Transport
-from .prices import ModelPrice, format_usd
 from .records import Seed
 from .seeds import expand_paths, formats_by_task, read_seeds
 from .seeds.stamps import settle_stamps, stamp_files
 from .session import OnRun, call_session, drive, prepare_endpoint, resolve_price
-from .stages.context import GenContext, LoadedTask
+from .stages.context import GenContext
 from .stages.seeds import SeedSource
 from .stages.verify import check_judge_price, verify_run
 from .stages.wiring import run_pipeline
@@ -49,6 +48,7 @@ from .store.queries import cut_counts
 from .tasks import TASK_NAMES
 from .tasks.base import TaskSpec
 from .tasks.catalog import TaskCatalog, read_tasks
+from .tasks.loaded import LoadedTask, plan_task
 from .tasks.stored import remember
 from .tasks.templates import task_template
 from .tokens import TokenCounter
@@ -170,7 +170,7 @@ def _task_names(specs: Sequence[TaskSpec]) -> tuple[str, ...]:
 def plan_tasks(
     tasks: dict[str, LoadedTask], price: ModelPrice, counter: TokenCounter, *, batch: bool
 ) -> dict[str, LoadedTask]:
-    """The tasks with the template variants the cache plan sends (``cacheplan``)."""
+    """The tasks with the template variants the cache plan sends (``cost.cache``)."""
     return {name: plan_task(task, price, counter, batch=batch) for name, task in tasks.items()}
 
 

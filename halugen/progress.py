@@ -29,8 +29,8 @@ from rich.table import Table
 from rich.text import Text
 
 from .budget import Ledger
+from .cost.prices import format_usd
 from .cut_note import cut_note, window_phrase
-from .prices import format_usd
 from .progress_figures import NONE, RunFigures, format_eta
 from .progress_figures import count_text as _int
 from .progress_figures import share_text as _pct

@@ -23,7 +23,7 @@ import math
 from typing import TYPE_CHECKING
 
 from .budget import Ledger
-from .prices import format_usd
+from .cost.prices import format_usd
 from .stats import RunStats, StageStats
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ with different prompts are told apart and an edited template changes its request
 Lines between ``=== if cached`` and ``=== end if`` (whole messages, or paragraphs of one) are
 fixed text sent only when the run lengthens the template's opening to the provider's prompt
 caching minimum because that costs less than it saves at the model's prices
-(``cacheplan``): more demonstrations, as a rule. Such a template has two variants,
+(``cost.cache``): more demonstrations, as a rule. Such a template has two variants,
 ``Template`` (without them) and ``Template.padded`` (with them); the padded one's hash is
 its own, so a sample tells which was sent.
 """

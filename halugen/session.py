@@ -23,6 +23,7 @@ from rich.console import Console
 from ._groups import most_serious
 from .budget import Ledger
 from .config import RunConfig
+from .cost.prices import ModelPrice, find_price, usd_to_pusd
 from .errors import BudgetExhausted, HalugenError, RunStopping, UsageError
 from .llm.calls import CallRunner
 from .llm.capabilities import Capabilities
@@ -31,7 +32,6 @@ from .llm.outbox import Outbox
 from .llm.pool import EndpointPool
 from .llm.strategy import CallMode, CallStrategy, StageWriter
 from .llm.transport import AiohttpTransport, Transport
-from .prices import ModelPrice, find_price, usd_to_pusd
 from .records import fingerprint
 from .signals import on_signals
 from .stats import RunStats

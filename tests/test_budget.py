@@ -7,8 +7,7 @@ import asyncio
 import pytest
 
 from halugen.budget import Ledger, PromptMargin
-from halugen.errors import BudgetExhausted, UsageError
-from halugen.prices import (
+from halugen.cost.prices import (
     PUSD_PER_USD,
     ModelPrice,
     find_price,
@@ -16,6 +15,7 @@ from halugen.prices import (
     load_price_cards,
     parse_budget,
 )
+from halugen.errors import BudgetExhausted, UsageError
 from tests.virtual_time import run_virtual
 
 

@@ -15,14 +15,16 @@ import anyio
 import orjson
 import pytest
 
-from halugen.batch.jobs import batch_cost
 from halugen.cli import main
 from halugen.config import RateLimit, RetryPolicy, RunConfig
+from halugen.cost.batch_prices import batch_cost
+from halugen.cost.cache import fixed_opening
+from halugen.cost.estimate import expected_cached
+from halugen.cost.prices import find_price, format_usd
 from halugen.engine import generate, load_tasks
-from halugen.estimate import estimate_task, estimate_ways, expected_cached, fixed_opening
-from halugen.prices import find_price, format_usd
 from halugen.prompts import PER_MESSAGE_TOKENS, parse_template
 from halugen.simulate import CacheConfig
+from halugen.stages.estimate import estimate_task, estimate_ways
 from halugen.tokens import get_counter
 from tests.task_specs import task_spec
 
@@ -218,7 +220,7 @@ def test_acceptance_is_learned_from_earlier_runs_in_the_store(
 def test_each_way_of_paying_is_priced_on_the_templates_it_sends(hotpot_file) -> None:
     # gpt-4o-mini: interactive calls send the cached-only blocks (cached at half price),
     # batch lines do not (no cached input in batches), and the uncached row sends none either
-    from halugen.cacheplan import plan_task
+    from halugen.tasks.loaded import plan_task
     from halugen.tokens import get_counter
 
     price = find_price("gpt-4o-mini")
@@ -239,7 +241,7 @@ def test_each_way_of_paying_is_priced_on_the_templates_it_sends(hotpot_file) -> 
 def test_the_seeds_are_read_once_for_every_way_of_paying(
     hotpot_file, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import halugen.estimate
+    import halugen.stages.estimate
 
     price = find_price("gpt-4o-mini")
     assert price is not None
@@ -247,13 +249,13 @@ def test_the_seeds_are_read_once_for_every_way_of_paying(
     task = load_tasks([task_spec("qa")], None)["qa"]
     alone = estimate_task(cfg, task, price)
     reads: list[object] = []
-    real = halugen.estimate.read_seeds
+    real = halugen.stages.estimate.read_seeds
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         reads.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(halugen.estimate, "read_seeds", counting)
+    monkeypatch.setattr(halugen.stages.estimate, "read_seeds", counting)
     e = estimate_ways(cfg, task, price)
     assert len(reads) == 1
     assert (e.seeds, e.bad_records) == (alone.seeds, alone.bad_records) == (5, 0)

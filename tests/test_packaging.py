@@ -60,7 +60,7 @@ def test_wheel_ships_prompts_and_price_cards(tmp_path):
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(target)
     code = (
-        "import halugen, halugen.prices as b;"
+        "import halugen, halugen.prompts as p, halugen.cost.prices as b;"
         f"assert halugen.__file__.startswith({str(target)!r}), halugen.__file__;"
         "from halugen.tasks import builtin_task; from halugen.tasks.templates import task_template;"
         "t = task_template(builtin_task('qa'), 'filter'); assert t.hash;"

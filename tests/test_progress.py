@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from halugen.budget import Ledger
-from halugen.prices import PUSD_PER_USD
+from halugen.cost.prices import PUSD_PER_USD
 from halugen.progress import ProgressView
 from halugen.progress_figures import format_eta
 from halugen.stats import RunStats

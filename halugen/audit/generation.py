@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from ..proportions import wilson
+from ..intervals import wilson
 from ..store.db import Store
 from ..store.sample_queries import filter_picks
 from .items import Item

@@ -36,9 +36,10 @@ import orjson
 from rich.console import Console
 
 from ..config import BatchOptions, RunConfig, Timeouts
+from ..cost.batch_prices import batch_cost
+from ..cost.prices import ModelPrice, find_price, format_usd
 from ..errors import InputError, UsageError
 from ..llm.transport import AiohttpTransport, HttpResponse, Transport
-from ..prices import ModelPrice, find_price, format_usd
 from ..records import canonical_json
 from ..store import batch_queries
 from ..store.db import Store, open_store
@@ -46,7 +47,6 @@ from ..store.writer import WriterRow
 from ..tokens import get_counter
 from . import book
 from .files import OutputLine, input_line, read_output
-from .jobs import batch_cost
 from .modes import OpenPass, PlanForBatch
 from .plan import PassPlan
 from .run import KindOutcome

@@ -16,14 +16,12 @@ batch, up to the retry policy's attempts.
 
 from __future__ import annotations
 
-import math
 import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from fractions import Fraction
 from functools import partial
 from typing import Any, TypeVar
 
@@ -32,11 +30,12 @@ import orjson
 
 from ..budget import Ledger, PromptMargin, Reservation
 from ..config import BatchOptions, RetryPolicy
+from ..cost.batch_prices import batch_cost
+from ..cost.prices import ModelPrice
 from ..errors import AuthError, FatalCallError, HalugenError, RetryableError
 from ..llm.batch_client import BatchClient, BatchInfo
 from ..llm.calls import CallFailure
 from ..llm.retrying import retrying
-from ..prices import ModelPrice
 from ..progress import BatchRow
 from ..stats import RunStats
 from ..store import batch_queries
@@ -49,16 +48,9 @@ from . import book
 from .files import OutputLine, input_line, read_output_lenient, split_lines
 from .plan import Planned
 
-__all__ = ["BatchJobs", "batch_cost"]
+__all__ = ["BatchJobs"]
 
 T = TypeVar("T")
-
-
-def batch_cost(price: ModelPrice, cost: int) -> int:
-    """``cost`` at the card's batch price (rounded up: a reservation must not fall short)."""
-    if not price.batch_discount:
-        return cost
-    return math.ceil(Fraction(cost) * (1 - Fraction(str(price.batch_discount))))
 
 
 @dataclass

@@ -31,13 +31,13 @@ from rich.console import Console
 
 from ..budget import Ledger
 from ..config import BatchOptions, RunConfig, Timeouts
+from ..cost.prices import format_usd
 from ..endings import EXIT_CODES
 from ..errors import HalugenError
 from ..llm.batch_client import BatchClient
 from ..llm.calls import CallFailure
 from ..llm.limiter import RateLimiter
 from ..llm.transport import AiohttpTransport, Transport
-from ..prices import format_usd
 from ..progress import ProgressView
 from ..session import OnRun, resolve_price
 from ..signals import on_signals

@@ -127,7 +127,7 @@ def _export(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     from ..batch.exchange import import_results
-    from ..prices import format_usd
+    from ..cost.prices import format_usd
 
     result = import_results(
         db_path(args),

@@ -201,7 +201,7 @@ def budget_from_flag(text: str) -> float:
     Unquoted, ``--budget $50`` reaches us as ``0``: the shell reads ``$5`` as its fifth
     positional parameter (empty) and keeps the ``0``; ``$5`` arrives as the empty string.
     """
-    from ..prices import parse_budget
+    from ..cost.prices import parse_budget
 
     bare = _BARE_AMOUNT.fullmatch(text)
     if bare is not None:
@@ -263,7 +263,7 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
     ``calls``: the command will call the endpoint, so a public endpoint needs a key
     (``estimate`` passes False: it makes no call).
     """
-    from ..prices import parse_budget
+    from ..cost.prices import parse_budget
 
     a = resolve_settings(args)
     take = _Taken(a)

@@ -62,8 +62,8 @@ def add_parsers(sub: Any) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     import anyio
 
+    from ..cost.prices import format_usd
     from ..engine import generate, read_run_tasks
-    from ..prices import format_usd
 
     cfg, catalog = read_run_tasks(run_config(args))  # task folders: read and checked here
     tasks = ", ".join(cfg.tasks)
@@ -75,9 +75,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
+    from ..cost.prices import format_usd
     from ..engine import load_tasks, read_run_tasks, resolve_tasks
-    from ..estimate import estimate_ways
-    from ..prices import format_usd
+    from ..stages.estimate import estimate_ways
 
     cfg = run_config(args, calls=False)
     if not cfg.seeds:

@@ -123,9 +123,9 @@ def _guard_line(guard: Any, known: dict[str, type]) -> str:
 
 
 def _print_openings(spec: Any, model: str, card: str | None) -> None:
-    from ..cachefit import fit_lines, opening_fits
+    from ..cost.cache import fit_lines, opening_fits
+    from ..cost.prices import find_price
     from ..errors import UsageError
-    from ..prices import find_price
     from ..tokens import get_counter
 
     price = find_price(model, card=card)
@@ -134,8 +134,11 @@ def _print_openings(spec: Any, model: str, card: str | None) -> None:
             f"no price card lists model {model!r}: give a model a card lists, or "
             f"--price-card PATH with one that does"
         )
+    from ..tasks.templates import task_template
+
     counter = get_counter(price.tokenizer)
-    fits = opening_fits(spec, price, counter)
+    stems = (*spec.sample_templates, spec.filter_template) if spec.generated else ()
+    fits = opening_fits([(s, task_template(spec, s)) for s in stems], price, counter)
     if not fits:
         out.print(f"task {spec.name} only judges: no openings are sent to {model}")
         return

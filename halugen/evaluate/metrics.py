@@ -13,7 +13,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..proportions import wilson
+from ..intervals import exact_at_bound, wilson
 
 __all__ = [
     "Judged",
@@ -21,7 +21,6 @@ __all__ = [
     "baselines",
     "cluster_bootstrap",
     "compute",
-    "exact_at_bound",
 ]
 
 VERDICTS = ("yes", "no", "invalid")
@@ -73,23 +72,6 @@ class Metrics:
 
 def _ratio(num: float, den: float) -> float | None:
     return num / den if den else None
-
-
-def exact_at_bound(successes: int, n: int, level: float = 0.95) -> tuple[float, float] | None:
-    """The exact (Clopper-Pearson) interval of a proportion at 0 or n successes, where it
-    has a closed form; None anywhere in between.
-
-    At 0/n every resample of a bootstrap is 0/n too, so its interval shrinks to a point
-    ([0.0, 0.0]) that claims a certainty no finite sample gives: this one does not.
-    """
-    if n <= 0:
-        return 0.0, 1.0
-    edge = ((1.0 - level) / 2) ** (1.0 / n)
-    if successes == 0:
-        return 0.0, 1.0 - edge
-    if successes == n:
-        return edge, 1.0
-    return None
 
 
 BOOTSTRAP_ROUNDS = 2000

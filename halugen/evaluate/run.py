@@ -30,6 +30,7 @@ from rich.console import Console
 from ..batch.modes import SendNow
 from ..batch.run import run_in_batches
 from ..config import RunConfig
+from ..cost.prices import format_usd
 from ..crew import crew_size, run_crew
 from ..endings import closing, with_failed_work
 from ..errors import RunStopping, UsageError
@@ -38,7 +39,6 @@ from ..llm.capabilities import JSON_SCHEMA, LOGPROBS, MODES
 from ..llm.endpoint import prompt_cache_key, takes_cache_key
 from ..llm.strategy import DEFERRED, CallMode
 from ..llm.transport import Transport
-from ..prices import format_usd
 from ..prompts import Template
 from ..records import ChatRequest, ChatResult, fingerprint
 from ..session import CallSession, OnRun, call_session, drive, resolve_model

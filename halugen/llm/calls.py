@@ -27,6 +27,7 @@ from typing import Any
 
 from ..budget import Ledger, PromptMargin, Reservation
 from ..config import RetryPolicy
+from ..cost.prices import ModelPrice, format_usd
 from ..errors import (
     AuthError,
     BudgetExhausted,
@@ -39,7 +40,6 @@ from ..errors import (
     LLMError,
     RetryableError,
 )
-from ..prices import ModelPrice, format_usd
 from ..prompts import PER_MESSAGE_TOKENS, PER_REQUEST_TOKENS
 from ..records import ChatRequest, ChatResult
 from ..stats import RunStats, StageStats

@@ -28,6 +28,7 @@ from rich.console import Console
 from ..batch.modes import SendNow
 from ..batch.run import run_in_batches
 from ..config import RunConfig
+from ..cost.prices import format_usd
 from ..crew import crew_size, run_crew
 from ..endings import closing, with_failed_work
 from ..errors import RunStopping, UsageError
@@ -35,7 +36,6 @@ from ..llm.calls import CallFailure
 from ..llm.capabilities import N_CHOICES, refuses_field
 from ..llm.strategy import DEFERRED, CallMode
 from ..llm.transport import Transport
-from ..prices import format_usd
 from ..records import BadRecord, ChatRequest, fingerprint
 from ..session import CallSession, OnRun, call_session, drive, resolve_model
 from ..store import session_queries

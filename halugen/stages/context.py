@@ -10,20 +10,12 @@ from ..config import Sampling
 from ..llm.capabilities import Capabilities
 from ..llm.endpoint import prompt_cache_key
 from ..llm.strategy import CallStrategy, StageWriter
-from ..prompts import Template
 from ..records import fingerprint
 from ..session import StopFlags
 from ..stats import RunStats
-from ..tasks.base import TaskSpec
+from ..tasks.loaded import LoadedTask
 
-__all__ = ["GenContext", "LoadedTask"]
-
-
-@dataclass(frozen=True)
-class LoadedTask:
-    spec: TaskSpec
-    sample_templates: tuple[Template, ...]
-    filter_template: Template
+__all__ = ["GenContext"]
 
 
 @dataclass

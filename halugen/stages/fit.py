@@ -15,9 +15,9 @@ from __future__ import annotations
 import dataclasses
 
 from ..records import BadRecord, Seed
+from ..tasks.loaded import LoadedTask
 from ..tasks.steps import lay_out_candidates
 from ..tokens import TokenCounter
-from .context import LoadedTask
 
 __all__ = ["FitResult", "fit_to_context"]
 

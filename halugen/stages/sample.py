@@ -12,8 +12,9 @@ from ..llm.calls import CallFailure
 from ..records import Candidate, ChatRequest, Seed
 from ..store.rows import CandidateRow
 from ..tasks.base import TaskSpec
+from ..tasks.loaded import LoadedTask
 from ..tasks.steps import check, read_reply
-from .context import GenContext, LoadedTask
+from .context import GenContext
 
 __all__ = ["run_sample_stage", "sample_seed"]
 

@@ -31,12 +31,12 @@ import anyio
 from anyio.abc import ObjectReceiveStream
 
 from ..config import RunConfig, Sampling
+from ..cost.prices import ModelPrice, find_price
 from ..crew import crew_size, run_crew
 from ..errors import ConfigError, RunStopping, UsageError
 from ..llm.calls import CallFailure
 from ..llm.capabilities import Capabilities
 from ..llm.strategy import DEFERRED, CallStrategy
-from ..prices import ModelPrice, find_price
 from ..prompts import Template
 from ..records import ChatRequest, ChatResult
 from ..reply_contract import VERDICT

@@ -355,7 +355,7 @@ _RUN_BOUND_BY = """
 ALTER TABLE runs ADD COLUMN bound_by VARCHAR;
 """
 
-# The way of paying a generation run's templates were first planned for (cacheplan.py):
+# The way of paying a generation run's templates were first planned for (cost/cache.py):
 # 'interactive' or 'batch'. Later sessions send the same variants in either mode, so the
 # run's stored answers stay its answers.
 _RUN_CACHE_PLAN = """

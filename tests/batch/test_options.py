@@ -7,16 +7,16 @@ from pathlib import Path
 import anyio
 import pytest
 
-from halugen.batch.jobs import batch_cost
 from halugen.budget import Ledger
 from halugen.cli import build_parser, main
 from halugen.cli.common import run_config
 from halugen.config import RateLimit
+from halugen.cost.batch_prices import batch_cost
+from halugen.cost.prices import ModelPrice
 from halugen.engine import generate
 from halugen.errors import UsageError
 from halugen.llm.limiter import RateLimiter
 from halugen.llm.transport import HandlerTransport
-from halugen.prices import ModelPrice
 from halugen.progress import BatchRow, ProgressView
 from halugen.simulate import SimConfig, Simulator
 from halugen.stats import RunStats

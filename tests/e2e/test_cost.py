@@ -22,8 +22,8 @@ from rich.console import Console
 
 from halugen.cli import main
 from halugen.config import BatchOptions, RetryPolicy
+from halugen.cost.prices import PUSD_PER_USD, format_usd
 from halugen.engine import generate
-from halugen.prices import PUSD_PER_USD, format_usd
 from halugen.simulate import CacheConfig
 from tests.batch.support import in_process, seeds_file
 from tests.e2e.test_generate import config

@@ -10,8 +10,8 @@ import pytest
 
 from halugen.cli import main
 from halugen.config import RateLimit, RetryPolicy, RunConfig, Timeouts
+from halugen.cost.prices import PUSD_PER_USD
 from halugen.engine import generate
-from halugen.prices import PUSD_PER_USD
 
 
 def config(base_url: str, seed_file: Path, db: Path, **kw: object) -> RunConfig:

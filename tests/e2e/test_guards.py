@@ -13,9 +13,10 @@ from halugen.engine import generate
 from halugen.llm.transport import HandlerTransport
 from halugen.records import Seed
 from halugen.simulate import SimConfig, Simulator
-from halugen.stages.context import GenContext, LoadedTask
+from halugen.stages.context import GenContext
 from halugen.stages.sample import sample_seed
 from halugen.store.rows import table_of
+from halugen.tasks.loaded import LoadedTask
 from tests.e2e.test_generate import config, query
 from tests.task_specs import task_spec
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from halugen.evaluate.metrics import Judged, baselines, compute
-from halugen.proportions import wilson
+from halugen.intervals import wilson
 
 
 def _many(truth: bool, verdict: str, k: int, length: int | None = None) -> list[Judged]:

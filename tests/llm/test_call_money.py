@@ -21,11 +21,11 @@ import pytest
 
 from halugen.budget import Ledger, PromptMargin
 from halugen.config import Endpoint, RetryPolicy
+from halugen.cost.prices import find_price
 from halugen.errors import EndpointUnreachable, Interrupted
 from halugen.llm.calls import CallFailure, CallRunner
 from halugen.llm.pool import EndpointPool
 from halugen.llm.transport import HandlerTransport
-from halugen.prices import find_price
 from halugen.records import ChatRequest, ChatResult
 from halugen.simulate import SimConfig, Simulator
 from halugen.stats import RunStats

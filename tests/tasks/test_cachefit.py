@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from halugen.cachefit import APPROX_MARGIN, fit_lines, opening_fits
 from halugen.cli import main
-from halugen.prices import find_price
+from halugen.cost.cache import APPROX_MARGIN, fit_lines, opening_fits
+from halugen.cost.prices import find_price
 from halugen.tasks.base import TaskSpec
 from halugen.tokens import TokenCounter, get_counter, load_encoding
 from tests.task_specs import task_spec

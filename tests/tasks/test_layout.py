@@ -4,7 +4,7 @@ opening long enough for the provider's cache where the cache plan says that pays
 Every template of every task folder (the built-in tasks, the examples, the test folder), in
 each of its variants, is rendered for two records that share no text; the requests' common
 prefix must hold all of the template's fixed text but the record's own labels and the reply
-format after it, and where the plan (``cacheplan``) sends the cached-only blocks at the
+format after it, and where the plan (``cost.cache``) sends the cached-only blocks at the
 card's gpt-4o-mini or gpt-4.1-mini prices, that prefix reaches the card's caching minimum.
 """
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from halugen.cacheplan import opening_cost, pads, planned
+from halugen.cost.cache import opening_cost, pads, planned
+from halugen.cost.prices import ModelPrice, find_price
 from halugen.errors import ConfigError
-from halugen.prices import ModelPrice, find_price
 from halugen.prompts import PER_MESSAGE_TOKENS, Template, parse_template
 from halugen.tasks import BUILTIN_TASKS, TASK_NAMES
 from halugen.tasks.base import TaskSpec

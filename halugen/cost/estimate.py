@@ -23,27 +23,26 @@ misses once, a few requests in thousands, which this leaves out.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from .config import RunConfig
-from .errors import ConfigError
+from ..config import RunConfig
+from ..prompts import Template
+from ..records import BadRecord, Seed
+from ..tokens import get_counter
+from .batch_prices import batch_cost
+from .cache import cached_part, fixed_opening
 from .prices import ModelPrice
-from .prompts import PER_MESSAGE_TOKENS, Template
-from .records import Seed
-from .seeds import read_seeds
-from .stages.context import LoadedTask
-from .tasks.base import TaskSpec
-from .tasks.steps import lay_out_candidates
-from .tasks.templates import task_template
-from .tokens import TokenCounter, get_counter
 
 __all__ = [
     "CostMode",
+    "EstimatedSpec",
+    "EstimatedTask",
     "TaskEstimate",
-    "estimate_task",
-    "estimate_ways",
+    "estimate_variants",
     "expected_cached",
-    "fixed_opening",
+    "priced_ways",
 ]
 
 _PATTERN_LINE_TOKENS = 8  # "Pattern: factualness\nAnswer: " around the answer itself
@@ -51,15 +50,33 @@ _JUDGE_REPLY_TOKENS = 4  # "Choice: 2", "Verdict: No"
 _MIN_VERIFY_TOKENS = 32  # stages/verify.py's MIN_VERIFY_TOKENS (not imported: a light module)
 
 
-def _verify_template(cfg: RunConfig, spec: TaskSpec) -> Template | None:
-    """The verify stage's template of ``spec`` when the run verifies (``--verify``) and
-    the task has one; priced at the run's model (a --verify-model on the same card)."""
-    if not cfg.verify:
-        return None
-    try:
-        return task_template(spec, "verify", cfg.prompts_dir)
-    except ConfigError:
-        return None
+class EstimatedSpec(Protocol):
+    """What the estimate reads of a task's declaration (``tasks.base.TaskSpec`` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def right_field(self) -> str: ...
+
+
+# the task's step that fills the filter template from a seed's fields and its candidates
+# (``tasks.steps.lay_out_candidates``), passed in like the task itself
+LayOut = Callable[[Any, Mapping[str, str], Sequence[str]], dict[str, str]]
+
+
+class EstimatedTask(Protocol):
+    """A task with the templates a run sends (``tasks.loaded.LoadedTask`` is one): passed in,
+    so that cost/ stays below the tasks."""
+
+    @property
+    def spec(self) -> EstimatedSpec: ...
+
+    @property
+    def sample_templates(self) -> tuple[Template, ...]: ...
+
+    @property
+    def filter_template(self) -> Template: ...
 
 
 @dataclass(frozen=True)
@@ -94,49 +111,33 @@ class TaskEstimate:
         return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
 
-def fixed_opening(template: Template, counter: TokenCounter) -> int:
-    """Tokens every request of ``template`` starts with: its messages up to the first field."""
-    total = 0
-    for _, segs in template.parts:
-        total += PER_MESSAGE_TOKENS
-        for seg in segs:
-            if isinstance(seg, tuple):
-                return max(0, total - 1)  # the static text's last token may join the field's
-            total += counter.count_static(seg)
-    return total
-
-
 def expected_cached(price: ModelPrice, openings: dict[str, tuple[int, int]]) -> int:
     """Prompt tokens expected from the provider's cache: per template, its opening's
     cacheable part on every request but the first (0 when the card knows no caching)."""
-    if not price.caches or price.caching is None:
-        return 0
-    rules = price.caching
-    return sum(max(0, n - 1) * rules.cacheable(tokens) for n, tokens in openings.values())
+    return sum(max(0, n - 1) * cached_part(price, tokens) for n, tokens in openings.values())
 
 
-def estimate_task(
-    cfg: RunConfig, task: LoadedTask, price: ModelPrice, files: list[str] | None = None
-) -> TaskEstimate:
-    """Every seed costs its sampling calls plus one filter call (an upper count: identical
-    candidates skip the filter), and with ``--verify`` two verify calls (as if every seed
-    gave a sample). Typical output assumes answers as long as the right one."""
-    return _estimate_variants(cfg, [task], price, files)[0]
-
-
-def _estimate_variants(
-    cfg: RunConfig, variants: list[LoadedTask], price: ModelPrice, files: list[str] | None
+def estimate_variants(
+    cfg: RunConfig,
+    variants: Sequence[EstimatedTask],
+    price: ModelPrice,
+    seeds: Iterable[Seed | BadRecord],
+    *,
+    lay_out: LayOut,
+    checking: Template | None = None,
 ) -> list[TaskEstimate]:
-    """``estimate_task`` for several variants of one task (the templates each way of paying
-    sends), in one pass over the seeds: a seed file of millions of records is read once."""
+    """The estimate of several variants of one task (the templates each way of paying
+    sends), in one pass over the seeds: a seed file of millions of records is read once.
+
+    Every seed costs its sampling calls plus one filter call (an upper count: identical
+    candidates skip the filter), and with ``--verify`` two verify calls (as if every seed
+    gave a sample). Typical output assumes answers as long as the right one. ``lay_out``
+    fills the filter template's fields from a seed and its candidates (the task's step);
+    ``checking`` is the verify stage's template when the run verifies."""
     counter = get_counter(price.tokenizer)
     count = counter.count
     spec = variants[0].spec
     ests = [TaskEstimate(task=spec.name, tokens_exact=counter.exact) for _ in variants]
-    seeds = read_seeds(
-        files or list(cfg.seeds), spec, fmt=cfg.seed_format, mapping=cfg.seed_mapping
-    )
-    checking = _verify_template(cfg, spec)
     verify_out = max(cfg.judge.max_tokens, _MIN_VERIFY_TOKENS)
     n_seeds = bad = 0
     for item in seeds:
@@ -154,7 +155,7 @@ def _estimate_variants(
                 est.output_tokens_typical += min(answer_tokens, cfg.sampling.max_tokens)
                 est.output_tokens_max += cfg.sampling.max_tokens
                 est.calls += 1
-            values = lay_out_candidates(spec, item.fields, [right] * len(task.sample_templates))
+            values = lay_out(spec, item.fields, [right] * len(task.sample_templates))
             est.prompt_tokens += task.filter_template.estimate_tokens(values, counter)
             est.output_tokens_typical += min(_JUDGE_REPLY_TOKENS, cfg.judge.max_tokens)
             est.output_tokens_max += cfg.judge.max_tokens
@@ -183,19 +184,13 @@ def _estimate_variants(
     return ests
 
 
-def estimate_ways(
-    cfg: RunConfig, task: LoadedTask, price: ModelPrice, files: list[str] | None = None
+def priced_ways(
+    price: ModelPrice, est: TaskEstimate, plain: TaskEstimate, batch: TaskEstimate
 ) -> TaskEstimate:
-    """``estimate_task`` with each way of paying priced on the templates that way sends: the
-    cache plan's variants for interactive calls and for batch lines (halugen/cacheplan.py),
-    the short ones where nothing is cached. The totals are those of an interactive run.
-    The seeds are read once for the three."""
-    from .cacheplan import plan_task  # cacheplan counts openings with this module
-
-    counter = get_counter(price.tokenizer)
-    interactive = plan_task(task, price, counter, batch=False)
-    batch_task = plan_task(task, price, counter, batch=True)
-    est, plain, batch = _estimate_variants(cfg, [interactive, task, batch_task], price, files)
+    """``est`` (of the templates interactive calls send) with each way of paying priced on
+    the templates that way sends: ``plain`` (the short ones) where nothing is cached,
+    ``batch`` (the variants batch lines send) for the Batch API. The totals are those of an
+    interactive run."""
     # the run's typical cost is what an interactive run pays, its cache included
     est.cost_typical_pusd = est.modes[1 if price.caches else 0].cost_pusd
     in_batch = {m.name: m for m in batch.modes if m.name.startswith("batch")}
@@ -207,8 +202,6 @@ def estimate_ways(
 
 def cost_modes(price: ModelPrice, prompt: int, output: int, cached: int) -> list[CostMode]:
     """The run's expected cost in each way the card says the provider bills it."""
-    from .batch.jobs import batch_cost  # the batch price as batch mode settles it
-
     modes = [CostMode("interactive", price.cost(prompt, output), 0, "nothing cached")]
     if price.caches:
         modes.append(CostMode("interactive, cached", price.cost(prompt, output, cached), cached))

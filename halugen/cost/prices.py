@@ -20,8 +20,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import TypedDict, Unpack
 
-from .errors import ConfigError, UsageError
-from .resources import data_dir
+from ..errors import ConfigError, UsageError
+from ..resources import data_dir
 
 __all__ = [
     "PUSD_PER_USD",
