@@ -31,7 +31,8 @@ from .. import __version__
 from ..endings import EXIT_CODES
 from ..errors import HalugenError
 from . import audit, batch, data, evaluation, general, generation, simulator, task, view
-from .common import err, resolve_settings, store_failure
+from .common import err, store_failure
+from .flags import resolve_settings
 
 __all__ = ["build_parser", "entry", "main"]
 
