@@ -46,22 +46,15 @@ def add_settings(p: argparse.ArgumentParser, *groups: str) -> None:
     add_config_flag(p)
 
 
-def add_setting(
-    p: argparse.ArgumentParser,
-    name: str,
-    *,
-    help: str | None = None,
-    default_text: str | None = None,
-) -> None:
+def add_setting(p: argparse.ArgumentParser, name: str, **wording: str | None) -> None:
     """The flag of one setting among the command's own options (``--db`` of ``status``);
-    ``help`` says what it does for this command and ``default_text`` what its default does
-    there (the default is added to the help)."""
+    ``wording`` (help, default_text, metavar) says what it does for this command (the
+    default is added to the help). A None in it is the declaration's own."""
     s = setting(name)
-    if help is not None:
-        s = dataclasses.replace(s, help=help)
-    if default_text is not None:
-        s = dataclasses.replace(s, default_text=default_text)
-    _add_flag(p, p, s)
+    changes = {k: v for k, v in wording.items() if v is not None}
+    if set(changes) - {"help", "default_text", "metavar"}:
+        raise TypeError(f"add_setting: only the wording of {name} may change here")
+    _add_flag(p, p, dataclasses.replace(s, **changes) if changes else s)
 
 
 def add_config_flag(p: argparse.ArgumentParser) -> None:
@@ -125,7 +118,8 @@ def add_format_flag(p: argparse.ArgumentParser, extra: tuple[str, ...] = ()) -> 
 def add_label_rule_flags(p: argparse.ArgumentParser, *, unasked: str | None = None) -> None:
     """``--per-item`` / ``--allow-partial`` of the commands that resolve, export or judge
     labelled items; ``unasked``: what the command does with partial items by default."""
-    add_setting(p, "per_item")
+    # the same number as 'annotate serve' asks of its annotators
+    add_setting(p, "per_item", default_text=f"{default('per_item')}, as 'annotate serve'")
     add_setting(p, "allow_partial", default_text=unasked)
 
 

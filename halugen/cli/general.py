@@ -57,7 +57,7 @@ def add_parsers(sub: Any) -> None:
         help="JSON file of annotator -> token, see 'annotate tokens' (default: no tokens, "
         "loopback only)",
     )
-    a_serve.add_argument("--per-item", type=int, default=3, help="annotators per item (default: 3)")
+    add_setting(a_serve, "per_item", help="annotators per item", metavar="PER_ITEM")
     a_serve.add_argument(
         "--guidelines",
         metavar="FILE.md",
@@ -79,12 +79,7 @@ def add_parsers(sub: Any) -> None:
         metavar="RUN",
         help="a pre-selection run: its kept queries' responses (no default: give this or --jsonl)",
     )
-    a_add.add_argument(
-        "--keep",
-        type=int,
-        default=5000,
-        help="how many of that run's queries, best ranked first (default: 5000)",
-    )
+    add_setting(a_add, "keep", help="how many of that run's queries, best ranked first")
     a_add.add_argument(
         "--jsonl",
         metavar="FILE",

@@ -73,7 +73,6 @@ LABELS: tuple[Setting, ...] = (
         metavar="N",
         help="labels an item needs to count as resolved (resolutions, HaluEval's general "
         "layout, eval of the general task); a released HaluEval label counts alone",
-        default_text="3, as 'annotate serve'",
     ),
     Setting(
         name="allow_partial",
