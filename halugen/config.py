@@ -7,8 +7,8 @@ behind another URL, or a fleet of other endpoints (their keys, limits and weight
 the same run.
 
 The defaults of the settings a user can change come from the table of settings
-(``settings/table.py``), which also gives the flags and halugen.toml theirs; the objects are
-made from the resolved settings by ``settings/build.py``.
+(``options/``), which also gives the flags and halugen.toml theirs; the objects are made
+from the resolved settings by ``settings/build.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .settings.table import default
+from .options.table import default
 
 __all__ = [
     "AUTH_SCHEMES",

@@ -7,7 +7,7 @@ batch, task (task folders), view.
 
 Building the parser imports no heavy module (``bench/cli_startup.py`` measures it, a test
 checks the import graph): every command imports what it needs inside its function. The
-settings a command takes are resolved before it runs (``common.resolve_settings``: flag,
+settings a command takes are resolved before it runs (``flags.resolve_settings``: flag,
 environment, halugen.toml, default), so a command reads ``args.<setting>`` as it is.
 
 A usage error is one line (with the closest flag or command), then the command's one-line

@@ -1,5 +1,5 @@
 """``halugen batch``: export a run's pending requests as a batch file, import an engine's
-answers, list and cancel batches. (``--batch`` itself is a setting: ``options.py``.)"""
+answers, list and cancel batches. (``--batch`` itself is a setting: ``options/run_control.py``.)"""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What every command shares: the consoles, settings -> RunConfig, the store's path.
 
-The settings (``halugen/settings/``) become flags in ``flags.py``, which also resolves a
+The settings (``halugen/options/``) become flags in ``flags.py``, which also resolves a
 command line's settings: the flag, then the environment, then halugen.toml, then the
 default. ``run_config`` makes the ``RunConfig`` of them (``settings/build.py``), with the
 three settings that need more than a cast: the budget, the seed map, the fleet.

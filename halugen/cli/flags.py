@@ -1,5 +1,5 @@
 """The flags the commands share: every setting's flag made from its declaration
-(``settings/``), ``--config``, ``--format``, the label rule's ``--per-item`` and
+(``options/``), ``--config``, ``--format``, the label rule's ``--per-item`` and
 ``--allow-partial``; and a command line's settings resolved (flag, environment,
 halugen.toml, default).
 
@@ -14,9 +14,9 @@ import dataclasses
 from typing import Any
 
 from ..errors import UsageError
+from ..options.spec import Setting
+from ..options.table import GROUPS, default, setting, settings_in
 from ..settings.resolve import Resolved, resolve
-from ..settings.spec import Setting
-from ..settings.table import GROUPS, default, setting, settings_in
 from ..tables import FORMATS
 
 __all__ = [
@@ -36,7 +36,7 @@ RESOLVED = "settings_resolved"  # the parsed arguments' Resolved, once resolve_s
 
 
 def add_settings(p: argparse.ArgumentParser, *groups: str) -> None:
-    """The flags of every setting of ``groups`` (see ``settings.table.GROUPS``), each group
+    """The flags of every setting of ``groups`` (see ``options.table.GROUPS``), each group
     under its heading (or among the command's own options), and ``--config``."""
     for group in groups:
         title = GROUPS[group]
@@ -46,15 +46,20 @@ def add_settings(p: argparse.ArgumentParser, *groups: str) -> None:
     add_config_flag(p)
 
 
-def add_setting(p: argparse.ArgumentParser, name: str, **wording: str | None) -> None:
-    """The flag of one setting among the command's own options (``--db`` of ``status``);
-    ``wording`` (help, default_text, metavar) says what it does for this command (the
-    default is added to the help). A None in it is the declaration's own."""
-    s = setting(name)
-    changes = {k: v for k, v in wording.items() if v is not None}
-    if set(changes) - {"help", "default_text", "metavar"}:
-        raise TypeError(f"add_setting: only the wording of {name} may change here")
-    _add_flag(p, p, dataclasses.replace(s, **changes) if changes else s)
+def add_setting(
+    p: argparse.ArgumentParser,
+    name: str,
+    *,
+    help: str | None = None,
+    default_text: str | None = None,
+    metavar: str | None = None,
+) -> None:
+    """The flag of one setting among the command's own options (``--db`` of ``status``),
+    worded for this command where it says so: what it does (``help``), what its default
+    does there (``default_text``; the default is added to the help), its ``metavar``."""
+    wording = {"help": help, "default_text": default_text, "metavar": metavar}
+    changes: dict[str, Any] = {k: v for k, v in wording.items() if v is not None}
+    _add_flag(p, p, dataclasses.replace(setting(name), **changes))
 
 
 def add_config_flag(p: argparse.ArgumentParser) -> None:

@@ -37,11 +37,11 @@ from ..llm.calls import CallFailure
 from ..llm.capabilities import JSON_SCHEMA, LOGPROBS, MODES
 from ..llm.endpoint import prompt_cache_key, takes_cache_key
 from ..llm.transport import Transport
+from ..options.table import default
 from ..prices import format_usd
 from ..prompts import Template, load_template
 from ..records import ChatRequest, ChatResult, fingerprint
 from ..session import CallSession, OnRun, call_session, drive, resolve_model
-from ..settings.table import default
 from ..store.db import KeyIndex, key_prefix
 from ..store.rows import JudgementRow
 from ..tasks import get_task
@@ -61,7 +61,7 @@ __all__ = ["EvalConfig", "EvalOutcome", "evaluate"]
 class EvalConfig:
     run: RunConfig  # endpoint, model, budget, limits, store, eval seed (run_seed), resume
     task: str
-    # the defaults are the settings' (settings/recognition.py, settings/run_*.py)
+    # the defaults are the settings' (options/recognition.py, options/run_*.py)
     strategy: str = default("strategy")
     data: tuple[str, ...] = default("data")  # HaluEval files; empty: the samples in the store
     gen_run: str | None = default("gen_run")  # only samples of this generation run

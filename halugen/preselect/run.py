@@ -34,10 +34,10 @@ from ..errors import RunStopping, UsageError
 from ..llm.calls import CallFailure
 from ..llm.capabilities import N_CHOICES, refuses_field
 from ..llm.transport import Transport
+from ..options.table import default
 from ..prices import format_usd
 from ..records import BadRecord, ChatRequest, fingerprint
 from ..session import CallSession, OnRun, call_session, drive, resolve_model
-from ..settings.table import default
 from ..store.db import KeyIndex, key_prefix
 from ..store.rows import (
     BadRecordRow,
@@ -61,7 +61,7 @@ _N_MODES = {"auto": "auto", "always": "on", "never": "off"}  # --use-n as a capa
 class PreselectConfig:
     run: RunConfig  # endpoint, model, budget, limits, store, sampling, seed
     queries: tuple[str, ...]
-    # the defaults are the settings' (settings/preselection.py)
+    # the defaults are the settings' (options/preselection.py)
     query_format: str | None = default("query_format")
     query_field: str | None = default("query_field")
     input_field: str | None = default("input_field")

@@ -12,9 +12,10 @@ import typing
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
+from ..errors import UsageError
+from ..options.spec import Setting
+from ..options.table import SETTINGS
 from .resolve import Resolved
-from .spec import Setting
-from .table import SETTINGS
 
 __all__ = ["assemble", "fills"]
 
@@ -47,8 +48,9 @@ def assemble(cls: type[T], resolved: Resolved, **given: Any) -> T:
             continue  # batch mode off: its limits unread; the switch itself fills nothing
         if s.name not in done:
             value = resolved[s.name]
-            if s.check is not None:
-                s.check(s.flag, value)
+            wrong = None if s.check is None else s.check(s.flag, value)
+            if wrong is not None:
+                raise UsageError(wrong)
             done[s.name] = value if s.convert is None else s.convert(value)
         if part:
             parts[head][part] = done[s.name]

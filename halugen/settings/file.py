@@ -1,7 +1,7 @@
 """``halugen.toml``: the same settings as the command-line flags, in a file.
 
 Which keys the file takes, their types and the commented file ``halugen init`` writes all
-come from the one table of settings, ``table.py``. A flag wins over the environment, the
+come from the one table of settings, ``options/table.py``. A flag wins over the environment, the
 environment over the file, the file over the default (``resolve.py``).
 
 A fleet of endpoints is a list of ``[[endpoints]]`` tables in the file, or repeated
@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..options.spec import Setting
+from ..options.table import SETTINGS
 from .endpoints import check_endpoint_types
-from .spec import Setting
-from .table import SETTINGS
 
 __all__ = [
     "INIT_TEMPLATE",

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..options.spec import Setting
+from ..options.table import setting
 from .file import load_settings
-from .spec import Setting
-from .table import setting
 
 __all__ = ["Resolved", "resolve"]
 

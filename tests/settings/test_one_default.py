@@ -15,10 +15,10 @@ from halugen.cli.common import run_config
 from halugen.cli.flags import TAKES, resolve_settings
 from halugen.config import RunConfig
 from halugen.evaluate.run import EvalConfig
+from halugen.options.table import SETTINGS, setting
 from halugen.preselect.run import PreselectConfig
 from halugen.settings.build import assemble, fills
 from halugen.settings.resolve import resolve
-from halugen.settings.table import SETTINGS, setting
 
 RUN_OBJECTS = (RunConfig, EvalConfig, PreselectConfig)
 ENV = ("HALUGEN_DB", "OPENAI_BASE_URL", "OPENAI_API_KEY")

@@ -42,8 +42,8 @@ class Setting:
     # the fields of the run object it fills ("sampling.temperature": a field of a field);
     # SAME: the field of its own name; (): none (the command reads it from the arguments)
     to: tuple[str, ...] = SAME
-    # refuses a bad value with a UsageError naming the flag (checks.py); the value is given
-    check: Callable[[str, Any], None] | None = None
+    # what is wrong with a value, naming the flag; None: nothing (checks.py)
+    check: Callable[[str, Any], str | None] | None = None
     # the value as the run object holds it, before the cast to the field's type (checks.py)
     convert: Callable[[Any], Any] | None = None
 

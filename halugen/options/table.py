@@ -4,13 +4,13 @@ The rest is made from it:
 
 - the command-line flags (``cli/flags.py`` ``add_settings``): their help ends with the
   default, and the commands list the groups of settings they take;
-- the value a command uses (``resolve.py``): the flag, else the environment variable, else
-  ``halugen.toml``, else the default;
+- the value a command uses (``settings/resolve.py``): the flag, else the environment
+  variable, else ``halugen.toml``, else the default;
 - what ``halugen.toml`` accepts and the types it checks, and the commented file
-  ``halugen init`` writes (``file.py``);
+  ``halugen init`` writes (``settings/file.py``);
 - the defaults of ``RunConfig`` and the objects it holds (``config.py``), of ``EvalConfig``
   and ``PreselectConfig``: ``default("<name>")``;
-- those objects, from the resolved values (``build.py`` ``assemble``).
+- those objects, from the resolved values (``settings/build.py`` ``assemble``).
 
 Adding a setting is one declaration in its area's module: give it a ``group`` that the
 commands which need it take (or a new group here, added to those commands with
@@ -18,10 +18,9 @@ commands which need it take (or a new group here, added to those commands with
 ``default("<name>")`` as its default; the declaration's ``to`` names the field when its name
 differs. ``tests/cli/test_options.py`` checks that every flag with a halugen.toml key
 round-trips through the file (give it an ``example``), that ``halugen init`` lists every key
-and that each default is written once.
+and ``tests/settings/test_one_default.py`` that each default is written once.
 
-These modules import nothing from halugen but the errors: ``config.py`` and ``--help`` read
-them.
+These modules import nothing from halugen: ``config.py`` and ``--help`` read them.
 """
 
 from __future__ import annotations
