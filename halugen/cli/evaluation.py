@@ -102,16 +102,7 @@ def add_parsers(sub: Any) -> None:
         help="HaluEval's released files instead of the store's samples, failures from the "
         "eval run that judged them (default: the store's samples)",
     )
-    top.add_argument("--topics", type=int, default=10, help="topics over all samples (default: 10)")
-    top.add_argument(
-        "--failure-topics", type=int, default=5, help="topics over the failures (default: 5)"
-    )
-    top.add_argument(
-        "--backend",
-        choices=("sklearn", "gensim"),
-        default="sklearn",
-        help="the LDA implementation (default: sklearn)",
-    )
+    add_settings(top, "topics")
     top.add_argument(
         "-o",
         "--out",

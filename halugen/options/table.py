@@ -34,6 +34,7 @@ from .run_calls import ENDPOINT
 from .run_control import BATCH, RESUME, RUN
 from .run_inputs import SAMPLING, SEEDS, VERIFY
 from .spec import Setting
+from .topics import TOPICS
 
 __all__ = ["GROUPS", "SETTINGS", "default", "setting", "settings_in"]
 
@@ -49,6 +50,7 @@ GROUPS: dict[str, str | None] = {
     "eval": None,
     "labels": None,
     "preselect": None,
+    "topics": None,
 }
 
 # in this order in halugen.toml and the file `halugen init` writes
@@ -63,6 +65,7 @@ SETTINGS: tuple[Setting, ...] = (
     *EVAL,
     *LABELS,
     *PRESELECT,
+    *TOPICS,
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import ast
 import inspect
+import re
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,21 @@ def test_eval_and_preselect_write_no_default_of_their_own(cls: type):
             continue
         pytest.fail(f"{cls.__name__}.{name} = {ast.unparse(value)}: a default of its own")
     assert checked >= 5
+
+
+def test_the_topic_analysis_takes_its_defaults_from_the_settings():
+    from halugen.analysis.topics import analyse
+
+    parameters = inspect.signature(analyse).parameters
+    for parameter, name in (
+        ("n_topics_all", "topics"),
+        ("n_topics_failures", "failure_topics"),
+        ("backend", "backend"),
+    ):
+        assert parameters[parameter].default == setting(name).default, parameter
+    source = inspect.getsource(analyse)
+    for parameter in ("n_topics_all", "n_topics_failures", "backend"):
+        assert re.search(rf'{parameter}: \w+ = default\("', source), parameter
 
 
 def test_every_setting_fills_a_field_that_exists():
