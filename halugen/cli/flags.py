@@ -37,13 +37,15 @@ RESOLVED = "settings_resolved"  # the parsed arguments' Resolved, once resolve_s
 
 def add_settings(p: argparse.ArgumentParser, *groups: str) -> None:
     """The flags of every setting of ``groups`` (see ``options.table.GROUPS``), each group
-    under its heading (or among the command's own options), and ``--config``."""
+    under its heading (or among the command's own options), and ``--config`` when one of
+    them has a key in halugen.toml."""
     for group in groups:
         title = GROUPS[group]
         where = p if title is None else p.add_argument_group(title)
         for s in settings_in(group):
             _add_flag(p, where, s)
-    add_config_flag(p)
+    if any(s.toml is not None for group in groups for s in settings_in(group)):
+        add_config_flag(p)
 
 
 def add_setting(

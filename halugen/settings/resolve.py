@@ -44,7 +44,7 @@ def resolve(
 ) -> Resolved:
     """The settings ``taken`` by a command: ``given`` (its flags; None: not given), the
     environment, the settings file (``config``, else ./halugen.toml when there is one; read
-    only when a setting is left to it), the default."""
+    only when a setting with a key in it is left to it), the default."""
     path = Path(config) if config else Path("halugen.toml")
     values: dict[str, Any] = {}
     origin: dict[str, str] = {}
@@ -57,9 +57,9 @@ def resolve(
         elif s.env and environ.get(s.env, "").strip():
             value, origin[name] = _from_env(s, environ[s.env].strip()), "env"
         else:
-            if file is None:
+            if file is None and s.toml is not None:
                 file = load_settings(path, required=bool(config))
-            if s.toml is not None and s.toml in file:
+            if s.toml is not None and file is not None and s.toml in file:
                 value, origin[name] = file[s.toml], "file"
             else:
                 value, origin[name] = s.default, "default"
