@@ -125,6 +125,15 @@ def test_eval_and_preselect_write_no_default_of_their_own(cls: type):
     assert checked >= 5
 
 
+def test_the_label_rule_takes_its_defaults_from_the_settings():
+    from halugen.annotate.resolve import LabelRule
+
+    source = inspect.getsource(LabelRule)
+    for name in ("per_item", "allow_partial"):
+        assert re.search(rf'{name}: \w+ = default\("{name}"\)', source), name
+    assert LabelRule() == LabelRule(per_item=setting("per_item").default)
+
+
 def test_the_topic_analysis_takes_its_defaults_from_the_settings():
     from halugen.analysis.topics import analyse
 
