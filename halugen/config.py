@@ -7,7 +7,8 @@ behind another URL, or a fleet of other endpoints (their keys, limits and weight
 the same run.
 
 The defaults of the settings a user can change come from the table of settings
-(``options.py``), which also gives the flags and halugen.toml theirs.
+(``options/``), which also gives the flags and halugen.toml theirs; the objects are made
+from the resolved settings by ``settings/build.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .options import default
+from .options.table import default
 
 __all__ = [
     "AUTH_SCHEMES",

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
+from ..options.table import default
 
 __all__ = [
     "BACKENDS",
@@ -90,12 +91,12 @@ def analyse(
     failed: Sequence[bool] | None,
     *,
     task: str,
-    n_topics_all: int = 10,
-    n_topics_failures: int = 5,
+    n_topics_all: int = default("topics"),
+    n_topics_failures: int = default("failure_topics"),
     top_n: int = 10,
     random_state: int = 0,
     max_features: int = 5000,
-    backend: str = "sklearn",
+    backend: str = default("backend"),
 ) -> list[TopicReport]:
     """Topic reports for ``documents``: the "all" set, then "failures" when there are enough.
 

@@ -47,6 +47,7 @@ from typing import Any
 import orjson
 
 from ..errors import UsageError
+from ..options.table import default
 from ..store import annotation_queries as queries
 from ..store.db import Store
 from ..store.rows import AnnotationAgreementRow, AnnotationResolutionRow, Record
@@ -111,8 +112,9 @@ class LabelRule:
     """Which items count as resolved: ``per_item`` labels or more, or a released label;
     with ``allow_partial`` every labelled item (the exports then write its label count)."""
 
-    per_item: int = 3
-    allow_partial: bool = False
+    # the defaults are the settings' (options/recognition.py: --per-item, --allow-partial)
+    per_item: int = default("per_item")
+    allow_partial: bool = default("allow_partial")
 
     def __post_init__(self) -> None:
         if self.per_item < 1:

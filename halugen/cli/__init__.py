@@ -7,7 +7,7 @@ batch, task (task folders), view.
 
 Building the parser imports no heavy module (``bench/cli_startup.py`` measures it, a test
 checks the import graph): every command imports what it needs inside its function. The
-settings a command takes are resolved before it runs (``common.resolve_settings``: flag,
+settings a command takes are resolved before it runs (``flags.resolve_settings``: flag,
 environment, halugen.toml, default), so a command reads ``args.<setting>`` as it is.
 
 A usage error is one line (with the closest flag or command), then the command's one-line
@@ -31,7 +31,8 @@ from .. import __version__
 from ..endings import EXIT_CODES
 from ..errors import HalugenError
 from . import audit, batch, data, evaluation, general, generation, simulator, task, view
-from .common import err, resolve_settings, store_failure
+from .common import err, store_failure
+from .flags import resolve_settings
 
 __all__ = ["build_parser", "entry", "main"]
 

@@ -7,16 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from .common import (
-    add_config_flag,
-    add_setting,
-    add_settings,
-    db_path,
-    err,
-    resolve_settings,
-    run_config,
-)
-from .data import add_format_flag
+from .common import db_path, err, run_config
+from .flags import add_config_flag, add_format_flag, add_setting, add_settings, resolve_settings
 
 if TYPE_CHECKING:
     from ..store.db import Store
@@ -159,7 +151,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from ..tasks.catalog import TaskCatalog, read_task
     from ..tasks.stored import recall
 
-    if resolve_settings(args).verify:
+    if resolve_settings(args)["verify"]:
         return _verify(args)
     measures = _measures(args.measures)
     probes = _probes(args.probes)
@@ -186,7 +178,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             for path in args.data:
                 items = list(items_from_file(path, chosen, tasks=catalog))
                 groups.append((path, items))
-            if resolve_settings(args)._origin["db"] == "flag":
+            if resolve_settings(args).origin["db"] == "flag":
                 store = open_store(Path(args.db))
         else:
             store = open_store(db_path(args))

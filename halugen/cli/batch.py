@@ -1,5 +1,5 @@
 """``halugen batch``: export a run's pending requests as a batch file, import an engine's
-answers, list and cancel batches. (``--batch`` itself is a setting: ``options.py``.)"""
+answers, list and cancel batches. (``--batch`` itself is a setting: ``options/run_control.py``.)"""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..tables import TableData, render_tables
-from .common import add_config_flag, add_setting, add_settings, db_path, err, out, resolve_settings
-from .data import add_format_flag
+from .common import db_path, err, out
+from .flags import add_config_flag, add_format_flag, add_setting, add_settings, resolve_settings
 
 __all__ = ["COMMANDS", "add_parsers"]
 

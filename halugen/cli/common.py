@@ -1,11 +1,9 @@
-"""What every command shares: the consoles, the flags of the settings, settings -> RunConfig.
+"""What every command shares: the consoles, settings -> RunConfig, the store's path.
 
-The settings (``options.py``) become flags here, each group under its own heading, and a
-command's parsed arguments get every setting it takes resolved, first match wins: the
-command-line flag, then the environment (``HALUGEN_DB``, ``OPENAI_BASE_URL``,
-``OPENAI_API_KEY``), then ``halugen.toml``, then the default. The environment beats the file
-because it is set for one shell on purpose, while the file is shared by everyone working in
-the directory.
+The settings (``halugen/options/``) become flags in ``flags.py``, which also resolves a
+command line's settings: the flag, then the environment, then halugen.toml, then the
+default. ``run_config`` makes the ``RunConfig`` of them (``settings/build.py``), with the
+three settings that need more than a cast: the budget, the seed map, the fleet.
 
 Only light modules are imported here: building the parser (every ``--help``) must not load
 DuckDB, aiohttp, pyarrow or asyncio; commands import what they need when they run.
@@ -16,26 +14,24 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import ipaddress
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..config import BatchOptions, RateLimit, RetryPolicy, RunConfig, Sampling, Timeouts
+from ..config import Endpoint, RunConfig
 from ..errors import ConfigError, HalugenError, UsageError
-from ..options import GROUPS, Setting, setting, settings_in
-from ..settings import load_settings, parse_endpoint_flag, resolve_endpoints
+from ..settings.build import assemble
+from ..settings.endpoints import parse_endpoint_flag, resolve_endpoints
+from ..settings.file import load_settings
+from ..settings.resolve import Resolved
+from .flags import resolve_settings
 
 if TYPE_CHECKING:
     from ..session import OnRun
 
 __all__ = [
-    "DB_ENV",
     "LazyConsole",
-    "add_config_flag",
-    "add_setting",
-    "add_settings",
     "announce",
     "budget_from_flag",
     "db_path",
@@ -45,13 +41,9 @@ __all__ = [
     "out",
     "report_outcome",
     "require_api_key",
-    "resolve_settings",
     "run_config",
     "store_failure",
 ]
-
-DB_ENV = setting("db").env
-_TAKES = "_settings"  # the parsed arguments' list of the settings their command takes
 
 
 class LazyConsole:
@@ -94,102 +86,6 @@ class LazyConsole:
 # Text from data or a provider is printed as is: never read as Rich markup or emoji codes.
 out: Any = LazyConsole(highlight=False, soft_wrap=True, markup=False, emoji=False)
 err: Any = LazyConsole(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
-
-
-def add_settings(p: argparse.ArgumentParser, *groups: str) -> None:
-    """The flags of every setting of ``groups`` (see ``options.GROUPS``), each group under
-    its heading, and ``--config``."""
-    for group in groups:
-        g = p.add_argument_group(GROUPS[group])
-        for s in settings_in(group):
-            _add_flag(p, g, s)
-    add_config_flag(p)
-
-
-def add_setting(p: argparse.ArgumentParser, name: str, *, help: str | None = None) -> None:
-    """The flag of one setting among the command's own options (``--db`` of ``status``);
-    ``help`` says what it does for this command (the default is added)."""
-    s = setting(name)
-    _add_flag(p, p, s if help is None else dataclasses.replace(s, help=help))
-
-
-def add_config_flag(p: argparse.ArgumentParser) -> None:
-    if "--config" not in p._option_string_actions:
-        p.add_argument(
-            "--config",
-            metavar="FILE",
-            help="settings file (default: ./halugen.toml when there is one)",
-        )
-
-
-def _add_flag(p: argparse.ArgumentParser, where: Any, s: Setting) -> None:
-    taken = p.get_default(_TAKES) or ()
-    p.set_defaults(**{_TAKES: (*taken, s.name)})
-    if not s.flags:  # halugen.toml (or the environment) only
-        return
-    kw: dict[str, Any] = {"dest": s.name, "default": None, "help": s.help_line().replace("%", "%%")}
-    if s.const is not None:
-        kw.update(action="store_const", const=s.const)
-    else:
-        kw.update(metavar=s.metavar, choices=s.choices)
-        if s.repeat:
-            kw["action"] = "append"
-        if s.nargs:
-            kw["nargs"] = s.nargs
-        kinds = s.kind if isinstance(s.kind, tuple) else (s.kind,)
-        if float in kinds:
-            kw["type"] = float
-        elif int in kinds:
-            kw["type"] = int
-    where.add_argument(*s.flags, **kw)
-
-
-def resolve_settings(args: argparse.Namespace) -> argparse.Namespace:
-    """Fill in every setting the command takes (the flag, the environment, halugen.toml, the
-    default) and note where each came from in ``args._origin``. Done once per ``args``."""
-    if getattr(args, "_origin", None) is not None:
-        return args
-    origin: dict[str, str] = {}
-    given = getattr(args, "config", None)
-    path = Path(given) if given else Path("halugen.toml")
-    file: dict[str, Any] | None = None
-    for name in getattr(args, _TAKES, None) or ():
-        s = setting(name)
-        value = getattr(args, name, None)
-        if value is not None:
-            origin[name] = "flag"
-        elif s.env and os.environ.get(s.env, "").strip():
-            value, origin[name] = _from_env(s, os.environ[s.env].strip()), "env"
-        else:
-            if file is None:
-                file = load_settings(path, required=bool(given))
-            if s.toml is not None and s.toml in file:
-                value, origin[name] = file[s.toml], "file"
-            else:
-                value, origin[name] = s.default, "default"
-        setattr(args, name, value)
-    args._origin = origin
-    args._settings_file = path
-    return args
-
-
-def _from_env(s: Setting, text: str) -> Any:
-    kinds = s.kind if isinstance(s.kind, tuple) else (s.kind,)
-    if str in kinds:
-        return text
-    if bool in kinds:
-        if text.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-            return text.lower() in ("1", "true", "yes", "on")
-        raise UsageError(f"${s.env} must be true or false, not {text!r}")
-    try:
-        return float(text) if float in kinds else int(text)
-    except ValueError:
-        raise UsageError(f"${s.env} must be a number, not {text!r}") from None
-
-
-def _positive(name: str, value: float | None) -> None:
-    if value is not None and value <= 0:
-        raise UsageError(f"--{name} must be more than zero (got {value:g})")
 
 
 _BARE_AMOUNT = re.compile(r"\s*(\d*(?:\.\d+)?)\s*(usd)?\s*", re.IGNORECASE)
@@ -263,102 +159,53 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
     ``calls``: the command will call the endpoint, so a public endpoint needs a key
     (``estimate`` passes False: it makes no call).
     """
+    resolved = resolve_settings(args)
+    # filled below, after the checks of every other setting (rpm, tpm, concurrency, ...)
+    cfg = assemble(RunConfig, resolved, budget_usd=budget_usd(resolved), endpoints=(), seed_map=())
+    fleet = fleet_of(resolved, cfg, keys_needed=calls)
+    if calls:
+        for url, key in [(e.url, e.api_key) for e in fleet] or [(cfg.base_url, cfg.api_key)]:
+            require_api_key(url, key)
+    return dataclasses.replace(cfg, endpoints=fleet, seed_map=seed_map(resolved))
+
+
+def budget_usd(resolved: Resolved) -> float | None:
+    """``--budget`` (a mangled flag gets its own message) or the file's ``budget``, in USD."""
     from ..cost.prices import parse_budget
 
-    a = resolve_settings(args)
-    take = _Taken(a)
-    tasks = take("task")
-    if isinstance(tasks, str):
-        tasks = [t.strip() for t in tasks.split(",") if t.strip()]
-    seeds = take("seeds")
-    if isinstance(seeds, str):
-        seeds = [seeds]
-    budget_text = take("budget")
-    budget: float | None = None
-    if budget_text is not None:
-        if a._origin.get("budget") == "flag":
-            budget = budget_from_flag(budget_text)
-        else:
-            budget = parse_budget(str(budget_text)) / 10**12
-    concurrency, rpm, tpm = take("concurrency"), take("rpm"), take("tpm")
-    timeout, temperature = take("timeout"), take("temperature")
-    for name in ("concurrency", "rpm", "tpm", "limit", "timeout", "max_attempts",
-                 "max_tokens", "context_window", "unreachable_after"):  # fmt: skip
-        _positive(name.replace("_", "-"), take(name))
-    in_flight_share = float(take("in_flight_share"))
-    if not 0 < in_flight_share <= 1:
-        raise UsageError(
-            f"--in-flight-share must be above 0 and at most 1 (got {in_flight_share:g}): "
-            f"the share of the budget left that calls in flight may hold"
-        )
-    if temperature < 0:
-        raise UsageError(f"--temperature must not be negative (got {temperature:g})")
-    api_key = take("api_key") or None
-    flags = take("endpoints")
-    from_flags = a._origin.get("endpoints") == "flag"
-    specs = [parse_endpoint_flag(f) for f in flags] if from_flags else list(flags)
-    endpoints = resolve_endpoints(
+    text = resolved["budget"]
+    if text is None:
+        return None
+    if resolved.origin.get("budget") == "flag":
+        return budget_from_flag(text)
+    return parse_budget(str(text)) / 10**12
+
+
+def fleet_of(resolved: Resolved, cfg: RunConfig, *, keys_needed: bool) -> tuple[Endpoint, ...]:
+    """``--endpoint`` flags, else halugen.toml's ``[[endpoints]]``, as the run's fleet; an
+    endpoint's limits default to the run's."""
+    from_flags = resolved.origin.get("endpoints") == "flag"
+    listed = resolved["endpoints"]
+    specs = [parse_endpoint_flag(f) for f in listed] if from_flags else list(listed)
+    return resolve_endpoints(
         specs,
-        api_key=api_key,
-        rpm=rpm,
-        tpm=tpm,
-        concurrency=None if concurrency is None else int(concurrency),
-        source="--endpoint" if from_flags else f"{a._settings_file} [[endpoints]]",
-        keys_needed=calls,
-    )
-    base_url = take("base_url")
-    if calls:
-        for url, key in [(e.url, e.api_key) for e in endpoints] or [(base_url, api_key)]:
-            require_api_key(url, key)
-    prompts = take("prompts")
-    return RunConfig(
-        tasks=tuple(tasks),
-        seeds=tuple(seeds),
-        seed_format=take("seed_format"),
-        seed_map=seed_map(a, take("map")),
-        source_name=take("source_name"),
-        source_license=take("license"),
-        model=take("model"),
-        context_window=take("context_window"),
-        base_url=base_url,
-        api_key=api_key,
-        db=Path(take("db")),
-        budget_usd=budget,
-        in_flight_share=in_flight_share,
-        price_in=take("price_in"),
-        price_out=take("price_out"),
-        price_card=take("price_card"),
-        rate=RateLimit(
-            rpm=rpm, tpm=tpm, concurrency=None if concurrency is None else int(concurrency)
-        ),
-        endpoints=endpoints,
-        retry=RetryPolicy(
-            max_attempts=int(take("max_attempts")),
-            unreachable_after=float(take("unreachable_after")),
-        ),
-        timeouts=Timeouts(total=float(timeout), read=float(timeout)),
-        sampling=Sampling(temperature=float(temperature), max_tokens=int(take("max_tokens"))),
-        limit=take("limit"),
-        run_seed=int(take("seed")),
-        fresh=bool(take("fresh")),
-        run_id=take("run_id"),
-        progress=bool(take("progress")),
-        long_documents=take("long_documents"),
-        prompts_dir=Path(prompts) if prompts else None,
-        structured=take("structured"),
-        verify=bool(take("verify")),
-        verify_model=take("verify_model") or None,
-        batch=batch_options(take),
+        api_key=cfg.api_key,
+        rpm=cfg.rate.rpm,
+        tpm=cfg.rate.tpm,
+        concurrency=cfg.rate.concurrency,
+        source="--endpoint" if from_flags else f"{resolved.file} [[endpoints]]",
+        keys_needed=keys_needed,
     )
 
 
-def seed_map(args: argparse.Namespace, value: Any) -> tuple[tuple[str, str], ...]:
+def seed_map(resolved: Resolved) -> tuple[tuple[str, str], ...]:
     """``--map FIELD=COLUMN`` flags over halugen.toml's ``map`` table (a flag wins for its
     field), as sorted (field, column) pairs."""
     from ..seeds.table import parse_map
 
-    origin = getattr(args, "_origin", {}).get("map")
-    path = getattr(args, "_settings_file", Path("halugen.toml"))
+    value = resolved["map"]
+    origin = resolved.origin.get("map")
+    path = resolved.file
     table = value if origin == "file" else {}
     if origin == "flag":  # the file's map still fills the fields no flag names
         table = load_settings(path).get("map") or {}
@@ -375,39 +222,6 @@ def seed_map(args: argparse.Namespace, value: Any) -> tuple[tuple[str, str], ...
     if origin == "flag":
         mapping.update(parse_map(value))
     return tuple(sorted(mapping.items()))
-
-
-class _Taken:
-    """A setting's resolved value, or its default where the command does not take it."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        self._args = args
-        self._takes = set(getattr(args, _TAKES, None) or ())
-
-    def __call__(self, name: str) -> Any:
-        if name in self._takes:
-            return getattr(self._args, name)
-        return setting(name).default
-
-
-def batch_options(take: Any) -> BatchOptions | None:
-    """The BatchOptions of ``--batch`` (or ``batch = true`` in halugen.toml), else None."""
-    if not take("batch"):
-        return None
-
-    def number(name: str, *, zero: bool = False) -> float:
-        value = take(name)
-        low = isinstance(value, int | float) and (value < 0 if zero else value <= 0)
-        if not isinstance(value, int | float) or isinstance(value, bool) or low:
-            least = "0 or more" if zero else "more than zero"
-            raise UsageError(f"--{name.replace('_', '-')} must be a number {least} (got {value!r})")
-        return float(value)
-
-    return BatchOptions(
-        poll_seconds=number("batch_poll", zero=True),
-        max_requests=int(number("batch_max_requests")),
-        max_bytes=int(number("batch_max_mb") * 2**20),
-    )
 
 
 def announce(kind: str, detail: str, db: Path) -> OnRun:
@@ -434,7 +248,7 @@ def report_outcome(outcome: Any) -> int:
 
 def db_path(args: argparse.Namespace) -> Path:
     """The store of a command: ``--db``, else ``$HALUGEN_DB``, else halugen.toml, else default."""
-    return Path(resolve_settings(args).db)
+    return Path(resolve_settings(args)["db"])
 
 
 def store_failure(args: argparse.Namespace, exc: BaseException) -> HalugenError | None:

@@ -7,21 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..tables import EXTRA_FORMATS, FORMATS, TableData, plain, render_tables
-from .common import add_config_flag, add_setting, db_path, err, out
+from ..tables import EXTRA_FORMATS, TableData, plain, render_tables
+from .common import db_path, err, out
+from .flags import add_config_flag, add_format_flag, add_label_rule_flags, add_setting, label_rule
 
 EXPORT_FORMATS = ("halueval", "jsonl", "parquet", "csv", "lm-eval", "inspect")
-
-
-def add_format_flag(p: argparse.ArgumentParser, extra: tuple[str, ...] = ()) -> None:
-    """``--format`` of every command that prints tables (see halugen/tables.py)."""
-    p.add_argument(
-        "--format",
-        choices=(*FORMATS, *extra),
-        default="table",
-        help=f"{', '.join((*FORMATS, *extra))}: how tables are printed; table is full width "
-        "when piped, latex is booktabs (default: table)",
-    )
 
 
 def add_parsers(sub: Any) -> None:
@@ -109,8 +99,6 @@ def add_parsers(sub: Any) -> None:
         help="also the samples the verify stage flagged (run --verify): a hallucination "
         "judged supported by its knowledge, a right text judged unsupported (default: left out)",
     )
-    from .general import add_label_rule_flags
-
     add_label_rule_flags(exp)  # general-track items: how many labels make one resolved
     add_setting(exp, "db")
     add_config_flag(exp)
@@ -236,7 +224,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     from ..tasks import is_task_path
     from ..tasks.catalog import TaskCatalog, read_task
     from ..tasks.stored import recall
-    from .general import label_rule
 
     given = TaskCatalog()
     if args.task and is_task_path(args.task):  # a task folder: read and checked first

@@ -8,19 +8,19 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..settings.build import assemble
 from ..tables import TableData, plain, render_tables
-from .common import (
+from .common import announce, db_path, err, out, report_outcome, run_config
+from .flags import (
     add_config_flag,
+    add_format_flag,
+    add_label_rule_flags,
     add_setting,
     add_settings,
-    announce,
-    db_path,
-    err,
-    out,
-    report_outcome,
-    run_config,
+    label_rule,
+    label_rule_asked,
+    resolve_settings,
 )
-from .data import add_format_flag
 
 
 def add_parsers(sub: Any) -> None:
@@ -31,38 +31,7 @@ def add_parsers(sub: Any) -> None:
         required=True,
         help="the task judged: qa, dialogue, summarization, general or a task folder's path",
     )
-    ev.add_argument(
-        "--strategy",
-        default="plain",
-        help="how the judge is asked: plain, knowledge, cot or contrast (default: plain)",
-    )
-    ev.add_argument(
-        "--data",
-        nargs="+",
-        metavar="FILE",
-        help="HaluEval's released files of the task (default: the samples in the store)",
-    )
-    ev.add_argument(
-        "--gen-run",
-        metavar="RUN",
-        help="only the samples of this generation run (default: every run's samples)",
-    )
-    ev.add_argument(
-        "--scoring",
-        choices=("parse", "logprobs"),
-        default="parse",
-        help="read the Yes/No verdict, or score P(Yes) from logprobs (default: parse)",
-    )
-    ev.add_argument(
-        "--read",
-        choices=("strict", "lenient"),
-        default="strict",
-        help="how replies are read: strict takes only the reply contract's line (Verdict: "
-        "Yes|No, Choice: n), its JSON field or one word, and asks again once about anything "
-        "else; lenient interprets prose, for replies to prompts of your own (default: strict)",
-    )
-    from .general import add_label_rule_flags
-
+    add_settings(ev, "eval")
     # the general task's annotated items in the store: which count as labelled
     add_label_rule_flags(ev, unasked="refuse to judge while there are any, saying how many")
     add_settings(ev, "endpoint", "run", "resume", "batch")
@@ -133,16 +102,7 @@ def add_parsers(sub: Any) -> None:
         help="HaluEval's released files instead of the store's samples, failures from the "
         "eval run that judged them (default: the store's samples)",
     )
-    top.add_argument("--topics", type=int, default=10, help="topics over all samples (default: 10)")
-    top.add_argument(
-        "--failure-topics", type=int, default=5, help="topics over the failures (default: 5)"
-    )
-    top.add_argument(
-        "--backend",
-        choices=("sklearn", "gensim"),
-        default="sklearn",
-        help="the LDA implementation (default: sklearn)",
-    )
+    add_settings(top, "topics")
     top.add_argument(
         "-o",
         "--out",
@@ -159,7 +119,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     from ..evaluate.run import EvalConfig, evaluate
     from ..tasks.stored import read_task_or_stored
-    from .general import label_rule, label_rule_asked
 
     cfg = run_config(args)
     # a task folder is read and checked first; a name the store keeps is read from it
@@ -171,18 +130,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "--per-item and --allow-partial choose the general task's annotated items in the "
             "store: they apply to 'eval --task general' without --data"
         )
-    ecfg = EvalConfig(
-        run=cfg,
-        task=args.task,
-        strategy=args.strategy,
-        data=tuple(args.data or ()),
-        gen_run=args.gen_run,
-        scoring=args.scoring,
-        read=args.read,
-        limit=cfg.limit,
-        structured=cfg.structured,
-        labels=labels,
-    )
+    ecfg = assemble(EvalConfig, resolve_settings(args), run=cfg, task=args.task, labels=labels)
 
     on_run = announce("eval run", f"{args.task}/{args.strategy} with {{model}}", cfg.db)
     return report_outcome(anyio.run(lambda: evaluate(ecfg, task=spec, console=err, on_run=on_run)))

@@ -7,19 +7,19 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..settings.build import assemble
 from ..tables import TableData, render_tables
-from .common import (
+from .common import announce, db_path, err, out, report_outcome, run_config
+from .flags import (
     add_config_flag,
+    add_format_flag,
+    add_label_rule_flags,
     add_setting,
     add_settings,
-    announce,
-    db_path,
-    err,
-    out,
-    report_outcome,
-    run_config,
+    label_rule,
+    label_rule_asked,
+    resolve_settings,
 )
-from .data import add_format_flag
 
 
 def add_parsers(sub: Any) -> None:
@@ -35,71 +35,7 @@ def add_parsers(sub: Any) -> None:
         metavar="FILE",
         help="Alpaca JSON, or JSONL/CSV files of queries",
     )
-    pre.add_argument(
-        "--query-format",
-        choices=("alpaca", "jsonl", "csv"),
-        help="the format of every query file (default: detected from each file)",
-    )
-    pre.add_argument(
-        "--query-field",
-        metavar="NAME",
-        help="field holding the query (default: instruction in Alpaca files; query, else "
-        "instruction, in the others)",
-    )
-    pre.add_argument(
-        "--input-field",
-        metavar="NAME",
-        help="field appended to the query after a blank line (default: input, when present)",
-    )
-    pre.add_argument(
-        "--id-field",
-        metavar="NAME",
-        help="field holding the query's id (default: id when present, else FILE:LINE)",
-    )
-    pre.add_argument(
-        "--responses", type=int, default=3, help="responses sampled per query (default: 3)"
-    )
-    pre.add_argument(
-        "--keep",
-        type=int,
-        default=5000,
-        help="queries kept, those whose responses agree least (default: 5000)",
-    )
-    pre.add_argument(
-        "--use-n",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="ask for n choices in one call: auto (when the server honours it), always, "
-        "never (default: auto)",
-    )
-    pre.add_argument(
-        "--bertscore-model",
-        metavar="NAME|DIR",
-        help="BERTScore model: a Hugging Face name or a local directory (default: "
-        "bert-score's default for English, roberta-large)",
-    )
-    pre.add_argument(
-        "--bertscore-layers",
-        type=int,
-        metavar="N",
-        help="the model's layer to use; needed for a local directory (default: bert-score's "
-        "tuned layer for a hub model)",
-    )
-    pre.add_argument(
-        "--bertscore-baseline",
-        metavar="FILE",
-        help="baseline CSV for rescaling F1 (default: no rescaling)",
-    )
-    pre.add_argument(
-        "--bertscore-batch",
-        type=int,
-        metavar="N",
-        help="pairs per forward pass (default: 16 on a CPU, 64 on a GPU)",
-    )
-    pre.add_argument(
-        "--device", help="cpu, cuda, cuda:1 ... (default: cuda when available, else cpu)"
-    )
-    add_settings(pre, "sampling", "endpoint", "run", "resume", "batch")
+    add_settings(pre, "preselect", "sampling", "endpoint", "run", "resume", "batch")
 
     ann = sub.add_parser(
         "annotate", help="human annotation: serve the page, import, export, resolve"
@@ -121,7 +57,7 @@ def add_parsers(sub: Any) -> None:
         help="JSON file of annotator -> token, see 'annotate tokens' (default: no tokens, "
         "loopback only)",
     )
-    a_serve.add_argument("--per-item", type=int, default=3, help="annotators per item (default: 3)")
+    add_setting(a_serve, "per_item", help="annotators per item", metavar="PER_ITEM")
     a_serve.add_argument(
         "--guidelines",
         metavar="FILE.md",
@@ -143,12 +79,7 @@ def add_parsers(sub: Any) -> None:
         metavar="RUN",
         help="a pre-selection run: its kept queries' responses (no default: give this or --jsonl)",
     )
-    a_add.add_argument(
-        "--keep",
-        type=int,
-        default=5000,
-        help="how many of that run's queries, best ranked first (default: 5000)",
-    )
+    add_setting(a_add, "keep", help="how many of that run's queries, best ranked first")
     a_add.add_argument(
         "--jsonl",
         metavar="FILE",
@@ -179,68 +110,13 @@ def add_parsers(sub: Any) -> None:
         add_config_flag(a)
 
 
-def add_label_rule_flags(
-    p: argparse.ArgumentParser, *, unasked: str = "leave them out and say how many"
-) -> None:
-    """``--per-item`` / ``--allow-partial`` of the commands that resolve, export or judge
-    labelled items; ``unasked``: what the command does with partial items by default."""
-    p.add_argument(
-        "--per-item",
-        type=int,
-        default=3,
-        metavar="N",
-        help="labels an item needs to count as resolved (resolutions, HaluEval's general "
-        "layout, eval of the general task); a released HaluEval label counts alone "
-        "(default: 3, as 'annotate serve')",
-    )
-    p.add_argument(
-        "--allow-partial",
-        action="store_true",
-        help="also take items with fewer labels; exports then give each record its label "
-        f"count, n_labels (default: {unasked})",
-    )
-
-
-def label_rule_asked(args: argparse.Namespace) -> bool:
-    """Whether ``--per-item`` or ``--allow-partial`` was given other than by default (for the
-    commands where they do not apply)."""
-    return bool(args.allow_partial) or args.per_item != 3
-
-
-def label_rule(args: argparse.Namespace) -> Any:
-    """The ``LabelRule`` of ``--per-item`` / ``--allow-partial``."""
-    from ..annotate.resolve import LabelRule
-
-    if args.per_item < 1:
-        raise UsageError(f"--per-item must be at least 1 (got {args.per_item})")
-    return LabelRule(per_item=args.per_item, allow_partial=args.allow_partial)
-
-
 def cmd_preselect(args: argparse.Namespace) -> int:
     import anyio
 
     from ..preselect.run import PreselectConfig, preselect
-    from ..preselect.scoring import ScorerSpec
 
     cfg = run_config(args)
-    pcfg = PreselectConfig(
-        run=cfg,
-        queries=tuple(args.queries),
-        query_format=args.query_format,
-        query_field=args.query_field,
-        input_field=args.input_field,
-        id_field=args.id_field,
-        responses=args.responses,
-        keep=args.keep,
-        use_n=args.use_n,
-        scorer=ScorerSpec(
-            model=args.bertscore_model,
-            num_layers=args.bertscore_layers,
-            baseline_path=args.bertscore_baseline,
-            batch_size=args.bertscore_batch,
-            device=args.device,
-        ),
-    )
+    pcfg = assemble(PreselectConfig, resolve_settings(args), run=cfg, queries=tuple(args.queries))
 
     detail = f"{args.responses} responses per query with {{model}}"
     on_run = announce("pre-selection run", detail, cfg.db)

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..settings import INIT_TEMPLATE
+from ..settings.file import INIT_TEMPLATE
 from ..tables import TableData, render_tables
-from .common import add_settings, announce, err, out, report_outcome, run_config
-from .data import add_format_flag
+from .common import announce, err, out, report_outcome, run_config
+from .flags import add_format_flag, add_settings
 
 
 def add_parsers(sub: Any) -> None:

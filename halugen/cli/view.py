@@ -6,7 +6,8 @@ import argparse
 import threading
 from typing import Any
 
-from .common import add_config_flag, add_setting, db_path, err, out
+from .common import db_path, err, out
+from .flags import add_config_flag, add_setting
 
 
 def add_parsers(sub: Any) -> None:

@@ -39,6 +39,7 @@ from ..llm.capabilities import JSON_SCHEMA, LOGPROBS, MODES
 from ..llm.endpoint import prompt_cache_key, takes_cache_key
 from ..llm.strategy import DEFERRED, CallMode
 from ..llm.transport import Transport
+from ..options.table import default
 from ..prompts import Template
 from ..records import ChatRequest, ChatResult, fingerprint
 from ..session import CallSession, OnRun, call_session, drive, resolve_model
@@ -64,13 +65,14 @@ __all__ = ["EvalConfig", "EvalOutcome", "evaluate"]
 class EvalConfig:
     run: RunConfig  # endpoint, model, budget, limits, store, eval seed (run_seed), resume
     task: str
-    strategy: str = "plain"
-    data: tuple[str, ...] = ()  # HaluEval files; empty: the samples in the store
-    gen_run: str | None = None  # only samples of this generation run
-    scoring: str = "parse"  # parse | logprobs
-    limit: int | None = None
-    structured: str = "auto"  # ask for a JSON verdict: auto (when supported) | on | off
-    read: str = "strict"  # strict (the reply contract only) | lenient (interprets prose)
+    # the defaults are the settings' (options/recognition.py, options/run_*.py)
+    strategy: str = default("strategy")
+    data: tuple[str, ...] = default("data")  # HaluEval files; empty: the samples in the store
+    gen_run: str | None = default("gen_run")  # only samples of this generation run
+    scoring: str = default("scoring")  # parse | logprobs
+    limit: int | None = default("limit")
+    structured: str = default("structured")  # a JSON verdict: auto (when supported) | on | off
+    read: str = default("read")  # strict (the reply contract only) | lenient (interprets prose)
     # the general task from the store: which annotated items count (--per-item,
     # --allow-partial); None: the default rule, which refuses items with too few labels
     labels: LabelRule | None = None

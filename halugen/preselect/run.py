@@ -36,6 +36,7 @@ from ..llm.calls import CallFailure
 from ..llm.capabilities import N_CHOICES, refuses_field
 from ..llm.strategy import DEFERRED, CallMode
 from ..llm.transport import Transport
+from ..options.table import default
 from ..records import BadRecord, ChatRequest, fingerprint
 from ..session import CallSession, OnRun, call_session, drive, resolve_model
 from ..store import session_queries
@@ -62,14 +63,15 @@ _N_MODES = {"auto": "auto", "always": "on", "never": "off"}  # --use-n as a capa
 class PreselectConfig:
     run: RunConfig  # endpoint, model, budget, limits, store, sampling, seed
     queries: tuple[str, ...]
-    query_format: str | None = None
-    query_field: str | None = None
-    input_field: str | None = None
-    id_field: str | None = None
-    responses: int = 3
-    keep: int = 5000
+    # the defaults are the settings' (options/preselection.py)
+    query_format: str | None = default("query_format")
+    query_field: str | None = default("query_field")
+    input_field: str | None = default("input_field")
+    id_field: str | None = default("id_field")
+    responses: int = default("responses")
+    keep: int = default("keep")
     scorer: ScorerSpec = ScorerSpec()
-    use_n: str = "auto"  # auto | always | never
+    use_n: str = default("use_n")  # auto | always | never
     score_batch: int = 128  # queries per BERTScore batch
 
 

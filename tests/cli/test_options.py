@@ -12,8 +12,9 @@ from halugen.cli import build_parser, main
 from halugen.cli.common import run_config
 from halugen.config import RunConfig
 from halugen.errors import ConfigError
-from halugen.options import SETTINGS, Setting
-from halugen.settings import INIT_TEMPLATE, KNOWN_KEYS, load_settings, toml_value
+from halugen.options.spec import Setting
+from halugen.options.table import SETTINGS
+from halugen.settings.file import INIT_TEMPLATE, KNOWN_KEYS, load_settings, toml_value
 
 IN_FILE = [s for s in SETTINGS if s.toml is not None and s.flags]
 ENV = ("HALUGEN_DB", "OPENAI_BASE_URL", "OPENAI_API_KEY")

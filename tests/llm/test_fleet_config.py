@@ -11,7 +11,8 @@ from halugen.cli import build_parser
 from halugen.cli.common import run_config
 from halugen.config import Endpoint, RunConfig
 from halugen.errors import ConfigError, UsageError
-from halugen.settings import load_settings, parse_endpoint_flag, resolve_endpoints
+from halugen.settings.endpoints import parse_endpoint_flag, resolve_endpoints
+from halugen.settings.file import load_settings
 
 
 def resolve(*specs: dict, environ: dict | None = None, **kw: object) -> tuple[Endpoint, ...]:

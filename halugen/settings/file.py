@@ -1,8 +1,8 @@
 """``halugen.toml``: the same settings as the command-line flags, in a file.
 
 Which keys the file takes, their types and the commented file ``halugen init`` writes all
-come from the one table of settings, ``options.py``. A flag wins over the environment, the
-environment over the file, the file over the default.
+come from the one table of settings, ``options/table.py``. A flag wins over the environment, the
+environment over the file, the file over the default (``resolve.py``).
 
 A fleet of endpoints is a list of ``[[endpoints]]`` tables in the file, or repeated
 ``--endpoint URL,key=ENV_VAR,rpm=N,tpm=N,concurrency=N,weight=W,auth=api-key`` flags (the
@@ -14,42 +14,28 @@ or ``$OPENAI_API_KEY``). ``rpm``, ``tpm`` and ``concurrency`` default to the run
 
 from __future__ import annotations
 
-import math
-import os
+import textwrap
 import tomllib
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .config import AUTH_SCHEMES, Endpoint
-from .errors import ConfigError, UsageError
-from .options import SETTINGS, Setting
+from ..errors import ConfigError
+from ..options.spec import Setting
+from ..options.table import SETTINGS
+from .endpoints import check_endpoint_types
 
 __all__ = [
-    "ENDPOINT_KEYS",
     "INIT_TEMPLATE",
     "KNOWN_KEYS",
     "init_template",
     "load_settings",
-    "parse_endpoint_flag",
-    "resolve_endpoints",
+    "toml_value",
 ]
 
 # key in the file -> its setting
 _BY_KEY: dict[str, Setting] = {s.toml: s for s in SETTINGS if s.toml is not None}
 # key in the file -> the types it accepts
 KNOWN_KEYS: dict[str, type | tuple[type, ...]] = {key: s.kind for key, s in _BY_KEY.items()}
-
-# key of an [[endpoints]] table (or option of --endpoint) -> its type
-ENDPOINT_KEYS: dict[str, type | tuple[type, ...]] = {
-    "url": str,
-    "key": str,  # the name of an environment variable holding the key
-    "rpm": (int, float),
-    "tpm": (int, float),
-    "concurrency": int,
-    "weight": (int, float),
-    "auth": str,
-}
 
 _TEMPLATE_HEAD = """\
 # halugen settings. Each key is also a command-line flag; a flag wins over an environment
@@ -97,8 +83,6 @@ def init_template() -> str:
     Keys marked ``in_template`` are set, the others commented out; each shows its default,
     or its example where the default is empty.
     """
-    import textwrap
-
     parts = []
     for s in SETTINGS:
         if s.toml is None or s.toml == "endpoints":
@@ -149,103 +133,5 @@ def load_settings(path: Path, *, required: bool = False) -> dict[str, Any]:
         where = f"settings file {path}: [[endpoints]] number {i}"
         if not isinstance(spec, dict):
             raise ConfigError(f"{where} must be a table")
-        _check_endpoint_types(spec, where, ConfigError)
+        check_endpoint_types(spec, where, ConfigError)
     return table
-
-
-def _check_endpoint_types(spec: Mapping[str, Any], where: str, error: type[Exception]) -> None:
-    for key, value in spec.items():
-        expected = ENDPOINT_KEYS.get(key)
-        if expected is None:
-            raise error(f"{where}: unknown key {key!r} (known: {', '.join(ENDPOINT_KEYS)})")
-        if isinstance(value, bool) or not isinstance(value, expected):
-            raise error(f"{where}: {key} has the wrong type ({value!r})")
-    if "url" not in spec:
-        raise error(f"{where}: url is missing")
-
-
-def parse_endpoint_flag(text: str) -> dict[str, Any]:
-    """``URL,key=ENV,rpm=N,...`` (the value of one ``--endpoint``) as an endpoint table."""
-    url, *options = (part.strip() for part in text.split(","))
-    where = f"--endpoint {text}"
-    if not url or "=" in url.split("://", 1)[0]:
-        raise UsageError(f"{where}: give the URL first, then name=value options")
-    spec: dict[str, Any] = {"url": url}
-    for option in options:
-        name, sep, value = option.partition("=")
-        name, value = name.strip(), value.strip()
-        expected = ENDPOINT_KEYS.get(name)
-        if not sep or expected is None or name == "url":
-            known = ", ".join(k for k in ENDPOINT_KEYS if k != "url")
-            raise UsageError(f"{where}: {option!r} is not a name=value option (known: {known})")
-        if expected is str:
-            spec[name] = value
-            continue
-        try:
-            spec[name] = int(value) if expected is int else float(value)
-        except ValueError:
-            raise UsageError(f"{where}: {name} must be a number, not {value!r}") from None
-    return spec
-
-
-def resolve_endpoints(
-    specs: Sequence[Mapping[str, Any]],
-    *,
-    api_key: str | None,
-    rpm: float | None,
-    tpm: float | None,
-    concurrency: int | None,
-    environ: Mapping[str, str] = os.environ,
-    source: str = "--endpoint",
-    keys_needed: bool = True,
-) -> tuple[Endpoint, ...]:
-    """Endpoint tables (from flags or the file) as endpoints, keys read from the environment.
-
-    ``keys_needed=False`` (a command that makes no call, such as ``estimate``): a ``key=``
-    variable that is not set leaves that endpoint without a key instead of failing.
-    """
-    endpoints = []
-    seen: set[str] = set()
-    for spec in specs:
-        url = str(spec.get("url", "")).rstrip("/")
-        where = f"{source} {url or '?'}"
-        _check_endpoint_types(spec, where, UsageError)
-        if "://" not in url:
-            raise UsageError(f"{where}: the URL must start with http:// or https://")
-        if url in seen:
-            raise UsageError(f"{where}: the same endpoint is listed twice")
-        seen.add(url)
-        key_env = spec.get("key")
-        key = api_key
-        if key_env is not None:
-            key = environ.get(key_env) or None
-            if key is None and keys_needed:
-                raise UsageError(
-                    f"{where}: environment variable {key_env} is not set (key= names the "
-                    f"variable that holds this endpoint's key)"
-                )
-        auth = spec.get("auth", "bearer")
-        if auth not in AUTH_SCHEMES:
-            raise UsageError(f"{where}: auth must be one of {', '.join(AUTH_SCHEMES)}")
-        limits = {
-            "rpm": spec.get("rpm", rpm),
-            "tpm": spec.get("tpm", tpm),
-            "weight": spec.get("weight", 1.0),
-            "concurrency": spec.get("concurrency", concurrency),
-        }
-        for name, value in limits.items():
-            if value is not None and not (math.isfinite(value) and value > 0):
-                raise UsageError(f"{where}: {name} must be more than zero (got {value:g})")
-        endpoints.append(
-            Endpoint(
-                url=url,
-                api_key=key,
-                key_env=key_env,
-                rpm=None if limits["rpm"] is None else float(limits["rpm"]),
-                tpm=None if limits["tpm"] is None else float(limits["tpm"]),
-                concurrency=(None if limits["concurrency"] is None else int(limits["concurrency"])),
-                weight=float(limits["weight"]),
-                auth=auth,
-            )
-        )
-    return tuple(endpoints)
