@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .evaluate.metrics import wilson
+from .intervals import wilson
 from .store.db import Store
 from .store.label_checks import FlaggedShare, flagged_shares, generation_runs, verified_runs
 from .tables import TableData

@@ -20,7 +20,6 @@ import anyio
 import orjson
 from rich.console import Console
 
-from . import __version__
 from ._groups import most_serious
 from .batch.planner import PassPlan, PlanningRunner, refuse_while_batches_live
 from .budget import Ledger
@@ -41,6 +40,7 @@ from .stats import RunStats
 from .store.db import Store, open_store
 from .store.rows import LedgerRow
 from .tokens import TokenCounter, get_counter
+from .version import __version__
 
 __all__ = [
     "CallSession",

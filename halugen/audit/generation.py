@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from ..evaluate.metrics import wilson
+from ..intervals import wilson
 from ..store.db import Store
 from .items import Item
 

@@ -13,6 +13,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..intervals import wilson
+
 __all__ = [
     "Judged",
     "Metrics",
@@ -20,7 +22,6 @@ __all__ = [
     "cluster_bootstrap",
     "compute",
     "exact_at_bound",
-    "wilson",
 ]
 
 VERDICTS = ("yes", "no", "invalid")
@@ -72,24 +73,6 @@ class Metrics:
 
 def _ratio(num: float, den: float) -> float | None:
     return num / den if den else None
-
-
-def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of a proportion; (0.0, 1.0) when n is 0 (nothing is known).
-
-    Chosen over the normal approximation because it stays inside [0, 1] and behaves at
-    accuracies near 0 or 1 and at small n.
-    """
-    if n <= 0:
-        return 0.0, 1.0
-    if not 0 <= successes <= n:
-        raise ValueError(f"successes must be between 0 and n ({successes} of {n})")
-    p = successes / n
-    z2 = z * z
-    den = 1.0 + z2 / n
-    centre = (p + z2 / (2 * n)) / den
-    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n)) / den
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def exact_at_bound(successes: int, n: int, level: float = 0.95) -> tuple[float, float] | None:

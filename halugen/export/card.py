@@ -18,10 +18,10 @@ from typing import Any
 
 import orjson
 
-from .. import __version__
 from ..cut_note import cut_note, window_phrase
 from ..store.db import Store
 from ..store.queries import cut_counts
+from ..version import __version__
 from .card_checks import label_check_section
 from .card_figures import baseline_lines, recognition_lines, task_spec
 from .card_hard import hard_split_section, splits_sentence

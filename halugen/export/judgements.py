@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import __version__
 from ..errors import UsageError
 from ..store.db import Store
+from ..version import __version__
 from .samples import copy_query
 from .selection import Selection, pick_runs
 from .target import Target

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from halugen.evaluate.metrics import Judged, baselines, compute, wilson
+from halugen.evaluate.metrics import Judged, baselines, compute
+from halugen.intervals import wilson
 
 
 def _many(truth: bool, verdict: str, k: int, length: int | None = None) -> list[Judged]:

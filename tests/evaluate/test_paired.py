@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from scipy.stats import binomtest
 
-from halugen.evaluate.metrics import Judged, compute, exact_at_bound, wilson
+from halugen.evaluate.metrics import Judged, compute, exact_at_bound
 from halugen.evaluate.paired import holm, mcnemar_exact, paired_difference
+from halugen.intervals import wilson
 
 
 @pytest.mark.parametrize(
