@@ -1,11 +1,32 @@
-"""Confidence intervals of a proportion (successes of n): what an accuracy or a flagged share
-is reported with."""
+"""Intervals on a proportion (an accuracy, a flagged share), and what a sample of a given size
+can claim about one.
+
+Ground-floor arithmetic shared by evaluation (``wilson`` around an accuracy), the label-noise
+figures, and the audit (how many items a "within 5 points of chance" claim needs). A 95%
+interval on an accuracy near 50% over ``n`` items is about ±0.98/sqrt(n): ±5 points takes 385
+items, and 13 items give ±27.
+"""
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["exact_at_bound", "wilson"]
+__all__ = [
+    "CHANCE_BAND",
+    "SIZE_FLOOR",
+    "Z95",
+    "exact_at_bound",
+    "half_width",
+    "size_line",
+    "wilson",
+]
+
+Z95 = 1.959964
+
+CHANCE_BAND = 0.05  # "within 5 points of chance": the whole interval in [45%, 55%]
+
+# the fewest items whose interval is ±5 points or narrower: 385
+SIZE_FLOOR = math.ceil((Z95 * 0.5 / CHANCE_BAND) ** 2)
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -41,3 +62,25 @@ def exact_at_bound(successes: int, n: int, level: float = 0.95) -> tuple[float, 
     if successes == n:
         return edge, 1.0
     return None
+
+
+def half_width(n: int) -> float:
+    """The half-width of a 95% interval on a proportion near 50% over ``n`` items."""
+    return Z95 * 0.5 / math.sqrt(max(1, n))
+
+
+def size_line(n: int) -> str:
+    """One line: what ``n`` items can and cannot show about an accuracy beside 50%."""
+    half = half_width(n) * 100
+    points = f"±{half:.1f}" if half < 10 else f"±{half:.0f}"
+    band = CHANCE_BAND * 100
+    if half <= band:
+        return (
+            f"n={n}: a 95% interval of {points} points; can tell {50 + band:g}% from chance "
+            f"and certify a figure within {band:g} points of it"
+        )
+    return (
+        f"n={n}: a 95% interval of {points} points; cannot tell {50 + band:g}% from chance "
+        f"(only {math.ceil(50 + half)}% or more), nor certify any figure within {band:g} "
+        f"points of it"
+    )

@@ -1,4 +1,5 @@
-"""halugen's version, recorded with every run and written into what it exports."""
+"""The version of halugen, on the ground floor: the package root re-exports it, and every
+module that stamps a file with it imports it from here, never from the root."""
 
 __all__ = ["__version__"]
 

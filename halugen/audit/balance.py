@@ -29,9 +29,11 @@ from pathlib import Path
 
 import orjson
 
-from .. import __version__
 from ..errors import UsageError
+from ..intervals import half_width
+from ..store.hard_splits import hard_path
 from ..tasks.catalog import TaskCatalog
+from ..version import __version__
 from .classifiers import (
     MEASURES,
     examples_of,
@@ -49,7 +51,6 @@ __all__ = [
     "Balanced",
     "balance",
     "describe_balance",
-    "hard_path",
     "write_balanced",
 ]
 
@@ -290,11 +291,6 @@ def _record(item: Item, tasks: TaskCatalog) -> bytes:
     return orjson.dumps({name: values.get(name, "") for name in layout})
 
 
-def hard_path(out: Path) -> Path:
-    """Where the hard split goes beside the full set ``out``: ``qa.json`` -> ``qa.hard.json``."""
-    return out.with_name(f"{out.stem}.hard{out.suffix}" if out.suffix else f"{out.name}.hard")
-
-
 def _write_lines(items: Sequence[Item], path: Path, tasks: TaskCatalog) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
@@ -322,7 +318,6 @@ def write_balanced(
     what was dropped and why (``balanced``: the verdict on the figures after, per pattern
     too; by default the measures'). Returns (the metadata file, the hard split's file).
     ``tasks`` declares the items' tasks (default: the built-in ones)."""
-    from .certify import half_width
 
     hard = hard_path(out)
     catalog = TaskCatalog() if tasks is None else tasks

@@ -9,41 +9,13 @@ for a probe whose whole interval lies in 45-55%.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
-from .probes import CHANCE_BAND, PROBES
+from ..intervals import CHANCE_BAND
+from .probes import PROBES
 from .report import AuditRow
 
-__all__ = ["SIZE_FLOOR", "certify_lines", "half_width", "size_line"]
-
-Z95 = 1.959964
-
-
-def half_width(n: int) -> float:
-    """The half-width of a 95% interval on a proportion near 50% over ``n`` items."""
-    return Z95 * 0.5 / math.sqrt(max(1, n))
-
-
-# the fewest items whose interval is ±5 points or narrower: 385
-SIZE_FLOOR = math.ceil((Z95 * 0.5 / CHANCE_BAND) ** 2)
-
-
-def size_line(n: int) -> str:
-    """One line: what ``n`` items can and cannot show about an accuracy beside 50%."""
-    half = half_width(n) * 100
-    points = f"±{half:.1f}" if half < 10 else f"±{half:.0f}"
-    band = CHANCE_BAND * 100
-    if half <= band:
-        return (
-            f"n={n}: a 95% interval of {points} points; can tell {50 + band:g}% from chance "
-            f"and certify a figure within {band:g} points of it"
-        )
-    return (
-        f"n={n}: a 95% interval of {points} points; cannot tell {50 + band:g}% from chance "
-        f"(only {math.ceil(50 + half)}% or more), nor certify any figure within {band:g} "
-        f"points of it"
-    )
+__all__ = ["certify_lines"]
 
 
 def certify_lines(rows: Sequence[AuditRow]) -> list[str]:

@@ -28,10 +28,10 @@ import random
 import unicodedata
 from collections.abc import Callable, Sequence
 
+from ..intervals import CHANCE_BAND
 from .classifiers import Example, Score, cross_validate, folds_of, score, sklearn_parts
 
 __all__ = [
-    "CHANCE_BAND",
     "PROBES",
     "casing_rule",
     "char_ngrams",
@@ -42,7 +42,6 @@ __all__ = [
     "within_chance",
 ]
 
-CHANCE_BAND = 0.05  # "within 5 points of chance": the whole interval in [45%, 55%]
 SPLITS = 64  # random half splits of the weak ensemble
 STRONG = 0.75  # AFLite's predictability threshold, reported as a share of the texts
 

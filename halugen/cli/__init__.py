@@ -27,9 +27,9 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn, TextIO, cast
 
-from .. import __version__
 from ..endings import EXIT_CODES
 from ..errors import HalugenError
+from ..version import __version__
 from . import audit, batch, data, evaluation, general, generation, simulator, task, view
 from .common import err, store_failure
 from .flags import resolve_settings

@@ -250,7 +250,7 @@ def _balance(
 
     from ..audit import audit_items, balance, write_balanced
     from ..audit.balance import BALANCED_MEASURES, describe_balance
-    from ..audit.certify import SIZE_FLOOR, size_line
+    from ..intervals import SIZE_FLOOR, size_line
     from ..store.hard_splits import record_hard_split
 
     if len(groups) != 1 or len({i.task for i in groups[0][1]}) != 1:

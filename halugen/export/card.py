@@ -18,13 +18,13 @@ from typing import Any
 
 import orjson
 
-from .. import __version__
 from ..cut_note import cut_note, window_phrase
 from ..store.db import Store
 from ..store.export_queries import file_datasets, run_settings
 from ..store.queries import cut_counts
 from ..store.run_queries import seed_files
 from ..tasks.catalog import TaskCatalog
+from ..version import __version__
 from .card_checks import label_check_section
 from .card_figures import baseline_lines, recognition_lines
 from .card_hard import hard_split_section, splits_sentence

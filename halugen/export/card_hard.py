@@ -8,7 +8,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..audit.certify import size_line
+from ..intervals import size_line
 from ..store.db import Store
 from ..store.hard_splits import hard_split_of
 from .card_header import CardFile, config_name

@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import __version__
 from ..tasks.base import TaskSpec
+from ..version import __version__
 from .lm_eval import VERDICT_PATTERN
 from .recognition import TaskData, harness_strategies, prompt_messages
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import __version__
 from ..errors import UsageError
 from ..store.db import Store
 from ..store.export_queries import (
@@ -28,6 +27,7 @@ from ..store.export_queries import (
     judgement_rows_query,
     task_filters,
 )
+from ..version import __version__
 from .samples import copy_query
 from .selection import Selection, pick_runs
 from .target import Target

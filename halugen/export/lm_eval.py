@@ -31,7 +31,7 @@ from pathlib import Path
 
 import orjson
 
-from .. import __version__
+from ..version import __version__
 from .recognition import TaskData, harness_strategies, prompt_messages
 
 __all__ = ["VERDICT_PATTERN", "export_lm_eval", "flat_prompt", "jinja_template"]

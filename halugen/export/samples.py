@@ -16,12 +16,12 @@ from typing import Any
 
 import duckdb
 
-from .. import __version__
 from ..store.columns import SAMPLE_COLUMNS
 from ..store.db import Store
 from ..store.export_queries import all_of, sample_rows_query, task_filters
-from ..store.hard_splits import IN_HARD_SPLIT, hard_split_size
+from ..store.hard_splits import IN_HARD_SPLIT, hard_path, hard_split_size
 from ..tasks.catalog import TaskCatalog
+from ..version import __version__
 from .card import write_card
 from .card_header import CardFile
 from .selection import Selection, pick_runs, sql_error
@@ -136,8 +136,6 @@ def _hard_file(
     """The hard split of the rows written to ``path`` (those ``audit --balance`` recorded),
     written beside it (``qa.parquet`` -> ``qa.hard.parquet``); None when none is recorded.
     The full file stays as it is: the hard split is a second split, never a replacement."""
-    from ..audit.balance import hard_path
-
     hard_predicate = f"({predicate}) AND {IN_HARD_SPLIT}" if predicate else IN_HARD_SPLIT
     rows = hard_split_size(store, predicate, params)
     hard = hard_path(path)

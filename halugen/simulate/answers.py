@@ -296,7 +296,14 @@ def _has_record(info: PromptInfo) -> bool:
 
 def with_record(info: PromptInfo, earlier: Sequence[str]) -> PromptInfo:
     """``info`` of a recognition follow-up that carries no record, completed with the record
-    of the latest earlier message asking for the same kind of reply; ``info`` otherwise."""
+    of the latest earlier message asking for the same kind of reply; a sampling re-ask (a
+    line naming the failed guard after the rejected reply) answered as its first ask, drawn
+    anew; ``info`` otherwise."""
+    if info.kind == "plain":
+        for text in earlier:
+            first = parse_prompt(text)
+            if first.kind == "hallucinate":
+                return replace(first, follow_up=True)
     if info.kind not in ("verdict", "contrast") or _has_record(info):
         return info
     for text in reversed(earlier):

@@ -15,6 +15,7 @@ from ..tasks.base import TaskSpec
 from ..tasks.loaded import LoadedTask
 from ..tasks.steps import check, read_reply
 from .context import GenContext
+from .follow_ups import load_follow_ups
 
 __all__ = ["run_sample_stage", "sample_seed"]
 
@@ -25,8 +26,9 @@ __all__ = ["run_sample_stage", "sample_seed"]
 RETRY_STATUSES = frozenset({"call_failed", "context_length"})
 
 # A candidate a guard turns away (out of form, or not wrong) is asked for again with a new
-# request seed, up to this many asks in all per candidate, each within the run's budget like
-# any call; the last answer is what is stored, with the reasons of the ones before it.
+# request seed and the rejected reply followed by a line naming the failed guard
+# (follow_ups.py), up to this many asks in all per candidate, each within the run's budget
+# like any call; the last answer is what is stored, with the reasons of the ones before it.
 GUARD_ATTEMPTS = 3
 
 
@@ -71,11 +73,13 @@ async def sample_seed(ctx: GenContext, seed: Seed) -> list[Candidate]:
 
 async def _sample_one(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int) -> Candidate:
     turned_away: list[str] = []
+    rejected: Candidate | None = None
     for attempt in range(GUARD_ATTEMPTS):
-        cand = await _ask(ctx, task, seed, idx, attempt)
+        cand = await _ask(ctx, task, seed, idx, attempt, rejected)
         if not _by_guard(cand):
             break
         turned_away.append(cand.status)
+        rejected = cand
     if turned_away and cand.ok:
         cand = replace(cand, detail=f"asked again after: {', '.join(turned_away)}")
     elif _by_guard(cand) and len(turned_away) > 1:
@@ -89,12 +93,28 @@ def _by_guard(cand: Candidate) -> bool:
     return bool(cand.text) and cand.status not in ("ok", "truncated")
 
 
-async def _ask(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int, attempt: int) -> Candidate:
+async def _ask(
+    ctx: GenContext,
+    task: LoadedTask,
+    seed: Seed,
+    idx: int,
+    attempt: int,
+    rejected: Candidate | None = None,
+) -> Candidate:
+    """One sampling call; after a guard's rejection, the rejected reply and a line naming
+    the guard follow the template's messages."""
     spec = task.spec
     template = task.sample_templates[idx]
+    messages = template.render(seed.fields)
+    est = template.estimate_tokens(seed.fields, ctx.runner.counter)
+    if rejected is not None:
+        follow_ups = load_follow_ups()
+        reply = rejected.raw or rejected.text
+        messages = (*messages, *follow_ups.messages(reply, rejected.status))
+        est += follow_ups.estimate_tokens(reply, rejected.status, ctx.runner.counter)
     request = ChatRequest(
         model=ctx.model,
-        messages=template.render(seed.fields),
+        messages=messages,
         temperature=ctx.sampling.temperature,
         max_tokens=ctx.sampling.max_tokens,
         top_p=ctx.sampling.top_p,
@@ -102,7 +122,6 @@ async def _ask(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int, attempt:
         cache_key=ctx.cache_key(template.name),
         index=idx,
     )
-    est = template.estimate_tokens(seed.fields, ctx.runner.counter)
     result = await ctx.runner.call(
         request, stage="sample", task=seed.task, seed_key=seed.key, est_prompt_tokens=est
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from .db import Store, now
 from .rows import Statement
@@ -16,6 +17,7 @@ from .rows import Statement
 __all__ = [
     "IN_HARD_SPLIT",
     "HardSplit",
+    "hard_path",
     "hard_split_of",
     "hard_split_size",
     "record_hard_split",
@@ -103,3 +105,8 @@ def hard_split_of(store: Store, runs: Sequence[str], task: str) -> HardSplit | N
         return None
     n, audits, balanced = rows[0]
     return HardSplit(task=task, samples=int(n), audits=tuple(audits), balanced=bool(balanced))
+
+
+def hard_path(out: Path) -> Path:
+    """Where the hard split goes beside the full set ``out``: ``qa.json`` -> ``qa.hard.json``."""
+    return out.with_name(f"{out.stem}.hard{out.suffix}" if out.suffix else f"{out.name}.hard")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from halugen.audit import examples_of, items_from_file
-from halugen.audit.certify import SIZE_FLOOR, certify_lines, size_line
+from halugen.audit.certify import certify_lines
 from halugen.audit.classifiers import Score
 from halugen.audit.probes import (
     casing_rule,
@@ -20,6 +20,7 @@ from halugen.audit.probes import (
 )
 from halugen.audit.report import audit_items
 from halugen.cli import main
+from halugen.intervals import SIZE_FLOOR, size_line
 
 from . import fixtures
 

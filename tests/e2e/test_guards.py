@@ -14,6 +14,7 @@ from halugen.llm.transport import HandlerTransport
 from halugen.records import Seed
 from halugen.simulate import SimConfig, Simulator
 from halugen.stages.context import GenContext
+from halugen.stages.follow_ups import load_follow_ups
 from halugen.stages.sample import sample_seed
 from halugen.store.rows import table_of
 from halugen.tasks.loaded import LoadedTask
@@ -23,6 +24,15 @@ from tests.task_specs import task_spec
 RIGHT = re.compile(r"^Right answer: (.*)$", re.MULTILINE)
 
 
+def _prompt_at(messages: list[dict]) -> int:
+    """Where the sampling prompt (the record) is: the last user turn that names the right
+    answer (a re-ask after a guard's rejection appends the rejected reply and a follow-up)."""
+    found = [
+        i for i, m in enumerate(messages) if m["role"] == "user" and RIGHT.search(m["content"])
+    ]
+    return found[-1] if found else len(messages) - 1
+
+
 def artifact_model(sim: Simulator):  # type: ignore[no-untyped-def]
     """The simulator, except that sampling replies are the artifacts the guards must stop:
     the one-pass reply holds the right answer, the conversational one has five words where
@@ -30,10 +40,11 @@ def artifact_model(sim: Simulator):  # type: ignore[no-untyped-def]
 
     async def handle(path: str, headers: dict, body: bytes):  # type: ignore[no-untyped-def]
         request = orjson.loads(body)
-        last = request["messages"][-1]["content"]
+        at = _prompt_at(request["messages"])
+        last = request["messages"][at]["content"]
         m = RIGHT.search(last)
         if m and "Pattern:" in last:
-            onepass = len(request["messages"]) <= 2
+            onepass = at <= 1
             answer = (
                 f"{m.group(1)} and George Frederick Ernest Albert"
                 if onepass
@@ -109,10 +120,10 @@ def once_out_of_form_model(sim: Simulator, seen: dict[str, int]):  # type: ignor
 
     async def handle(path: str, headers: dict, body: bytes):  # type: ignore[no-untyped-def]
         request = orjson.loads(body)
-        last = request["messages"][-1]["content"]
+        last = request["messages"][_prompt_at(request["messages"])]["content"]
         m = RIGHT.search(last)
         if m and "Pattern:" in last:
-            key = orjson.dumps(request["messages"]).decode()
+            key = last  # a re-ask carries the same prompt, then the rejected reply
             seen[key] = seen.get(key, 0) + 1
             wrong = m.group(1).replace("Serin", "Vallona")  # another name of the knowledge
             answer = wrong.lower() if seen[key] == 1 else wrong
@@ -139,4 +150,18 @@ def test_a_candidate_out_of_form_is_asked_for_again_and_kept_when_in_form(hotpot
     assert all(r[1].startswith("Vallona") for r in rows)
     # two asks per candidate, each a call of its own within the run's budget
     assert query(db, "SELECT count(*) FROM call_log WHERE stage = 'sample'")[0][0] == 16
+    # the second ask carries the rejected reply, then a line naming the guard that failed
+    bodies = [orjson.loads(r[0]) for r in query(db, "SELECT request_json FROM call_requests")]
+    reasks = [
+        b["messages"][-2:]
+        for b in bodies
+        if b["messages"][-1]["role"] == "user"
+        and b["messages"][-2]["role"] == "assistant"
+        and "Right answer" not in b["messages"][-1]["content"]
+    ]
+    assert len(reasks) == 8
+    line = load_follow_ups().text("casing")
+    for reply, follow_up in reasks:
+        assert reply["content"].startswith("Pattern: factualness\nAnswer: vallona")
+        assert follow_up["content"] == line and "Capitalise" in line
     assert sorted(seen.values()) == [2] * 8

@@ -10,8 +10,8 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from halugen.audit.certify import size_line
 from halugen.cli import main
+from halugen.intervals import size_line
 from tests.e2e.test_generate import config, run
 
 # the measures that need no optional extra, and no probes: the split is what is tested
