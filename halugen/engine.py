@@ -253,15 +253,13 @@ async def generate_session(
     cfg: RunConfig,
     calls: CallMode,
     *,
-    tasks: TaskCatalog | None = None,
+    tasks: TaskCatalog,
     transport: Transport | None = None,
     console: Console | None = None,
     on_run: OnRun | None = None,
 ) -> RunOutcome:
     """One session of generation for ``cfg``, its calls made as ``calls`` says; ``tasks``
-    as ``generate`` takes it."""
-    if tasks is None:
-        cfg, tasks = read_run_tasks(cfg)
+    holds the tasks ``cfg.tasks`` names (``read_run_tasks``)."""
     cfg, files_of, loaded = _read_tasks(cfg, tasks)
     owned = transport is None
     transport = transport or AiohttpTransport()

@@ -51,10 +51,12 @@ FLOORS: dict[str, int] = {
     "llm": 4,
     **dict.fromkeys(("reply_contract", "context_window", "progress_figures", "progress"), 5),
     **dict.fromkeys(("tasks", "seeds", "simulate"), 6),
-    "session": 7,
+    # the annotation track and the read-only view stand on the store and the seeds alone:
+    # evaluation and export read their label resolution (annotate/resolve.py)
+    **dict.fromkeys(("session", "annotate", "view"), 7),
     **dict.fromkeys(("batch", "stages", "pipeline"), 8),
     **dict.fromkeys(("engine", "evaluate", "preselect", "analysis", "figures"), 9),
-    **dict.fromkeys(("export", "audit", "view", "annotate", "demo"), 10),
+    **dict.fromkeys(("export", "audit", "demo"), 10),
     "__init__": 11,
     **dict.fromkeys(("cli", "__main__"), 12),
 }

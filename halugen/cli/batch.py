@@ -93,10 +93,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from functools import partial
+
     import anyio
 
     from ..batch.exchange import export_requests
-    from ..engine import generate_session
+    from ..engine import generate_session, read_run_tasks
     from .common import run_config
 
     cfg = run_config(args, calls=False)  # an export sends nothing: no key needed
@@ -104,9 +106,9 @@ def _export(args: argparse.Namespace) -> int:
         from ..errors import UsageError
 
         raise UsageError("no seed files given: pass --seeds FILE, as for 'halugen run'")
-    outcome = anyio.run(
-        lambda: export_requests(cfg, Path(args.out), generate_session, stage=args.stage)
-    )
+    cfg, tasks = read_run_tasks(cfg)  # --task read once, here
+    open_pass = partial(generate_session, tasks=tasks)
+    outcome = anyio.run(lambda: export_requests(cfg, Path(args.out), open_pass, stage=args.stage))
     for note in outcome.notes:
         err.print(f"note: {note}", markup=False)
     pending = ", ".join(f"{n} {s}" for s, n in sorted(outcome.by_stage.items())) or "none"
