@@ -78,6 +78,8 @@ class Sampling:
     temperature: float = default("temperature")
     max_tokens: int = default("max_tokens")
     top_p: float | None = None
+    # how a candidate a guard turned away is asked for again (stages/follow_ups.py)
+    reask: str = default("reask")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -192,6 +194,9 @@ class RunConfig:
             mapping["source_name"] = self.source_name
         if self.source_license:
             mapping["source_license"] = self.source_license
+        # a re-ask that explains sends other requests: left out at the default, as above
+        if self.sampling.reask != default("reask"):
+            mapping["reask"] = self.sampling.reask
         return {
             "tasks": list(self.tasks),
             "seeds": list(self.seeds),

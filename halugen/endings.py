@@ -1,8 +1,8 @@
 """How a run ends: its status, the exit code that status means, and its closing line.
 
 One table and one builder for every kind of run (generation, recognition experiments,
-pre-selection, batch mode) and for the errors that end a command (``errors.py`` takes its
-exit codes from here):
+pre-selection, batch mode) and for the errors that end a command (the table of exit codes
+is ``errors.EXIT_CODES``, beside the errors that carry them):
 
     status             exit  what it means
     done                  0  everything asked for is finished
@@ -17,21 +17,10 @@ Nothing here prints; the command line prints the line and exits with the code.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import MappingProxyType
+from .errors import EXIT_CODES
 
-__all__ = ["EXIT_CODES", "closing", "closing_line", "exit_code", "with_failed_work"]
+__all__ = ["closing", "closing_line", "exit_code", "with_failed_work"]
 
-EXIT_CODES: Mapping[str, int] = MappingProxyType(
-    {
-        "done": 0,
-        "incomplete": 1,
-        "failed": 1,
-        "input_error": 2,
-        "budget_exhausted": 3,
-        "interrupted": 130,
-    }
-)
 
 # what to do next, by status; a caller with a better instruction passes ``next_step``
 _NEXT = {

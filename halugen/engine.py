@@ -70,7 +70,7 @@ log = logging.getLogger("halugen")
 @dataclass(frozen=True)
 class RunOutcome:
     run_id: str
-    status: str  # a status of endings.EXIT_CODES
+    status: str  # a status of errors.EXIT_CODES
     message: str
     exit_code: int
     spent_pusd: int

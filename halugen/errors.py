@@ -24,14 +24,17 @@
 
 Per-record failures travel downstream as values (``records.Rejected``); only systemic
 failures (budget, auth, store) are raised through the pipeline. Exit codes come from the one
-table of run endings (``endings.EXIT_CODES``): an error's code is its status's.
+table of run endings (``EXIT_CODES``, here so that the errors stand on the ground floor;
+``endings.py`` builds a run's closing line from it): an error's code is its status's.
 """
 
 from __future__ import annotations
 
-from .endings import EXIT_CODES
+from collections.abc import Mapping
+from types import MappingProxyType
 
 __all__ = [
+    "EXIT_CODES",
     "AuthError",
     "BudgetExhausted",
     "CallTimeout",
@@ -52,6 +55,19 @@ __all__ = [
     "UnusableStore",
     "UsageError",
 ]
+
+
+# a run's status -> the exit code it means (endings.py: how a run ends)
+EXIT_CODES: Mapping[str, int] = MappingProxyType(
+    {
+        "done": 0,
+        "incomplete": 1,
+        "failed": 1,
+        "input_error": 2,
+        "budget_exhausted": 3,
+        "interrupted": 130,
+    }
+)
 
 
 class HalugenError(Exception):

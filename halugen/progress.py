@@ -37,7 +37,7 @@ from .progress_figures import share_text as _pct
 from .stats import RunStats, StageStats
 
 if TYPE_CHECKING:
-    from .llm.limiter import LimiterSnapshot
+    from .stats import LimiterSnapshot
 
 __all__ = ["BatchRow", "ProgressView", "abandoned_message", "stopping_message"]
 

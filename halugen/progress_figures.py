@@ -27,7 +27,7 @@ from .cost.prices import format_usd
 from .stats import RunStats, StageStats
 
 if TYPE_CHECKING:
-    from .llm.limiter import LimiterSnapshot
+    from .stats import LimiterSnapshot
 
 __all__ = ["NONE", "RunFigures", "count_text", "format_eta", "share_text", "stage_sort_key"]
 

@@ -25,6 +25,7 @@ __all__ = [
     "Seed",
     "canonical_json",
     "fingerprint",
+    "kind_of",
 ]
 
 
@@ -224,3 +225,20 @@ class Rejected:
     detail: str = ""
     candidates: tuple[Candidate, ...] = ()
     judgement: Judgement | None = None
+
+
+def kind_of(value: Any) -> str:
+    """A JSON type name with its article, for messages: "a list", "null", ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return f"a {type(value).__name__}"

@@ -31,8 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .llm.replies import json_value, visible_text
-from .llm.structured import json_schema_format
+from .reply_text import json_value, visible_text
+from .structured_outputs import json_schema_format
 
 __all__ = ["CHOICE_LABEL", "VERDICT", "VERDICT_LABEL", "Contract", "choice_contract"]
 
@@ -104,7 +104,7 @@ class Contract:
     def response_format(
         self, name: str | None = None, *, reasoning: bool = False
     ) -> dict[str, Any]:
-        """The OpenAI ``response_format`` asking for this contract as JSON (``llm.structured``);
+        """The OpenAI ``response_format`` asking for this contract as JSON (``structured_outputs``);
         ``reasoning``: a free ``reasoning`` field first, for a judge asked to think first (a
         model writes the properties in schema order)."""
         properties: dict[str, Any] = {"reasoning": {"type": "string"}} if reasoning else {}

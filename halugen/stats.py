@@ -9,7 +9,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-__all__ = ["RunStats", "StageStats"]
+__all__ = ["LimiterSnapshot", "RunStats", "StageStats"]
 
 
 @dataclass(slots=True)
@@ -121,3 +121,18 @@ class RunStats:
         return sum(
             self.sampled.get(t, 0) + self.rejected.get(t, 0) + self.failed.get(t, 0) for t in tasks
         )
+
+
+@dataclass(frozen=True, slots=True)
+class LimiterSnapshot:
+    """The rate limiter's state as the progress line shows it (``llm/limiter.py`` takes it)."""
+
+    rpm_limit: float | None
+    tpm_limit: float | None
+    concurrency: int  # current cap
+    max_concurrency: int
+    in_flight: int
+    waiting: int
+    cooldown_s: float  # seconds left of a server-imposed pause, 0 if none
+    rate_limited: int  # 429s observed
+    bound_by: str = ""  # what binds the pace (llm/binding.py): limit, -j, server, CPU, or ""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from halugen import errors
-from halugen.endings import EXIT_CODES, closing, closing_line, exit_code
+from halugen.endings import closing, closing_line, exit_code
+from halugen.errors import EXIT_CODES
 
 
 def test_the_table_gives_every_status_its_code() -> None:

@@ -21,7 +21,7 @@ T0 = 1000.0
 
 @dataclass(frozen=True, slots=True)
 class FakeSnapshot:
-    # the fields of halugen.llm.limiter.LimiterSnapshot (checked below)
+    # the fields of halugen.stats.LimiterSnapshot (checked below)
     rpm_limit: float | None = 3000.0
     tpm_limit: float | None = None
     concurrency: int = 12
@@ -108,8 +108,8 @@ def make_view(stats: RunStats, ledger: Ledger, clock: FakeClock, **kw: object) -
 
 
 def test_snapshot_fake_matches_the_limiter_interface() -> None:
-    limiter = pytest.importorskip("halugen.llm.limiter")
-    real = [f.name for f in dataclasses.fields(limiter.LimiterSnapshot)]
+    stats = pytest.importorskip("halugen.stats")
+    real = [f.name for f in dataclasses.fields(stats.LimiterSnapshot)]
     assert real == [f.name for f in dataclasses.fields(FakeSnapshot)]
 
 

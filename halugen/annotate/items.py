@@ -35,8 +35,7 @@ import duckdb
 import orjson
 
 from ..errors import InputError, StoreError, UsageError
-from ..records import canonical_json, fingerprint
-from ..seeds.jsonl import kind_of
+from ..records import canonical_json, fingerprint, kind_of
 from ..store import annotation_queries as queries
 from ..store.atomic import insert_at_once
 from ..store.db import Store, now

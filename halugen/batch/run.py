@@ -32,8 +32,7 @@ from rich.console import Console
 from ..budget import Ledger
 from ..config import BatchOptions, RunConfig, Timeouts
 from ..cost.prices import format_usd
-from ..endings import EXIT_CODES
-from ..errors import HalugenError
+from ..errors import EXIT_CODES, HalugenError
 from ..llm.batch_client import BatchClient
 from ..llm.calls import CallFailure
 from ..llm.limiter import RateLimiter

@@ -1,6 +1,6 @@
 """Command line: the only place that parses arguments and prints. Errors become exit codes.
 
-Exit codes (``endings.EXIT_CODES``): 0 done; 1 failure; 2 bad usage or input; 3 budget
+Exit codes (``errors.EXIT_CODES``): 0 done; 1 failure; 2 bad usage or input; 3 budget
 exhausted; 130 interrupted.
 One module per area: generation, data (the store), simulator, evaluation, audit, general,
 batch, task (task folders), view.
@@ -27,8 +27,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn, TextIO, cast
 
-from ..endings import EXIT_CODES
-from ..errors import HalugenError
+from ..errors import EXIT_CODES, HalugenError
 from ..version import __version__
 from . import audit, batch, data, evaluation, general, generation, simulator, task, view
 from .common import err, store_failure

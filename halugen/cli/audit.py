@@ -352,6 +352,6 @@ def _verify(args: argparse.Namespace) -> int:
     status, message = (checks[0].status, checks[0].message) if checks else ("done", "")
     if status != "done":  # budget used up, Ctrl-C: the same command continues
         err.print(f"audit --verify {status}" + (f": {message}" if message else ""))
-    from ..endings import EXIT_CODES
+    from ..errors import EXIT_CODES
 
     return EXIT_CODES.get(status, 1)

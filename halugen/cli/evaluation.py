@@ -208,7 +208,7 @@ def _report_json(rows: Any) -> str:
     """Every report row with all its metrics (ratios as fractions), and the paper's numbers."""
     import orjson
 
-    from ..evaluate.paper import PAPER_FOOTNOTE, paper_reference
+    from ..paper import PAPER_FOOTNOTE, paper_reference
 
     data = {"results": list(rows), "paper": paper_reference(), "paper_note": PAPER_FOOTNOTE}
     return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"

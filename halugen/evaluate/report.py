@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..paper import PAPER_CHATGPT, PAPER_FOOTNOTE, PAPER_LABEL, paper_label
 from ..tasks.catalog import TaskCatalog
 from ..tasks.schema import STRATEGIES
 from .metrics import Metrics
-from .paper import PAPER_CHATGPT, PAPER_FOOTNOTE, PAPER_LABEL, paper_label
 from .results import (
     SHAPES_PER_ROW,
     TASK_TITLES,

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from ..llm.replies import visible_text
+from ..reply_text import visible_text
 from ..store.judgement_queries import dialogue_clusters, eval_run_settings, judgement_rows
 from ..tasks.catalog import TaskCatalog
 from ..tasks.schema import STRATEGIES

@@ -11,12 +11,12 @@ HaluEval looked for the substrings "Yes" and "No" anywhere in the reply, so "Not
 code tested first. Here a reply is read the way a careful person reads it, and what cannot
 be read with confidence is "invalid", never a guess:
 
-1. what no reader weighs goes first (``llm.replies.visible_text``): a BOM, zero-width
+1. what no reader weighs goes first (``reply_text.visible_text``): a BOM, zero-width
    characters, a reasoning model's ``<think>…</think>``; then pictographs (✅ ❌: the words
    decide);
 2. a structured reply (``{"verdict": "Yes"}``, ``{"is_hallucinated": true}``, also when
    asked for text, also a one-object array) is read by its keys (``label_kind``);
-3. other answer shapes become label lines (``llm.replies.labelled_lines``): ``\boxed{No}``
+3. other answer shapes become label lines (``reply_text.labelled_lines``): ``\boxed{No}``
    is "Final answer: No", ``<verdict>No</verdict>`` and a markdown table with a
    "Verdict"/"Hallucinated?" column or row are "Verdict: No";
 4. a labelled line decides: the last of ``Verdict:``, ``Judgement:``, HaluEval's own
@@ -46,8 +46,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..llm.replies import json_object, json_value, labelled_lines, visible_text, without_marks
 from ..reply_contract import VERDICT
+from ..reply_text import json_object, json_value, labelled_lines, visible_text, without_marks
 from .statements import opens_with_word, polarity, word_polarity
 
 __all__ = ["label_kind", "parse_contrast", "parse_verdict", "verdict_from_logprobs"]

@@ -65,7 +65,7 @@ class AccuracyRow:
 def rows_from_report(results: Sequence[Any], *, paper: bool = True) -> list[AccuracyRow]:
     """``AccuracyRow``s of report rows, and (``paper``) the paper's numbers for the
     (strategy, task) pairs measured."""
-    from ..evaluate.paper import PAPER_CHATGPT, paper_label
+    from ..paper import PAPER_CHATGPT, paper_label
 
     rows = []
     for r in results:

@@ -66,10 +66,10 @@ import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from contextvars import ContextVar, Token
-from dataclasses import dataclass
 
 from ..config import RateLimit
 from ..errors import CallTimeout, ConnectFailed, RetryableError, UsageError
+from ..stats import LimiterSnapshot
 from .capacity import ANNOUNCED, PROBING, ConcurrencyControl
 from .pacing import Pacer
 from .retrying import header_number, retry_after_seconds
@@ -80,7 +80,6 @@ __all__ = [
     "DEFAULT_COOLDOWN_S",
     "LIMIT",
     "SERVER",
-    "LimiterSnapshot",
     "RateLimiter",
     "Ticket",
     "parse_duration",
@@ -99,19 +98,6 @@ SERVER = "server"  # the cap the server's capacity allows, below the maximum
 # The ticket of the slot the current task holds, so that ``observe`` knows which request an
 # answer belongs to (when it started, how many were in flight, which burst it was part of).
 _held: ContextVar[Ticket | None] = ContextVar("halugen_limiter_slot", default=None)
-
-
-@dataclass(frozen=True, slots=True)
-class LimiterSnapshot:
-    rpm_limit: float | None
-    tpm_limit: float | None
-    concurrency: int  # current cap
-    max_concurrency: int
-    in_flight: int
-    waiting: int
-    cooldown_s: float  # seconds left of a server-imposed pause, 0 if none
-    rate_limited: int  # 429s observed
-    bound_by: str = ""  # what binds the pace (llm/binding.py): limit, -j, server, CPU, or ""
 
 
 class Ticket:

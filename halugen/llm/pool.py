@@ -42,11 +42,12 @@ from dataclasses import dataclass, replace
 from ..config import Endpoint, RateLimit, Timeouts
 from ..errors import AuthError, ConnectFailed, FatalCallError, RetryableError
 from ..records import ChatRequest, ChatResult
+from ..stats import LimiterSnapshot
 from .binding import LABELS, PaceGauge
 from .capacity import LIMITS_MAXIMUM
 from .client import ChatClient
 from .endpoint import announced_slots
-from .limiter import SERVER, LimiterSnapshot, RateLimiter, Ticket, wait_for_change
+from .limiter import SERVER, RateLimiter, Ticket, wait_for_change
 from .sockets import connection_room
 from .transport import Transport
 

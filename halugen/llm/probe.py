@@ -28,10 +28,10 @@ from dataclasses import replace
 
 from ..errors import RetryableError
 from ..records import ChatRequest, ChatResult
+from ..reply_text import json_object, visible_text
+from ..structured_outputs import json_schema_format
 from .calls import CallFailure, CallRunner
-from .replies import json_object, visible_text
 from .retrying import retrying
-from .structured import json_schema_format
 
 __all__ = ["PROBE_STAGE", "ProbeUnanswered", "control_request", "probe", "probe_request"]
 

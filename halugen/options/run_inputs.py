@@ -132,6 +132,18 @@ SAMPLING: tuple[Setting, ...] = (
         to=("sampling.max_tokens",),
         check=positive,
     ),
+    Setting(
+        name="reask",
+        kind=str,
+        group="sampling",
+        choices=("resample", "explain"),
+        default="resample",
+        help="after a guard turns a candidate away: resample (ask again, a new seed) or explain "
+        "(send the rejected reply back with a line naming the guard: prompts/follow_ups.toml)",
+        example="explain",
+        in_template=True,
+        to=("sampling.reask",),
+    ),
 )
 
 # the verify stage: a judge checks each sample's labels

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError, UsageError
-from ..records import BadRecord, fingerprint
+from ..records import BadRecord, fingerprint, kind_of
 from ..seeds import expand_paths
 from ..seeds.csvfile import header_columns, iter_csv, normalise_column
 from ..seeds.detect import first_keys
@@ -38,7 +38,6 @@ from ..seeds.jsonl import (
     converted,
     first_char,
     iter_records,
-    kind_of,
     open_seed_file,
 )
 

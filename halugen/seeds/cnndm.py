@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..errors import InputError
-from ..records import BadRecord, Seed
+from ..records import BadRecord, Seed, kind_of
 from .csvfile import iter_csv
 from .jsonl import (
     RecordProblem,
@@ -33,7 +33,6 @@ from .jsonl import (
     clean_text,
     first_char,
     iter_records,
-    kind_of,
     one_line,
     open_seed_file,
     record_id,

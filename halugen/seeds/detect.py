@@ -17,10 +17,11 @@ import ijson
 import orjson
 
 from ..errors import InputError
+from ..records import kind_of
 from . import cnndm, halueval, hotpotqa, opendialkg, table
 from .badbytes import MarkedBytes
 from .csvfile import header_columns
-from .jsonl import IJSON, first_char, kind_of, one_line, open_seed_file
+from .jsonl import IJSON, first_char, one_line, open_seed_file
 from .limits import NestingGuard
 
 __all__ = [

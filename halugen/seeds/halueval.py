@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..records import BadRecord, Seed
-from .jsonl import RecordProblem, iter_records, kind_of, seeds_of, text_field
+from ..records import BadRecord, Seed, kind_of
+from .jsonl import RecordProblem, iter_records, seeds_of, text_field
 
 __all__ = [
     "DESCRIPTION",

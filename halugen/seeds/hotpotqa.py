@@ -16,12 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..records import BadRecord, Seed
+from ..records import BadRecord, Seed, kind_of
 from .jsonl import (
     RecordProblem,
     check_text,
     iter_records,
-    kind_of,
     record_id,
     seeds_of,
     text_field,

@@ -27,7 +27,7 @@ import ijson
 import orjson
 
 from ..errors import InputError
-from ..records import BadRecord, Seed
+from ..records import BadRecord, Seed, kind_of
 from .badbytes import MarkedBytes, find_mark
 from .encoding import utf8_stream
 from .limits import (
@@ -50,7 +50,6 @@ __all__ = [
     "iter_array",
     "iter_lines",
     "iter_records",
-    "kind_of",
     "one_line",
     "open_seed_file",
     "record_id",
@@ -364,23 +363,6 @@ def check_text(name: str, text: str) -> None:
     ):
         size = len(text.encode("utf-8", "surrogatepass"))
         raise RecordProblem(f"field {name} is {too_long(size, MAX_TEXT_BYTES)}")
-
-
-def kind_of(value: Any) -> str:
-    """A JSON type name with its article, for messages: "a list", "null", ..."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "an object"
-    return f"a {type(value).__name__}"
 
 
 def _show(first: bytes) -> str:

@@ -32,10 +32,10 @@ from typing import Any
 
 import orjson
 
-from ..records import BadRecord, Seed
+from ..records import BadRecord, Seed, kind_of
 from .cnndm import as_sentence
 from .csvfile import iter_csv
-from .jsonl import RecordProblem, clean_text, kind_of, one_line
+from .jsonl import RecordProblem, clean_text, one_line
 
 __all__ = [
     "DESCRIPTION",

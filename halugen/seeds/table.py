@@ -33,9 +33,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError, UsageError
-from ..records import BadRecord, Seed
+from ..records import BadRecord, Seed, kind_of
 from .csvfile import iter_csv, normalise_column
-from .jsonl import RecordProblem, iter_records, kind_of
+from .jsonl import RecordProblem, iter_records
 from .table_columns import path_problem, table_shape
 from .table_files import arrow_rows, table_kind
 from .table_sql import expression_alias, expressions_of, looks_like_sql

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .jsonl import RecordProblem, check_text, kind_of
+from ..records import kind_of
+from .jsonl import RecordProblem, check_text
 from .table_columns import SHOWN
 
 __all__ = ["field_text"]

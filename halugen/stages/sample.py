@@ -26,9 +26,10 @@ __all__ = ["run_sample_stage", "sample_seed"]
 RETRY_STATUSES = frozenset({"call_failed", "context_length"})
 
 # A candidate a guard turns away (out of form, or not wrong) is asked for again with a new
-# request seed and the rejected reply followed by a line naming the failed guard
-# (follow_ups.py), up to this many asks in all per candidate, each within the run's budget
-# like any call; the last answer is what is stored, with the reasons of the ones before it.
+# request seed (with ``--reask explain``, also the rejected reply followed by a line naming
+# the failed guard: follow_ups.py), up to this many asks in all per candidate, each within
+# the run's budget like any call; the last answer is what is stored, with the reasons of the
+# ones before it.
 GUARD_ATTEMPTS = 3
 
 
@@ -79,7 +80,7 @@ async def _sample_one(ctx: GenContext, task: LoadedTask, seed: Seed, idx: int) -
         if not _by_guard(cand):
             break
         turned_away.append(cand.status)
-        rejected = cand
+        rejected = cand if ctx.sampling.reask == "explain" else None
     if turned_away and cand.ok:
         cand = replace(cand, detail=f"asked again after: {', '.join(turned_away)}")
     elif _by_guard(cand) and len(turned_away) > 1:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from ..llm.replies import json_object, visible_text
 from ..reply_contract import choice_contract
+from ..reply_text import json_object, visible_text
 from . import base
 from .base import ParsedCandidate, TaskSpec, normalise
 from .replies import read_candidate

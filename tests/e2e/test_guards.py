@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import anyio
 import orjson
+import pytest
 
 from halugen.cli import main
 from halugen.engine import generate
@@ -136,11 +138,15 @@ def once_out_of_form_model(sim: Simulator, seen: dict[str, int]):  # type: ignor
     return HandlerTransport(handle)
 
 
-def test_a_candidate_out_of_form_is_asked_for_again_and_kept_when_in_form(hotpot_file, tmp_path):
+@pytest.mark.parametrize("reask", ["resample", "explain"])
+def test_a_candidate_out_of_form_is_asked_for_again_and_kept_when_in_form(
+    hotpot_file, tmp_path, reask
+):
     db = tmp_path / "h.duckdb"
     sim = Simulator(SimConfig())
     seen: dict[str, int] = {}
     cfg = config("http://sim/v1", hotpot_file(4), db)
+    cfg = replace(cfg, sampling=replace(cfg.sampling, reask=reask))
     outcome = anyio.run(lambda: generate(cfg, transport=once_out_of_form_model(sim, seen)))
     assert outcome.exit_code == 0, outcome.message
     assert query(db, "SELECT count(*) FROM samples")[0][0] == 4
@@ -150,7 +156,8 @@ def test_a_candidate_out_of_form_is_asked_for_again_and_kept_when_in_form(hotpot
     assert all(r[1].startswith("Vallona") for r in rows)
     # two asks per candidate, each a call of its own within the run's budget
     assert query(db, "SELECT count(*) FROM call_log WHERE stage = 'sample'")[0][0] == 16
-    # the second ask carries the rejected reply, then a line naming the guard that failed
+    # with --reask explain, the second ask carries the rejected reply, then a line naming
+    # the guard that failed; by default it is the first ask again, with another seed
     bodies = [orjson.loads(r[0]) for r in query(db, "SELECT request_json FROM call_requests")]
     reasks = [
         b["messages"][-2:]
@@ -159,7 +166,7 @@ def test_a_candidate_out_of_form_is_asked_for_again_and_kept_when_in_form(hotpot
         and b["messages"][-2]["role"] == "assistant"
         and "Right answer" not in b["messages"][-1]["content"]
     ]
-    assert len(reasks) == 8
+    assert len(reasks) == (8 if reask == "explain" else 0)
     line = load_follow_ups().text("casing")
     for reply, follow_up in reasks:
         assert reply["content"].startswith("Pattern: factualness\nAnswer: vallona")

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from halugen.evaluate.paper import (
+from halugen.evaluate.report import csv_table, report_tables
+from halugen.evaluate.results import reply_shape, results_from_store
+from halugen.paper import (
     PAPER_CHATGPT,
     PAPER_FOOTNOTE,
     PAPER_TABLE8_BASELINE,
     paper_label,
     paper_reference,
 )
-from halugen.evaluate.report import csv_table, report_tables
-from halugen.evaluate.results import reply_shape, results_from_store
 from halugen.store.db import open_store
 from halugen.tables import render_tables
 

@@ -16,9 +16,9 @@ from halugen.config import RetryPolicy
 from halugen.llm.calls import CallFailure
 from halugen.llm.capabilities import JSON_SCHEMA, LOGPROBS, N_CHOICES, Capabilities, Decision
 from halugen.llm.probe import PROBE_STAGE, control_request, probe_request
-from halugen.llm.structured import verdict_format
 from halugen.records import ChatRequest, ChatResult
 from halugen.store.db import Store, open_store
+from halugen.structured_outputs import verdict_format
 
 Answer = Callable[[ChatRequest], ChatResult | CallFailure]
 

@@ -16,11 +16,11 @@ from halugen.llm.capacity import CAPACITY_MAXIMUM
 from halugen.llm.limiter import (
     ADOPT_FRACTION,
     DEFAULT_COOLDOWN_S,
-    LimiterSnapshot,
     RateLimiter,
     parse_duration,
 )
 from halugen.llm.pacing import BURST_S
+from halugen.stats import LimiterSnapshot
 from tests.virtual_time import run_virtual
 
 from ._servers import FifoServer, capacity_run, quantised_run

@@ -7,7 +7,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from halugen.llm import structured
+from halugen import structured_outputs as structured
 from halugen.simulate import SimConfig, Simulator
 
 from ._support import body, call, filter_prompt, qa_prompt, texts, verdict_prompt

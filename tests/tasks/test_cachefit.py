@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 
 from halugen.cli import main
-from halugen.cost.cache import APPROX_MARGIN, fit_lines, opening_fits
-from halugen.cost.prices import find_price
+from halugen.cost.cache import APPROX_MARGIN, OpeningFit, fit_lines
+from halugen.cost.cache import opening_fits as fits_of_templates
+from halugen.cost.prices import ModelPrice, find_price
 from halugen.tasks.base import TaskSpec
+from halugen.tasks.templates import task_template
 from halugen.tokens import TokenCounter, get_counter, load_encoding
 from tests.task_specs import task_spec
 
@@ -39,6 +41,12 @@ def _folder(tmp_path: Path, opening: int, padding: int) -> Path:
         encoding="utf-8",
     )  # fmt: skip
     return folder
+
+
+def opening_fits(spec: TaskSpec, price: ModelPrice, counter: TokenCounter) -> list[OpeningFit]:
+    """The openings of ``spec``'s sampling and filter templates, as ``task check`` reads them."""
+    stems = (*spec.sample_templates, spec.filter_template) if spec.generated else ()
+    return fits_of_templates([(s, task_template(spec, s)) for s in stems], price, counter)
 
 
 def _spec(folder: Path) -> TaskSpec:
