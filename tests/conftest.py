@@ -1,8 +1,12 @@
-"""Shared fixtures: a simulator on loopback (in a thread) and small seed files."""
+"""Shared fixtures: a simulator on loopback (in a thread), small seed files, and new stores
+made from a copy of one store migrated per test process."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import shutil
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -11,6 +15,56 @@ from typing import Any
 
 import orjson
 import pytest
+
+STORE_TESTS = Path(__file__).parent / "store"
+
+
+class _DuckdbFromTemplate:
+    """``duckdb`` as ``halugen.store.db`` sees it, except that a read-write connect to a file
+    that does not exist yet first copies ``template`` there: a store halugen created and
+    migrated itself, empty. Creating a store (27 migrations and the views) costs a few tenths
+    of a second of CPU and hundreds of tests create one; a copy plus a reopen that finds
+    every migration and view current costs a few hundredths. Other users of ``duckdb`` (the
+    tests' own connections) are untouched."""
+
+    def __init__(self, real: Any, template: Path) -> None:
+        self._real = real
+        self._template = template
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def connect(self, database: Any = ":memory:", read_only: bool = False, **kwargs: Any) -> Any:
+        path = os.fspath(database)
+        if not read_only and path != ":memory:" and not os.path.exists(path):
+            # where the copy fails (no such folder, no write access) the real connect says so
+            with contextlib.suppress(OSError):
+                shutil.copyfile(self._template, path)
+        return self._real.connect(database, read_only=read_only, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store ``open_store`` created and migrated in this test process, empty and closed."""
+    from halugen.store.db import open_store
+
+    template = tmp_path_factory.mktemp("store-template") / "template.duckdb"
+    open_store(template, serve_reads=False).close()
+    assert not Path(f"{template}.wal").exists()
+    return template
+
+
+@pytest.fixture(autouse=True)
+def stores_from_a_template(
+    request: pytest.FixtureRequest, store_template: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New stores of a test start as a copy of ``store_template``, except in ``tests/store``,
+    whose tests create and migrate every store from scratch."""
+    if STORE_TESTS in Path(request.path).parents:
+        return
+    from halugen.store import db
+
+    monkeypatch.setattr(db, "duckdb", _DuckdbFromTemplate(db.duckdb, store_template))
 
 
 @dataclass
