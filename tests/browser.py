@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["ARGS", "CHROMIUM", "browser", "require_browser", "sync_api"]
+__all__ = ["ARGS", "CHROMIUM", "browser", "chromium", "require_browser", "sync_api"]
 
 try:
     from playwright import sync_api
@@ -55,17 +55,29 @@ def require_browser() -> None:
     pytest.skip(missing)
 
 
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    """(playwright, a persistent browser context) for one test."""
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[tuple[Any, Any]]:
+    """(playwright, a launched chromium) shared by one test file: a launch costs seconds, a
+    fresh context per test (``browser``) keeps the tests apart. Module scope, not session:
+    while Playwright's sync API is started the main thread shows a running event loop, so
+    ``asyncio.run`` in a later test file of the same worker would refuse to start."""
     require_browser()
     assert sync_api is not None
     with sync_api.sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=ARGS
-        )
-        context.set_default_timeout(15_000)
+        launched = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         try:
-            yield p, context
+            yield p, launched
         finally:
-            context.close()
+            launched.close()
+
+
+@pytest.fixture
+def browser(chromium: tuple[Any, Any]) -> Iterator[Any]:
+    """(playwright, a fresh browser context: its own cookies and storage) for one test."""
+    p, launched = chromium
+    context = launched.new_context()
+    context.set_default_timeout(15_000)
+    try:
+        yield p, context
+    finally:
+        context.close()

@@ -1,8 +1,12 @@
-"""Shared fixtures: a simulator on loopback (in a thread) and small seed files."""
+"""Shared fixtures: a simulator on loopback (in a thread), small seed files, and new stores
+made from a copy of one store migrated per test process."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import shutil
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -11,6 +15,88 @@ from typing import Any
 
 import orjson
 import pytest
+
+STORE_TESTS = Path(__file__).parent / "store"
+
+# The test files that take longest (measured with --durations on this suite), slowest first.
+# The workers take whole files in collection order (pyproject's addopts), so these go first
+# and the short files fill in around them: no worker is left running one of them alone at
+# the end while the others idle. mypy (a cold cache: a minute or more) leads.
+SLOWEST_FILES = (
+    "test_types.py",
+    "batch/test_batch_mode.py",
+    "preselect/test_scoring.py",
+    "e2e/test_structured.py",
+    "store/test_live.py",
+    "batch/test_exchange.py",
+    "e2e/test_task_folder.py",
+    "annotate/test_browser.py",
+    "store/test_store_errors.py",
+    "batch/test_kill_resume.py",
+    "e2e/test_cost.py",
+    "e2e/test_verify.py",
+    "e2e/test_kill_resume.py",
+    "cli/test_preselect_output.py",
+    "e2e/test_tasks.py",
+    "test_cli.py",
+    "export/test_live_exports.py",
+    "test_packaging.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slowest files first (``SLOWEST_FILES``), the rest in their usual order."""
+    tests = Path(__file__).parent
+    rank = {tests / name: i for i, name in enumerate(SLOWEST_FILES)}
+    items.sort(key=lambda item: rank.get(Path(item.path), len(rank)))
+
+
+class _DuckdbFromTemplate:
+    """``duckdb`` as ``halugen.store.db`` sees it, except that a read-write connect to a file
+    that does not exist yet first copies ``template`` there: a store halugen created and
+    migrated itself, empty. Creating a store (27 migrations and the views) costs a few tenths
+    of a second of CPU and hundreds of tests create one; a copy plus a reopen that finds
+    every migration and view current costs a few hundredths. Other users of ``duckdb`` (the
+    tests' own connections) are untouched."""
+
+    def __init__(self, real: Any, template: Path) -> None:
+        self._real = real
+        self._template = template
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def connect(self, database: Any = ":memory:", read_only: bool = False, **kwargs: Any) -> Any:
+        path = os.fspath(database)
+        if not read_only and path != ":memory:" and not os.path.exists(path):
+            # where the copy fails (no such folder, no write access) the real connect says so
+            with contextlib.suppress(OSError):
+                shutil.copyfile(self._template, path)
+        return self._real.connect(database, read_only=read_only, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store ``open_store`` created and migrated in this test process, empty and closed."""
+    from halugen.store.db import open_store
+
+    template = tmp_path_factory.mktemp("store-template") / "template.duckdb"
+    open_store(template, serve_reads=False).close()
+    assert not Path(f"{template}.wal").exists()
+    return template
+
+
+@pytest.fixture(autouse=True)
+def stores_from_a_template(
+    request: pytest.FixtureRequest, store_template: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New stores of a test start as a copy of ``store_template``, except in ``tests/store``,
+    whose tests create and migrate every store from scratch."""
+    if STORE_TESTS in Path(request.path).parents:
+        return
+    from halugen.store import db
+
+    monkeypatch.setattr(db, "duckdb", _DuckdbFromTemplate(db.duckdb, store_template))
 
 
 @dataclass

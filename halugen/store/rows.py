@@ -17,7 +17,6 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 import duckdb
-import numpy as np
 
 __all__ = [
     "RECORDS",
@@ -576,8 +575,6 @@ def table_of(row: object) -> str | None:
 # writer lane keeps its buffers and refills them for each group.
 RowViews = dict[str, dict[str, Any]]
 
-_NO_ROWS = np.empty(0, dtype=object)
-
 # A group of a few rows (the durable lane's: a reservation, an answer) goes in as one
 # INSERT ... VALUES with parameters: about a fifth less CPU per commit than scanning column
 # buffers, whose object columns DuckDB inspects before it reads them. Big groups (the bulk
@@ -625,6 +622,10 @@ def insert_rows(
     if rows and len(rows) <= _SMALL_GROUP and isinstance(stamps, datetime) and _all_scalars(rows):
         conn.execute(_values_insert(table, len(rows)), _flat(rows, stamps))
         return
+    # imported here, not at the top: the commands that only read the store (sql, status,
+    # export, view) start without numpy's import time
+    import numpy as np
+
     # columns by one transposition in C (zip), not a Python loop per column
     transposed = zip(*rows, strict=True) if rows else ((),) * width
     data = {
@@ -657,4 +658,4 @@ def insert_rows(
         conn.execute(insert)
     finally:
         for name in buffer:  # the buffer must not keep a group's rows alive
-            buffer[name] = _NO_ROWS
+            buffer[name] = np.empty(0, dtype=object)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from halugen.store.db import Store, open_store
-from tests.browser import browser  # noqa: F401  (a fixture of the browser tests)
+from tests.browser import browser, chromium  # noqa: F401  (fixtures of the browser tests)
 
 from ._web import RESPONSE, TRICKY, add_items
 

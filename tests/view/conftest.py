@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import browser  # noqa: F401  (a fixture of the browser tests)
+from tests.browser import browser, chromium  # noqa: F401  (fixtures of the browser tests)
 
 from .simstore import SimStore, make_sim_store
 
