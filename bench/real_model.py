@@ -325,7 +325,12 @@ def main() -> None:
     parser.add_argument("--ctx", type=int, default=8192, help="server context (8192)")
     parser.add_argument("--slots", type=int, default=1, help="server slots, -np (1)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/halugen-real-model"))
-    parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument(
+        "--strategies", default=",".join(STRATEGIES), help="eval strategies ('' for none)"
+    )
+    parser.add_argument(
+        "--reask", default="resample", choices=("resample", "explain"), help="run --reask"
+    )
     parser.add_argument("--analyse", type=Path, metavar="DB", help="only print a store's figures")
     args = parser.parse_args()
     if args.analyse:
@@ -350,12 +355,12 @@ def main() -> None:
             for task, path in seeds.items():
                 rc, wall = halugen(
                     "run", "--task", task, "--seeds", str(path), "-n", str(limits[task]),
-                    *common, log=log,
+                    "--reask", args.reask, *common, log=log,
                 )  # fmt: skip
                 walls[task] = wall
                 print(f"run {task}: rc={rc}, {wall:.0f} s", flush=True)
             for task in seeds:
-                for strategy in args.strategies.split(","):
+                for strategy in filter(None, args.strategies.split(",")):
                     rc, wall = halugen(
                         "eval", "--task", task, "--strategy", strategy, *common, log=log
                     )
