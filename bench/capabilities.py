@@ -35,7 +35,8 @@ from batch_cost import one
 from halugen.cli import main as cli
 from halugen.config import RetryPolicy, RunConfig
 from halugen.engine import generate
-from halugen.evaluate.run import EvalConfig, evaluate
+from halugen.evaluate.config import EvalConfig
+from halugen.evaluate.run import evaluate
 from halugen.llm.transport import HandlerTransport, HttpResponse
 from halugen.simulate import SimConfig, Simulator
 from halugen.simulate.batch import in_process_handlers

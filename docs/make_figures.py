@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 from halugen.cli import main  # noqa: E402
 from halugen.config import RateLimit, RetryPolicy, RunConfig, Timeouts  # noqa: E402
 from halugen.engine import generate  # noqa: E402
-from halugen.evaluate.run import EvalConfig, evaluate  # noqa: E402
+from halugen.evaluate.config import EvalConfig  # noqa: E402
+from halugen.evaluate.run import evaluate  # noqa: E402
 from halugen.simulate import SimConfig, serve  # noqa: E402
 from halugen.store.db import open_store  # noqa: E402
 

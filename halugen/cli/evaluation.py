@@ -117,7 +117,8 @@ def add_parsers(sub: Any) -> None:
 def cmd_eval(args: argparse.Namespace) -> int:
     import anyio
 
-    from ..evaluate.run import EvalConfig, evaluate
+    from ..evaluate.config import EvalConfig
+    from ..evaluate.run import evaluate
     from ..tasks.stored import read_task_or_stored
 
     cfg = run_config(args)

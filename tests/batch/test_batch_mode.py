@@ -411,7 +411,8 @@ def test_the_live_view_shows_each_batch_beside_the_budget(tmp_path, monkeypatch)
 def test_eval_in_batch_mode_gives_the_same_verdicts_at_half_the_price(tmp_path):
     import shutil
 
-    from halugen.evaluate.run import EvalConfig, evaluate
+    from halugen.evaluate.config import EvalConfig
+    from halugen.evaluate.run import evaluate
 
     gen = in_process()
     db = tmp_path / "h.duckdb"

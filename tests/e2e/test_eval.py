@@ -11,7 +11,8 @@ import pytest
 
 from halugen.cli import main
 from halugen.config import RateLimit, RetryPolicy, RunConfig, Timeouts
-from halugen.evaluate.run import EvalConfig, evaluate
+from halugen.evaluate.config import EvalConfig
+from halugen.evaluate.run import evaluate
 from tests.e2e.test_generate import query
 
 

@@ -10,7 +10,8 @@ import orjson
 
 from halugen.cli import main
 from halugen.config import RateLimit, RetryPolicy, RunConfig, Timeouts
-from halugen.evaluate.run import EvalConfig, evaluate
+from halugen.evaluate.config import EvalConfig
+from halugen.evaluate.run import evaluate
 from halugen.llm.transport import HandlerTransport, HttpResponse
 from halugen.simulate import SimConfig, Simulator
 from tests.e2e.test_eval import write_qa

@@ -15,8 +15,9 @@ from scipy.stats import binomtest
 from halugen.cli import main
 from halugen.config import RateLimit, RetryPolicy, RunConfig, Timeouts
 from halugen.evaluate.compare import compare_from_store, compare_tables
+from halugen.evaluate.config import EvalConfig
 from halugen.evaluate.paired import holm
-from halugen.evaluate.run import EvalConfig, evaluate
+from halugen.evaluate.run import evaluate
 from halugen.store.db import open_store
 from halugen.tables import render_tables
 from tests.e2e.test_eval import write_qa

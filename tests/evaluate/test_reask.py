@@ -14,8 +14,8 @@ import pytest
 
 from halugen.cli import main
 from halugen.errors import UsageError
+from halugen.evaluate.config import EvalOutcome
 from halugen.evaluate.readers import read_verdict
-from halugen.evaluate.run import EvalOutcome
 from halugen.evaluate.verdicts import parse_verdict
 from halugen.simulate import SimConfig
 from halugen.simulate.answers import parse_prompt, reply, with_record

@@ -15,7 +15,7 @@ from halugen.cli import build_parser
 from halugen.cli.common import run_config
 from halugen.cli.flags import TAKES, resolve_settings
 from halugen.config import RunConfig
-from halugen.evaluate.run import EvalConfig
+from halugen.evaluate.config import EvalConfig
 from halugen.options.table import SETTINGS, setting
 from halugen.preselect.run import PreselectConfig
 from halugen.settings.build import assemble, fills

@@ -28,8 +28,9 @@ import orjson
 
 from halugen.config import RateLimit, RetryPolicy, RunConfig, Timeouts
 from halugen.engine import generate, load_tasks, template_hashes
+from halugen.evaluate.config import EvalConfig
 from halugen.evaluate.judge import judge_template, strategies_for
-from halugen.evaluate.run import EvalConfig, evaluate
+from halugen.evaluate.run import evaluate
 from halugen.stages.filter import AGAIN_TEMPLATE
 from halugen.tasks.templates import task_template
 from tests.task_specs import task_spec
