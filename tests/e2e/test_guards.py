@@ -172,3 +172,27 @@ def test_a_candidate_out_of_form_is_asked_for_again_and_kept_when_in_form(
         assert reply["content"].startswith("Pattern: factualness\nAnswer: vallona")
         assert follow_up["content"] == line and "Capitalise" in line
     assert sorted(seen.values()) == [2] * 8
+
+
+def test_explaining_re_asks_stay_within_the_budget_the_provider_bills(hotpot_file, tmp_path):
+    """A re-ask that carries the rejected reply is longer than the first ask: its reservation
+    counts both extra turns, so a tight budget is never exceeded on the provider's own bill."""
+    sim = Simulator(SimConfig())
+    free = tmp_path / "free.duckdb"
+    cfg = config("http://sim/v1", hotpot_file(8), free)
+    cfg = replace(cfg, sampling=replace(cfg.sampling, reask="explain"))
+    outcome = anyio.run(lambda: generate(cfg, transport=once_out_of_form_model(sim, {})))
+    assert outcome.exit_code == 0, outcome.message
+    whole = sim.stats(keys=False)["billed_usd"]
+    assert whole > 0
+
+    sim = Simulator(SimConfig())
+    db = tmp_path / "tight.duckdb"
+    budget = whole / 2
+    tight = replace(cfg, db=db, budget_usd=budget)
+    outcome = anyio.run(lambda: generate(tight, transport=once_out_of_form_model(sim, {})))
+    assert outcome.status == "budget_exhausted", outcome.message
+    billed = sim.stats(keys=False)["billed_usd"]
+    (spent,) = query(db, "SELECT spent_usd FROM run_spend")[0]
+    assert billed <= budget + 1e-12
+    assert abs(spent - billed) <= 1e-9  # halugen's figure is the provider's bill
