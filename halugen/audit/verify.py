@@ -18,7 +18,7 @@ from rich.console import Console
 from ..batch.modes import SendNow
 from ..config import RunConfig
 from ..errors import UsageError
-from ..label_noise import flagged_share
+from ..label_noise import SEPARATION_NOTE, flagged_share, judge_answers, judge_separates
 from ..llm.capabilities import JSON_SCHEMA
 from ..llm.transport import Transport
 from ..records import fingerprint
@@ -54,6 +54,23 @@ class FileCheck:
     reasons: dict[str, int]
     status: str
     message: str
+    # how often the judge called each text supported, over the checked items
+    right_supported: int = 0
+    hallucination_supported: int = 0
+
+    def caution(self) -> str | None:
+        """One line when the judge did not tell the two texts apart (``judge_separates``)."""
+        if not self.checked or judge_separates(
+            self.right_supported, self.hallucination_supported, self.checked
+        ):
+            return None
+        return (
+            f"audit --verify: {self.task}: the judge called "
+            f"{judge_answers(self.right_supported, self.hallucination_supported, self.checked)}"
+            f" of the right / hallucinated texts supported over {self.checked:,} items: it "
+            "does not tell them apart, so the flagged share measures the judge, not the "
+            "labels; use a stronger --verify-model"
+        )
 
 
 def _verify_item(item: Item, spec: TaskSpec) -> VerifyItem:
@@ -113,7 +130,7 @@ async def verify_items(
         transport=transport,
         modes={JSON_SCHEMA: cfg.structured},
     ) as session:
-        done = {key for key, _, _, _ in latest_checks(session.store, session.run_id)}
+        done = {c.key for c in latest_checks(session.store, session.run_id)}
         verifier = Verifier(
             run_id=session.run_id,
             model=judge,
@@ -152,12 +169,24 @@ async def verify_items(
     out = []
     for task in templates:
         keys = {i.key for i in wanted if i.task == task}
-        mine = [(outcome, reason) for key, t, outcome, reason in found if key in keys]
-        checked = [(o, r) for o, r in mine if o in ("passed", "flagged")]
-        flagged = [r for o, r in checked if o == "flagged"]
+        checked = [c for c in found if c.key in keys and c.outcome in ("passed", "flagged")]
+        flagged = [c.reason for c in checked if c.outcome == "flagged"]
         reasons = {name: flagged.count(name) for name in REASONS}
         out.append(
-            FileCheck(run_id, task, len(keys), len(checked), len(flagged), reasons, status, message)
+            FileCheck(
+                run_id,
+                task,
+                len(keys),
+                len(checked),
+                len(flagged),
+                reasons,
+                status,
+                message,
+                right_supported=sum(c.right_verdict == "supported" for c in checked),
+                hallucination_supported=sum(
+                    c.hallucination_verdict == "supported" for c in checked
+                ),
+            )
         )
     return out
 
@@ -173,6 +202,7 @@ def check_table(checks: Sequence[FileCheck], source: str) -> TableData:
             f"{c.flagged:,}",
             flagged_share(c.flagged, c.checked),
             *(f"{c.reasons[r]:,}" for r in REASONS),
+            judge_answers(c.right_supported, c.hallucination_supported, c.checked),
         ]
         for c in checks
     ]
@@ -188,10 +218,12 @@ def check_table(checks: Sequence[FileCheck], source: str) -> TableData:
             "hallucination supported",
             "right unsupported",
             "unsure",
+            "judge said supported: right / hallucinated",
         ],
         rows,
         name="label_check",
         caption="flagged: the hallucinated text judged supported by its knowledge, the right "
         "text judged unsupported, or the judge unsure after one re-ask; a judge's reading, "
-        "not ground truth. Against the simulator these figures check the mechanics only",
+        "not ground truth. Against the simulator these figures check the mechanics only. "
+        f"{SEPARATION_NOTE}",
     )

@@ -349,6 +349,10 @@ def _verify(args: argparse.Namespace) -> int:
         lambda: verify_items(cfg, list(args.data), items, console=err, tasks=catalog)
     )
     render_tables([check_table(checks, ", ".join(args.data))], args.format)
+    for check in checks:
+        caution = check.caution()
+        if caution:
+            err.print(caution, markup=False, highlight=False)
     status, message = (checks[0].status, checks[0].message) if checks else ("done", "")
     if status != "done":  # budget used up, Ctrl-C: the same command continues
         err.print(f"audit --verify {status}" + (f": {message}" if message else ""))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..label_noise import NOT_VERIFIED, SHARE_COLUMNS, share_rows
+from ..label_noise import NOT_VERIFIED, SEPARATION_NOTE, SHARE_COLUMNS, share_rows
 from ..store.db import Store
 from ..store.label_checks import flagged_shares, verified_runs
 from .card_header import md_table
@@ -34,6 +34,8 @@ def label_check_section(store: Store, runs: Sequence[str]) -> list[str]:
         "of exports unless `--include-suspect` is given.",
         "",
         *md_table(SHARE_COLUMNS, share_rows(flagged_shares(store, sorted(checked)))),
+        "",
+        f"{SEPARATION_NOTE}.",
     ]
     if unchecked:
         lines += [

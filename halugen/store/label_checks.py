@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .columns import field_columns
 from .db import Store
@@ -17,6 +18,7 @@ from .db import Store
 __all__ = [
     "NOT_SUSPECT",
     "FlaggedShare",
+    "LatestCheck",
     "flagged_in",
     "flagged_shares",
     "generation_runs",
@@ -66,6 +68,10 @@ class FlaggedShare:
     right_unsupported: int
     unsure: int
     samples: int  # every sample of the group, checked or not
+    # the judge's answers over the checked samples, whatever the outcome: how often it
+    # called the right text supported, and how often the hallucinated one
+    right_said_supported: int = 0
+    hallucination_said_supported: int = 0
 
 
 def flagged_shares(store: Store, run_ids: Sequence[str] | None = None) -> list[FlaggedShare]:
@@ -85,6 +91,10 @@ SELECT s.run_id, s.task, COALESCE(s.pattern, '') AS pattern,
        count(*) FILTER (WHERE c.reason = 'right_unsupported') AS r_unsupported,
        count(*) FILTER (WHERE c.reason = 'unsure') AS unsure,
        count(*) AS samples,
+       count(*) FILTER (WHERE c.outcome IN ('passed', 'flagged')
+                          AND c.right_verdict = 'supported') AS r_said,
+       count(*) FILTER (WHERE c.outcome IN ('passed', 'flagged')
+                          AND c.hallucination_verdict = 'supported') AS h_said,
        GROUPING(s.pattern) AS whole
 FROM sample_rows s
 LEFT JOIN label_checks c USING (run_id, task, seed_key)
@@ -93,9 +103,8 @@ GROUP BY GROUPING SETS ((s.run_id, s.task, s.pattern), (s.run_id, s.task))
 ORDER BY s.run_id, s.task, whole DESC, pattern
 """
     out = []
-    for run_id, task, pattern, checked, flagged, hs, ru, unsure, samples, whole in store.query(
-        sql, params
-    ):
+    for row in store.query(sql, params):
+        run_id, task, pattern, checked, flagged, hs, ru, unsure, samples, r_yes, h_yes, whole = row
         out.append(
             FlaggedShare(
                 str(run_id),
@@ -107,17 +116,40 @@ ORDER BY s.run_id, s.task, whole DESC, pattern
                 int(ru),
                 int(unsure),
                 int(samples),
+                int(r_yes),
+                int(h_yes),
             )
         )
     return out
 
 
-def latest_checks(store: Store, run_id: str) -> list[tuple[str, str, str, str | None]]:
-    """(item key, task, outcome, reason) of each item's latest check in ``run_id``."""
+class LatestCheck(NamedTuple):
+    """An item's latest check in a run: what was decided, and the judge's two answers
+    (``supported``, ``unsupported``, ``unsure``; None when the call failed)."""
+
+    key: str
+    task: str
+    outcome: str
+    reason: str | None
+    hallucination_verdict: str | None
+    right_verdict: str | None
+
+
+def latest_checks(store: Store, run_id: str) -> list[LatestCheck]:
+    """Each item's latest check in ``run_id``."""
     rows = store.query(
-        "SELECT seed_key, task, outcome, reason FROM label_checks WHERE run_id = ?", [run_id]
+        "SELECT seed_key, task, outcome, reason, hallucination_verdict, right_verdict "
+        "FROM label_checks WHERE run_id = ?",
+        [run_id],
     )
-    return [(str(k), str(t), str(o), None if r is None else str(r)) for k, t, o, r in rows]
+    return [
+        LatestCheck(str(k), str(t), str(o), _text(r), _text(h), _text(v))
+        for k, t, o, r, h, v in rows
+    ]
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def generation_runs(store: Store) -> list[str]:

@@ -70,3 +70,83 @@ def test_audit_verify_needs_files(tmp_path, capsys):
     code = main(["audit", "--verify", "--db", str(tmp_path / "x.duckdb"), "--api-key", "x"])
     assert code == 2
     assert "give --data FILE" in capsys.readouterr().err
+
+
+_CITIES = [
+    ("Lisbon", "Porto"),
+    ("Vienna", "Graz"),
+    ("Lyon", "Nantes"),
+    ("Bergen", "Oslo"),
+    ("Ghent", "Bruges"),
+    ("Turin", "Genoa"),
+    ("Cork", "Galway"),
+    ("Malmo", "Uppsala"),
+    ("Krakow", "Gdansk"),
+    ("Seville", "Bilbao"),
+    ("Leipzig", "Bremen"),
+    ("Utrecht", "Leiden"),
+    ("Tampere", "Turku"),
+    ("Brno", "Ostrava"),
+    ("Basel", "Lucerne"),
+    ("Aarhus", "Odense"),
+]
+
+
+def _cities_file(path: Path, *, wrong_city_in_knowledge: bool) -> Path:
+    """Sixteen QA items: where a poet died. With ``wrong_city_in_knowledge`` the knowledge
+    names the hallucinated city too (as the place of birth), so a judge that reads words
+    finds both answers supported; without, only the right one."""
+    lines = []
+    for i, (died, born) in enumerate(_CITIES):
+        knowledge = f"The poet Anna Vell{i} wrote Grey Orchards No. {i} and died in {died}."
+        if wrong_city_in_knowledge:
+            knowledge += f" She was born in {born}."
+        record = {
+            "knowledge": knowledge,
+            "question": f"Where did the author of Grey Orchards No. {i} die?",
+            "right_answer": died,
+            "hallucinated_answer": born,
+        }
+        lines.append(json.dumps(record))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("in_knowledge", [True, False])
+def test_audit_verify_says_when_its_judge_does_not_tell_the_texts_apart(
+    simulator, tmp_path, capsys, in_knowledge
+):
+    # the simulated judge reads words: with both cities in the knowledge it calls both
+    # answers supported, a judge whose flagged share says nothing about the labels
+    data = _cities_file(tmp_path / "qa.json", wrong_city_in_knowledge=in_knowledge)
+    sim = simulator()
+    code = main(
+        [
+            "audit",
+            "--verify",
+            "--data",
+            str(data),
+            "--base-url",
+            sim.base_url,
+            "--api-key",
+            "x",
+            "-m",
+            "gpt-4o-mini",
+            "--db",
+            str(tmp_path / "a.duckdb"),
+            "--no-progress",
+            "--format",
+            "json",
+        ]
+    )
+    assert code == 0
+    captured = capsys.readouterr()
+    (row,) = json.loads(captured.out)
+    answers = row["judge said supported: right / hallucinated"]
+    if in_knowledge:
+        assert answers.endswith("(does not separate)")
+        assert "qa: the judge called" in captured.err
+        assert "use a stronger --verify-model" in captured.err
+    else:
+        assert "does not separate" not in answers
+        assert "the judge called" not in captured.err
