@@ -143,13 +143,17 @@ async def verify_items(
         )
         todo = [i for i in dict((i.key, i) for i in wanted).values() if i.key not in done]
         stats = session.stats
-        stats.words.update(seeds="items", sampled="checked", per="per item")
+        # the live line counts items: passed, flagged (a judge's reading), failed calls
+        stats.words.update(
+            seeds="items", sampled="passed", rejected="flagged", acceptance="passed", per="per item"
+        )
         for task in templates:
             stats.seeds_total[task] = sum(1 for i in todo if i.task == task)
 
         def write(row: LabelCheckRow) -> None:
             session.writer.put([row])
-            stats.bump(stats.sampled if row.outcome != "call_failed" else stats.failed, row.task)
+            counter = {"passed": stats.sampled, "flagged": stats.rejected}.get(row.outcome)
+            stats.bump(stats.failed if counter is None else counter, row.task)
 
         status, message = await drive(
             session,

@@ -134,13 +134,17 @@ def test_audit_verify_says_when_its_judge_does_not_tell_the_texts_apart(
             "gpt-4o-mini",
             "--db",
             str(tmp_path / "a.duckdb"),
-            "--no-progress",
             "--format",
             "json",
         ]
     )
     assert code == 0
     captured = capsys.readouterr()
+    # the live line counts what the judge flagged, not "rejected" (nothing is rejected)
+    last = [line for line in captured.err.splitlines() if line.startswith("[halugen] qa:")][-1]
+    flagged = int(last.split(" flagged")[0].rsplit(" ", 1)[1])
+    assert flagged == int(json.loads(captured.out)[0]["flagged"])
+    assert "rejected" not in last
     (row,) = json.loads(captured.out)
     answers = row["judge said supported: right / hallucinated"]
     if in_knowledge:
