@@ -64,12 +64,13 @@ class FileCheck:
             self.right_supported, self.hallucination_supported, self.checked
         ):
             return None
+        right = 100 * self.right_supported / self.checked
+        hallucinated = 100 * self.hallucination_supported / self.checked
         return (
-            f"audit --verify: {self.task}: the judge called "
-            f"{judge_answers(self.right_supported, self.hallucination_supported, self.checked)}"
-            f" of the right / hallucinated texts supported over {self.checked:,} items: it "
-            "does not tell them apart, so the flagged share measures the judge, not the "
-            "labels; use a stronger --verify-model"
+            f"audit --verify: {self.task}: the judge called {right:.1f}% of the right texts "
+            f"and {hallucinated:.1f}% of the hallucinated ones supported ({self.checked:,} "
+            "items): it does not tell them apart, so the flagged share measures the judge, "
+            "not the labels; use a stronger --verify-model"
         )
 
 
