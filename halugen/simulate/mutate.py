@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 
 from .keys import mix, pick
+from .spans import record_span
 from .words import STOP, content_words, names, names_normalised, normalise
 
 __all__ = ["hallucinate"]
@@ -32,8 +33,6 @@ _FALLBACK_NAMES = (
     "Fenwick County",
     "the Tarn Valley Trust",
 )
-_DETAILS = (" in {year}", " since {year}", ", according to {name}")
-_VAGUE = ("near {other}", "around {other}", "beyond {other}")
 
 
 def _swap_name(right: str, context: str, key: int, *, prefer: str = "") -> str | None:
@@ -119,25 +118,33 @@ def _negate(right: str, _context: str, key: int) -> str | None:
     return None
 
 
-def _add_detail(right: str, context: str, key: int) -> str:
-    year = 1850 + mix(key, 7) % 170
+def _add_detail(right: str, context: str, key: int) -> str | None:
+    """A detail of ``right`` changed for one of the record's, in the record's own words: a
+    short span becomes another span of the record shaped like it (``record_span``), else a
+    name the record gives; a longer text has one of its content words swapped for a word of
+    the record of the same shape. A phrase of the simulator's own ("near X", ", according
+    to X", " since 1901") would be a tell that every hallucination carries and no right text
+    does: a character n-gram model read dialogue's at 57%."""
     right_norm = normalise(right)
-    others = [n for n, norm in names_normalised(context) if norm not in right_norm]
     if len(right.split()) <= 4 and right.rstrip()[-1:] not in ".!?":
-        # a short span is made vaguer rather than longer: "<right> and <other>" would still
-        # state the right answer (the engine rejects that as contains_right_answer); a short
-        # sentence gets a false detail below
-        if others:
-            return pick(_VAGUE, key, 14).format(other=pick(others, key, 9))
-        return f"some time before {year}"
-    detail = pick(_DETAILS, key, 8).format(
-        year=year, name=pick(others or list(_FALLBACK_NAMES), key, 9)
-    )
-    body = right.rstrip()
-    end = ""
-    if body[-1:] in ".!?":
-        body, end = body[:-1], body[-1]
-    return f"{body}{detail}{end}"
+        span = record_span(right, context, key)
+        if span is not None:
+            return span
+        others = [n for n, norm in names_normalised(context) if norm not in right_norm]
+        return pick(others, key, 9) if others else None
+    return _swap_word(right, context, key)
+
+
+def _swap_word(right: str, context: str, key: int) -> str | None:
+    """``right`` with one lower-case content word swapped for another lower-case content
+    word of the record that ``right`` does not use."""
+    own = set(content_words(right))
+    spots = [m for m in re.finditer(r"\b[a-z][a-z'-]{3,}\b", right) if m.group(0).lower() in own]
+    pool = [w for w in content_words(context) if w not in own and w.isalpha()]
+    if not spots or not pool:
+        return None
+    m = pick(spots, key, 15)
+    return right[: m.start()] + pick(pool, key, 16) + right[m.end() :]
 
 
 _STRATEGIES: dict[str, Callable[[str, str, int], str | None]] = {
@@ -190,8 +197,9 @@ def _in_form_of(out: str, right: str) -> str:
 
 def _from_the_record(right: str, context: str, key: int) -> str | None:
     """Where ``right`` is a span of the record (a name, a number), another span of the same
-    kind from it: a model asked for a plausible wrong answer names another entity or figure
-    the text gives rather than editing the right one into a string found nowhere."""
+    kind from it (else any span shaped like it, ``record_span``): a model asked for a
+    plausible wrong answer names another entity or figure the text gives rather than
+    editing the right one into a string found nowhere."""
     norm, text = normalise(right), normalise(context)
     if not norm or f" {norm} " not in f" {text} ":
         return None
@@ -211,8 +219,10 @@ def _from_the_record(right: str, context: str, key: int) -> str | None:
             and norm not in n_norm
         ]
     else:
-        return None
-    return pick(pool, key, 21) if pool else None
+        pool = []
+    if pool:
+        return pick(pool, key, 21)
+    return record_span(right, context, key)
 
 
 def hallucinate(right: str, context: str, pattern: str, key: int, *, question: str = "") -> str:
@@ -221,9 +231,11 @@ def hallucinate(right: str, context: str, pattern: str, key: int, *, question: s
     of the record's names or figures (``_from_the_record``) where it has one."""
     if not right.strip():
         return _hallucinate(right, context, pattern, key, question=question)
-    out = _from_the_record(" ".join(right.split()), context, key)
+    # the question is no source of distractors: a span of it is not "in the knowledge"
+    record = context.replace(question, "\n") if question.strip() else context
+    out = _from_the_record(" ".join(right.split()), record, key)
     if out is None:
-        out = _hallucinate(right, context, pattern, key, question=question)
+        out = _hallucinate(right, record, pattern, key, question=question)
     return _in_form_of(out, right)
 
 
