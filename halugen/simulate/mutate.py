@@ -23,6 +23,8 @@ _AUX = re.compile(
 )
 _NOT = re.compile(r"\b(not|never)\s+", re.IGNORECASE)
 _NT = re.compile(r"n't\b")
+_SPEAKER_TAG = re.compile(r"\[[A-Za-z]+\]:?")
+_SWAPPABLE = re.compile(r"\b[A-Za-z][a-z'-]{3,}\b")
 
 # Invented stand-ins for when the record offers nothing to swap in.
 _FALLBACK_NAMES = (
@@ -35,8 +37,20 @@ _FALLBACK_NAMES = (
 )
 
 
+def _name_targets(right: str, context: str) -> list[str]:
+    """The names of ``right`` worth swapping: a lone capitalised word that opens one of its
+    sentences ("Enjoy the movie!", "I'm sure") is a name only when the record names it too."""
+    known = {n.lower() for n in names(context)}
+    out = []
+    for name in names(right):
+        opens = re.search(rf"(?:^|[.!?]\s+){re.escape(name)}(?![\w'’-])", right)
+        if " " in name or not opens or name.lower() in known:
+            out.append(name)
+    return out
+
+
 def _swap_name(right: str, context: str, key: int, *, prefer: str = "") -> str | None:
-    targets = names(right)
+    targets = _name_targets(right, prefer + "\n" + context)
     right_norm = normalise(right)
     pool = []
     seen = set()
@@ -50,9 +64,12 @@ def _swap_name(right: str, context: str, key: int, *, prefer: str = "") -> str |
         target = pick(targets, key, 1)
         size = len(target.split())
         same_size = [n for n in pool if len(n.split()) == size]
-        choices = same_size or pool or list(_FALLBACK_NAMES)
-        new = pick(choices, key, 2)
-        return right.replace(target, new, 1)
+        choices = same_size or pool
+        if not choices:
+            # no other name in the record: another kind of edit, not a name of our own
+            # ("Harlow Vance" in every such hallucination is a tell)
+            return None
+        return right.replace(target, pick(choices, key, 2), 1)
     words = right.split()
     if 1 < len(words) <= 4 and all(w.isalpha() for w in words):
         # a short lower-case phrase ("blue whale"): keep its head word, take another
@@ -136,15 +153,18 @@ def _add_detail(right: str, context: str, key: int) -> str | None:
 
 
 def _swap_word(right: str, context: str, key: int) -> str | None:
-    """``right`` with one lower-case content word swapped for another lower-case content
-    word of the record that ``right`` does not use."""
+    """``right`` with one content word (not a name's) swapped for a content word of the
+    record that ``right`` does not use, capitalised where the one it replaces was."""
     own = set(content_words(right))
-    spots = [m for m in re.finditer(r"\b[a-z][a-z'-]{3,}\b", right) if m.group(0).lower() in own]
+    spots = [m for m in _SWAPPABLE.finditer(right) if m.group(0).lower() in own]
     pool = [w for w in content_words(context) if w not in own and w.isalpha()]
     if not spots or not pool:
         return None
     m = pick(spots, key, 15)
-    return right[: m.start()] + pick(pool, key, 16) + right[m.end() :]
+    word = pick(pool, key, 16)
+    if m.group(0)[0].isupper():
+        word = word.capitalize()
+    return right[: m.start()] + word + right[m.end() :]
 
 
 _STRATEGIES: dict[str, Callable[[str, str, int], str | None]] = {
@@ -231,8 +251,10 @@ def hallucinate(right: str, context: str, pattern: str, key: int, *, question: s
     of the record's names or figures (``_from_the_record``) where it has one."""
     if not right.strip():
         return _hallucinate(right, context, pattern, key, question=question)
-    # the question is no source of distractors: a span of it is not "in the knowledge"
+    # the question is no source of distractors: a span of it is not "in the knowledge";
+    # nor are a dialogue's speaker tags ("[Human]:"), which no reply repeats
     record = context.replace(question, "\n") if question.strip() else context
+    record = _SPEAKER_TAG.sub("\n", record)
     out = _from_the_record(" ".join(right.split()), record, key)
     if out is None:
         out = _hallucinate(right, record, pattern, key, question=question)

@@ -63,6 +63,8 @@ OWN_PHRASES = re.compile(r"according to|\bsince \d|\bin \d{4}\b|^(near|around|be
         "You are welcome, enjoy the read!",
         "kiera cass wrote the siren",
         "I liked the second half of that story more",
+        # every name the record gives is in it: no invented name ("Harlow Vance") instead
+        "Ilse Varga wrote The Salt Road, a lovely historical novel.",
     ],
 )
 def test_no_phrase_of_the_simulators_own_marks_a_hallucination(right: str) -> None:
@@ -73,5 +75,9 @@ def test_no_phrase_of_the_simulators_own_marks_a_hallucination(right: str) -> No
             out = hallucinate(right, f"{knowledge}\n{history}", pattern, key64(i))
             assert not OWN_PHRASES.search(out), (pattern, out)
             # every word it adds is a word of the right text or of the record
-            added = set(normalise(out).split()) - set(normalise(right).split())
-            assert added <= set(normalise(f"{knowledge} {history}").split()) | {"not"}, out
+            added = _words(out) - _words(right)
+            assert added <= _words(f"{knowledge} {history}") | {"not"}, out
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
