@@ -19,8 +19,9 @@ from .words import STOP, normalise
 
 __all__ = ["record_span", "shape_of"]
 
-# a clause ends at a comma, a semicolon, a bracket, a quote or a sentence's end
-_CLAUSE = re.compile(r"(?<!\d),|,(?!\d)|[;:()\[\]\"“”]|[.!?](?:\s|$)|\n")
+# a clause ends at a comma (not one inside a figure or a date: "3,677", "April 1, 1949"), a
+# semicolon, a bracket, a quote or a sentence's end
+_CLAUSE = re.compile(r"(?<!\d),|,(?!\s?\d)|[;:()\[\]\"“”]|[.!?](?:\s|$)|\n")
 # the punctuation a word of a span may not carry at its edges
 _EDGE = "'\"“”‘’()[],;:!?"
 
@@ -54,12 +55,15 @@ def _runs(record: str, size: int) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple(out)
 
 
-def record_span(right: str, record: str, key: int, *, most_words: int = 6) -> str | None:
+def record_span(
+    right: str, record: str, key: int, *, avoid: str = "", most_words: int = 6
+) -> str | None:
     """Another span of ``record`` shaped like ``right`` (``shape_of``), chosen by ``key``;
     None when ``right`` is longer than ``most_words`` words or the record has none.
     Spans with the same stop words as ``right`` come first ("Head of Design" for "Chief of
     Staff" before "Brun as Head"), spans sharing a word other than a stop word with it
-    last: "Texas Tech Raiders" for "Texas Tech University" is the right answer half kept."""
+    last: "Texas Tech Raiders" for "Texas Tech University" is the right answer half kept.
+    None of the runs of ``avoid`` (the question: its own subject is no answer to it)."""
     words = right.split()
     if not words or len(words) > most_words:
         return None
@@ -68,10 +72,11 @@ def record_span(right: str, record: str, key: int, *, most_words: int = 6) -> st
     own = {w for w in norm_right.split() if w not in STOP}
     stops = [w for w in norm_right.split() if w in STOP]
     seen = {norm_right}
+    avoided = f" {normalise(avoid)} "
     tiers: tuple[list[str], list[str], list[str]] = ([], [], [])
     for text, run_shape in _runs(record, len(words)):
         norm = normalise(text)
-        if run_shape != shape or not norm or norm in seen:
+        if run_shape != shape or not norm or norm in seen or f" {norm} " in avoided:
             continue
         seen.add(norm)
         if own & set(norm.split()):
