@@ -22,8 +22,9 @@ __all__ = ["record_span", "shape_of"]
 # a clause ends at a comma (not one inside a figure or a date: "3,677", "April 1, 1949"), a
 # semicolon, a bracket, a quote or a sentence's end
 _CLAUSE = re.compile(r"(?<!\d),|,(?!\s?\d)|[;:()\[\]\"“”]|[.!?](?:\s|$)|\n")
-# the punctuation a word of a span may not carry at its edges
-_EDGE = "'\"“”‘’()[],;:!?"
+# the punctuation a word of a span may not carry at its edges (a comma left there is one
+# inside a date: "March 3, 1950")
+_EDGE = "'\"“”‘’()[];:!?"
 
 
 def _word_shape(word: str) -> str:

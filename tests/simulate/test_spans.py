@@ -81,3 +81,28 @@ def test_no_phrase_of_the_simulators_own_marks_a_hallucination(right: str) -> No
 
 def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def test_the_questions_own_words_are_no_answer_but_its_other_option_is() -> None:
+    question = "Who did Odile Brask name as Head of Design?"
+    outs = {
+        hallucinate("Aldo Brun", f"{ARENA}\n{question}", p, key64(i), question=question)
+        for p in PATTERNS
+        for i in range(12)
+    }
+    assert outs and not any(_is_span(out, question) for out in outs), outs
+    # "Which is older, A or B?": the wrong answer a generator gives is the other option
+    choice = "Who was named first, Odile Brask or Aldo Brun?"
+    for p in PATTERNS:
+        for i in range(12):
+            out = hallucinate("Odile Brask", f"{ARENA}\n{choice}", p, key64(i), question=choice)
+            assert out == "Aldo Brun", (p, out)
+
+
+def test_a_date_gets_a_date_never_a_name() -> None:
+    knowledge = "Aldo Brun was born on April 1, 1949 in Velby. Odile Brask joined on March 3, 1950."
+    question = "When was Aldo Brun born?"
+    for p in PATTERNS:
+        for i in range(12):
+            out = hallucinate("April 1, 1949", knowledge, p, key64(i), question=question)
+            assert out == "March 3, 1950", (p, out)
