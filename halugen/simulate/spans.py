@@ -30,16 +30,16 @@ _EDGE = "'\"“”‘’()[];:!?"
 def _word_shape(word: str) -> str:
     if any(c.isdigit() for c in word):
         return "9"
-    if word[:1].isupper():
-        return "A"
     if normalise(word) in STOP:
         return "s"
+    if word[:1].isupper():
+        return "A"
     return "a"
 
 
 def shape_of(text: str) -> tuple[str, ...]:
-    """Word by word: "9" a number, "A" capitalised, "s" a lower-case stop word, "a"
-    another lower-case word."""
+    """Word by word: "9" a number, "s" a stop word ("The" too: it is no name), "A"
+    another capitalised word, "a" another lower-case word."""
     return tuple(_word_shape(w) for w in text.split())
 
 

@@ -106,3 +106,15 @@ def test_a_date_gets_a_date_never_a_name() -> None:
         for i in range(12):
             out = hallucinate("April 1, 1949", knowledge, p, key64(i), question=question)
             assert out == "March 3, 1950", (p, out)
+
+
+def test_a_capitalised_stop_word_is_no_name_to_offer() -> None:
+    assert shape_of("The Tamsa") == ("s", "A")
+    knowledge = "The Tamsa river runs past Ovel; the Lenno river does not."
+    question = "Which river runs past Ovel?"
+    outs = {
+        hallucinate("Tamsa", f"{knowledge}\n{question}", p, key64(i), question=question)
+        for p in PATTERNS
+        for i in range(12)
+    }
+    assert outs == {"Lenno"}
