@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from .base import normalise
-from .form_guards import Casing, FinalPunctuation, KnowledgeOverlap
+from .form_guards import Casing, FinalPunctuation, KnowledgeOverlap, KnowledgeSpan
 
 __all__ = [
     "GUARDS",
@@ -25,6 +25,7 @@ __all__ = [
     "ContainsRight",
     "FinalPunctuation",
     "KnowledgeOverlap",
+    "KnowledgeSpan",
     "LengthClass",
     "LengthRatio",
     "MetaTalk",
@@ -176,4 +177,5 @@ GUARDS: dict[str, type] = {
     "final_punctuation": FinalPunctuation,
     "casing": Casing,
     "knowledge_overlap": KnowledgeOverlap,
+    "knowledge_span": KnowledgeSpan,
 }

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import content_words
+from .base import content_words, normalise
 
 __all__ = [
     "Casing",
     "FinalPunctuation",
     "KnowledgeOverlap",
+    "KnowledgeSpan",
     "casing_class",
     "final_mark",
+    "in_knowledge",
     "knowledge_share",
 ]
 
@@ -129,4 +131,37 @@ class KnowledgeOverlap:
         # a hair of slack: shares of a few words are ratios of small whole numbers
         if abs(mine - theirs) > self.max_gap + 1e-9:
             return self.problem
+        return ""
+
+
+def in_knowledge(text: str, knowledge: str) -> bool:
+    """Is ``text`` a run of whole words of ``knowledge``, both normalised (case and
+    punctuation aside)?"""
+    words, among = normalise(text).split(), normalise(knowledge).split()
+    size = len(words)
+    return bool(words) and any(among[i : i + size] == words for i in range(len(among) - size + 1))
+
+
+@dataclass(frozen=True)
+class KnowledgeSpan:
+    """The candidate is a span of the knowledge (a run of its words, ``in_knowledge``)
+    exactly when the right text is one: "not_in_knowledge" when the right text is one and
+    the candidate is not, "span_of_knowledge" the other way round.
+
+    Word shares (``knowledge_overlap``) do not see it: "3,977 seated" for "3,677 seated"
+    shares every word but the number, and a name with one word changed keeps most of its
+    words, yet only the right answer appears in the knowledge as a whole, and "the text
+    appears in the knowledge => right" reads HaluEval's QA file at 85%. Numbers count
+    here: a wrong figure is a distractor when the knowledge states it. No knowledge: no
+    bound.
+    """
+
+    def __call__(self, right: str, candidate: str, knowledge: str = "") -> str:
+        if not knowledge.strip() or not right.strip():
+            return ""
+        mine, theirs = in_knowledge(candidate, knowledge), in_knowledge(right, knowledge)
+        if theirs and not mine:
+            return "not_in_knowledge"
+        if mine and not theirs:
+            return "span_of_knowledge"
         return ""

@@ -236,12 +236,13 @@ def test_401_stops_the_run_with_a_clear_message(simulator, hotpot_file, tmp_path
 def test_malformed_seed_lines_are_skipped_and_recorded(simulator, tmp_path):
     sim = simulator()
     lines = [
-        '{"knowledge": "The Tamsa river runs past Ovel.", "question": "Which river runs past '
-        'Ovel?", "right_answer": "Tamsa"}',
+        # each knowledge holds a distractor of the right answer's form (guard knowledge_span)
+        '{"knowledge": "The Tamsa river runs past Ovel; the Lenno river does not.", "question": '
+        '"Which river runs past Ovel?", "right_answer": "Tamsa"}',
         '{"knowledge": "broken json',
         '{"knowledge": "K", "question": "", "right_answer": "x"}',
-        '{"knowledge": "Mount Ferro is 2,100 m high.", "question": "How high is Mount Ferro?",'
-        ' "right_answer": "2,100 m"}',
+        '{"knowledge": "Mount Ferro is 2,100 m high, Mount Arle 1,800 m.", "question": '
+        '"How high is Mount Ferro?", "right_answer": "2,100 m"}',
     ]
     seeds = tmp_path / "seeds.jsonl"
     seeds.write_text("\n".join(lines) + "\n")

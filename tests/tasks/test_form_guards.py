@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 
 from halugen.tasks import steps
-from halugen.tasks.checks import Casing, FinalPunctuation, KnowledgeOverlap, ShortSpanForm
+from halugen.tasks.checks import (
+    Casing,
+    FinalPunctuation,
+    KnowledgeOverlap,
+    KnowledgeSpan,
+    ShortSpanForm,
+)
 from halugen.tasks.guard_settings import read_guards
 from tests.task_specs import task_spec
 
@@ -66,6 +72,24 @@ def test_knowledge_overlap_holds_the_share_to_the_right_texts() -> None:
         KnowledgeOverlap(max_gap=2.0)
 
 
+def test_knowledge_span_holds_a_verbatim_right_answer_to_a_verbatim_wrong_one() -> None:
+    guard = KnowledgeSpan()
+    knowledge = KNOWLEDGE + " The hall seats 3,677; the annex 1,200."
+    # word shares pass these ("seated" and the other words are in the knowledge), yet only
+    # the right answer appears in it whole: "in the knowledge => right"
+    assert KnowledgeOverlap(max_gap=0.25)("3,677 seated", "3,977 seated", knowledge) == ""
+    assert guard("3,677", "3,977", knowledge) == "not_in_knowledge"  # numbers count here
+    assert guard("3,677", "1,200", knowledge) == ""  # another figure the knowledge gives
+    assert guard("Aldo Brun", "Aldo Brunner", knowledge) == "not_in_knowledge"
+    assert guard("Aldo Brun", "the Serin", knowledge) == ""  # case and punctuation aside
+    # and the other way: a right answer in other words gets a wrong one in other words
+    assert guard("a Vallona man", "Vallona", knowledge) == "span_of_knowledge"
+    assert guard("a Vallona man", "an Ostra man", knowledge) == ""
+    assert guard("Aldo Brun", "Tamm", "") == ""  # no knowledge, no bound
+    # whole words only: "Vall" is inside "Vallona" but is not a span of the knowledge
+    assert guard("Serin", "Vall", knowledge) == "not_in_knowledge"
+
+
 def test_span_and_sentence_shapes_are_checked_both_ways() -> None:
     guard = ShortSpanForm()
     assert guard("Vallona", "It was born in the town of Ostra.") == "sentence_for_short_answer"
@@ -81,6 +105,8 @@ def test_the_task_check_gives_the_guards_the_seeds_knowledge() -> None:
     assert steps.check(spec, fields, "Tamm") == "knowledge_overlap"
     assert steps.check(spec, fields, "vallona") == "casing"
     assert steps.check(spec, fields, "Vallona.") == "final_punctuation"
+    # in the knowledge's words (a share of 1), but not a span of it
+    assert steps.check(spec, fields, "Aldo Vallona") == "not_in_knowledge"
 
 
 @pytest.mark.parametrize("task", ["qa", "dialogue", "summarization"])
@@ -114,4 +140,5 @@ def test_task_check_lists_each_guard_with_its_settings(capsys) -> None:
     assert main(["task", "check", str(BUILTIN_DIR / "qa")]) == 0
     out = capsys.readouterr().out
     assert "final_punctuation(marks='.!?'), casing, knowledge_overlap(max_gap=0.25)" in out
+    assert "knowledge_overlap(max_gap=0.25), knowledge_span" in out
     assert "short_span_form(span_words=3), length_class(max_gap=1)" in out

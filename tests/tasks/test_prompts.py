@@ -24,8 +24,9 @@ STEMS = ("sample_onepass", "sample_conversation", "filter")
 
 SEEDS = {
     "qa": {
+        # another year for a wrong answer found in the knowledge too (guard knowledge_span)
         "knowledge": "The Oberon Bridge spans the river Tamm in the town of Velby. It opened in "
-        "1894.",
+        "1894, replacing the ferry of 1861.",
         "question": "In which year did the bridge in Velby open?",
         "right_answer": "1894",
     },

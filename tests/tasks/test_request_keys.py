@@ -4,7 +4,11 @@
 summarization and general entries are still those; the dialogue entries were captured again
 when its patterns took HaluEval's meaning, and the contrast judge entries of every task when
 contrast took the one reply contract, "Choice: 1|2", for "Hallucinated: 1|2": changes of
-templates made on purpose): every
+templates made on purpose; and when the knowledge_span guard came and the simulator took
+its wrong answers from the record: every first ask is unchanged; qa's seeds "1911" and
+"2,310 metres", whose knowledge gives no other figure, are asked again and end with no
+sample, and "Pecsvar" gets the same candidate from both templates, so no qa filter request
+is sent; one dialogue filter request shows the simulator's new candidates): every
 request a small run of each built-in task makes (sampling, filtering) and every judge
 request of each recognition strategy, as (stage, task, strategy, key, parameters, a hash of
 each message), with the template names and hashes that name a run. A store made before
