@@ -13,7 +13,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any
 
 import orjson
 
@@ -99,29 +99,26 @@ def read_completion(body: bytes | str | Mapping[str, Any]) -> Completion:
             data = orjson.loads(raw)
         except orjson.JSONDecodeError:
             raise UnreadableCompletion("not JSON") from None
-    # ``type(x) is dict`` first: what orjson gives is a dict, and the ABC check it
-    # spares costs more than the rest of this reader for a one-choice answer
-    if type(data) is not dict and not isinstance(data, Mapping):
+    if not isinstance(data, Mapping):
         raise UnreadableCompletion("not a JSON object")
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices:
         raise UnreadableCompletion("no choices")
-    if not all(type(c) is dict or isinstance(c, Mapping) for c in choices):
+    if not all(isinstance(c, Mapping) for c in choices):
         raise UnreadableCompletion("a choice is not an object")
     texts = []
     reasons = []
     logprobs = []
-    ordered = choices if len(choices) == 1 else sorted(choices, key=_choice_index)
-    for choice in ordered:
+    for choice in sorted(choices, key=lambda c: _int(c.get("index")) or 0):
         message = choice.get("message")
-        texts.append(_content(message.get("content") if _is_mapping(message) else None))
+        texts.append(_content(message.get("content") if isinstance(message, Mapping) else None))
         reasons.append(str(choice.get("finish_reason") or ""))
         logprobs.append(choice.get("logprobs"))
     usage = data.get("usage")
     counts = None
-    if _is_mapping(usage) and (prompt := _int(usage.get("prompt_tokens"))) is not None:
+    if isinstance(usage, Mapping) and (prompt := _int(usage.get("prompt_tokens"))) is not None:
         details = usage.get("prompt_tokens_details")
-        cached = _int(details.get("cached_tokens")) if _is_mapping(details) else None
+        cached = _int(details.get("cached_tokens")) if isinstance(details, Mapping) else None
         counts = (prompt, _int(usage.get("completion_tokens")) or 0, cached or 0)
     return Completion(
         texts=tuple(texts),
@@ -159,14 +156,6 @@ def stored_result(row: tuple[Any, ...], model: str) -> ChatResult | None:
         attempts=0,
         logprobs=read.logprobs if any(lp is not None for lp in read.logprobs) else (),
     )
-
-
-def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
-    return type(value) is dict or isinstance(value, Mapping)
-
-
-def _choice_index(choice: Mapping[str, Any]) -> int:
-    return _int(choice.get("index")) or 0
 
 
 def _int(value: Any) -> int | None:
