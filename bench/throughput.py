@@ -21,6 +21,11 @@ Two ways, because they give different figures:
 
     python bench/throughput.py [--seeds 2000] [--concurrency 256] [--repeat 3]
                                [--ways inproc,pinned] [--servers sim0,sim50,stub]
+                               [--profile]
+
+``--profile`` adds one pinned run under bench/cpu_profile.py: halugen's CPU by thread (the
+event loop, the journal's sync and feed threads, the bulk lane) and the functions with the
+most CPU of their own.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import time
 from pathlib import Path
 
 import anyio
+import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import SimProcess, halugen_run_cmd, simulator_process, write_cnndm, write_hotpot
@@ -79,20 +85,35 @@ def children_cpu() -> float:
 
 
 def pinned_run(
-    base_url: str, seeds: Path, db: Path, concurrency: int, task: str
+    base_url: str, seeds: Path, db: Path, concurrency: int, task: str, profile: Path | None = None
 ) -> tuple[float, int, float]:
-    """``halugen run`` in a process of its own on core 0: (wall, calls, CPU), start-up in."""
+    """``halugen run`` in a process of its own on core 0: (wall, calls, CPU), start-up in.
+
+    ``profile``: run it under bench/cpu_profile.py, which writes its report there."""
     options = ("--task", task, "--concurrency", str(concurrency))
-    cmd = ["taskset", "-c", "0", *halugen_run_cmd(seeds, base_url, db, *options)]
-    cpu0, t0 = children_cpu(), time.perf_counter()
+    command = halugen_run_cmd(seeds, base_url, db, *options)
+    if profile is not None:  # ``python -m halugen ...`` -> ``python cpu_profile.py OUT ...``
+        command = [command[0], str(Path(__file__).with_name("cpu_profile.py")), str(profile),
+                   *command[3:]]  # fmt: skip
+    cmd = ["taskset", "-c", "0", *command]
+    cpu0, t0, unix0 = children_cpu(), time.perf_counter(), time.time()
     done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
+    wall, cpu, unix1 = time.perf_counter() - t0, children_cpu() - cpu0, time.time()
     if done.returncode != 0:
         print("  run ended with:", done.stderr[-500:])
     import duckdb
 
     with duckdb.connect(str(db), read_only=True) as conn:
-        (calls,) = conn.execute("SELECT count(*) FROM call_log").fetchone() or (0,)
+        calls, first, last = conn.execute(
+            "SELECT count(*), epoch(min(created_at)), epoch(max(created_at)) FROM call_log"
+        ).fetchone() or (0, None, None)
+    if first is not None and last is not None:
+        # the calls' rows are stamped when their answers are appended to the journal
+        print(
+            f"    start-up (exec to the first answer) {first - unix0:.2f} s, answers "
+            f"{last - first:.2f} s, shutdown (last answer to exit) {unix1 - last:.2f} s",
+            flush=True,
+        )
     return wall, int(calls), cpu
 
 
@@ -162,6 +183,12 @@ def main() -> None:
     )
     ap.add_argument("--servers", default="sim0,sim50,stub")
     ap.add_argument("--ways", default="inproc,pinned", help="inproc, pinned or both")
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="pinned: one more run under bench/cpu_profile.py; prints CPU by thread and the "
+        "top functions",
+    )
     args = ap.parse_args()
     servers = {
         "sim0": ("simulator, 0 ms", ("--latency-ms", "0"), False),
@@ -237,13 +264,32 @@ def pinned(
         bare.append((calls / wall, cpu / calls * 1e6))
     rate = statistics.median(r for r, _ in runs)
     bare_rate = statistics.median(r for r, _ in bare)
+    cpu, bare_cpu = statistics.median(c for _, c in runs), statistics.median(c for _, c in bare)
     print(
         f"{label}, pinned to one core, start-up included: median {rate:,.0f} calls/s, "
-        f"{statistics.median(c for _, c in runs):,.0f} us CPU/call; bare aiohttp client "
-        f"{bare_rate:,.0f} calls/s, {statistics.median(c for _, c in bare):,.0f} us CPU/call; "
-        f"halugen/bare rate = {rate / bare_rate:.2f}",
+        f"{cpu:,.0f} us CPU/call; bare aiohttp client "
+        f"{bare_rate:,.0f} calls/s, {bare_cpu:,.0f} us CPU/call; "
+        f"halugen/bare rate = {rate / bare_rate:.2f}, CPU per call = {cpu / bare_cpu:.2f}x",
         flush=True,
     )
+    if args.profile:
+        report = tmp / f"{name}-profile.json"
+        pinned_run(url, seeds, tmp / f"{name}-profiled.duckdb", args.concurrency, args.task, report)
+        print_profile(label, orjson.loads(report.read_bytes()))
+
+
+def print_profile(label: str, report: dict) -> None:
+    """bench/cpu_profile.py's report: CPU by thread, then the functions with most own CPU."""
+    total = sum(t["cpu_s"] for t in report["threads"]) or 1.0
+    print(f"{label}, profiled run (thread CPU clocks; the profiler inflates Python code):")
+    for t in report["threads"]:
+        if t["cpu_s"] >= 0.005:
+            print(f"    {t['thread']:<24} {t['cpu_s']:7.2f} s  {t['cpu_s'] / total:6.1%}")
+    print(f"    top {len(report['top_own'])} by own CPU (a DuckDB call counts as its caller's):")
+    for f in report["top_own"]:
+        print(
+            f"    {f['own_s']:7.2f} s {f['own_s'] / total:6.1%} {f['calls']:>9,}  {f['function']}"
+        )
 
 
 if __name__ == "__main__":
