@@ -82,12 +82,13 @@ class RunOutcome:
 def load_tasks(specs: Iterable[TaskSpec], prompts_dir: Path | None = None) -> dict[str, LoadedTask]:
     tasks = {}
     for spec in specs:
+        # the sampling templates, then the filter's: each read the same way
+        *sampling, filtering = (
+            task_template(spec, stem, prompts_dir)
+            for stem in (*spec.sample_templates, spec.filter_template)
+        )
         tasks[spec.name] = LoadedTask(
-            spec=spec,
-            sample_templates=tuple(
-                task_template(spec, t, prompts_dir) for t in spec.sample_templates
-            ),
-            filter_template=task_template(spec, spec.filter_template, prompts_dir),
+            spec=spec, sample_templates=tuple(sampling), filter_template=filtering
         )
     return tasks
 
