@@ -228,16 +228,15 @@ async def generate(
         raise UsageError("no seed files given: pass --seeds FILE (or set seeds in halugen.toml)")
     if tasks is None:
         cfg, tasks = read_run_tasks(cfg)
-    if cfg.batch is None:
-        return await generate_session(
-            cfg, SendNow(), tasks=tasks, transport=transport, console=console, on_run=on_run
-        )
-    # the tasks, inputs and model are settled (and checked) once, before the first pass
-    cfg, _, _ = _read_tasks(cfg, tasks)
+    # the tasks, inputs and model are settled (and checked) once, before any call
+    cfg, files_of, loaded = _read_tasks(cfg, tasks)
     owned = transport is None
     transport = transport or AiohttpTransport()
     try:
-        cfg, _, _ = await prepare_endpoint(cfg, transport)
+        cfg, info, endpoint_notes = await prepare_endpoint(cfg, transport)
+        if cfg.batch is None:
+            return await _generate(cfg, files_of, loaded, info, endpoint_notes, transport,
+                                   console, on_run, SendNow())  # fmt: skip
         return await run_in_batches(
             partial(generate_session, tasks=tasks),
             cfg,

@@ -265,11 +265,11 @@ async def call_session(
     """
     price, notes = resolve_price(cfg)
     budget = usd_to_pusd(cfg.budget_usd) if cfg.budget_usd is not None else None
-    counter = get_counter(price.tokenizer)
     store = open_store(cfg.db)
     owned_transport = transport is None
     transport = transport or AiohttpTransport()
     try:
+        counter = get_counter(price.tokenizer)
         run_id, resumed = _open_run(
             store,
             cfg,
