@@ -24,7 +24,7 @@ from .batch.modes import SendNow
 from .batch.run import run_in_batches
 from .budget import Ledger
 from .config import RunConfig
-from .context_window import effective_window, requeue_context_rejections, window_learner
+from .context_window import session_window, window_learner
 from .cost.prices import ModelPrice, format_usd
 from .cut_note import cut_note, window_origin, window_phrase
 from .endings import closing, with_failed_work
@@ -314,20 +314,19 @@ async def _generate(
         for loaded in tasks.values():  # a user's task folder: read back without the folder
             remember(store, loaded.spec)
         session.notes[:0] = endpoint_notes
-        window, source = effective_window(
+        window, source, requeued = session_window(
             store,
+            run_id,
             flag=cfg.context_window,
             info=info,
             base_url=cfg.base_url,
             model=cfg.model,
             card_window=session.price.context_window,
-            run_id=run_id,
         )
         session.stats.window = window
         session.stats.window_origin = window_origin(
             source=source, window=window, slots=info.slots if info is not None else None
         )
-        requeued = requeue_context_rejections(store, run_id, window)
         if requeued:
             session.notes.append(
                 f"{requeued} seed(s) rejected for context_length are tried again: the context "

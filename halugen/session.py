@@ -296,8 +296,9 @@ async def call_session(
         # a planning pass counts into the batch session's counters, so the last reports all
         stats = calls.stats if calls.stats is not None else RunStats()
         stats.run_id = run_id
+        fleet = cfg.fleet()
         pool = EndpointPool(
-            cfg.fleet(),
+            fleet,
             transport=transport,
             timeouts=cfg.timeouts,
             count_tokens=counter.count,

@@ -199,10 +199,10 @@ async def _send_and_wait(
             read=max(cfg.timeouts.read, 600.0),  # batch files are large
             total=max(cfg.timeouts.total, 3600.0),
         )
-        ledger = Ledger(run["budget_pusd"], spent=store.spent(run_id))
         client = BatchClient(
             base_url=cfg.base_url, api_key=cfg.api_key, transport=transport, timeouts=timeouts
         )
+        ledger = Ledger(run["budget_pusd"], spent=store.spent(run_id))
         jobs = BatchJobs(
             store=store,
             run_id=run_id,
