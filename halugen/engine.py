@@ -323,6 +323,7 @@ async def _generate(
             model=cfg.model,
             card_window=session.price.context_window,
         )
+        cache_keys = takes_cache_key(cfg.base_url)
         session.stats.window = window
         session.stats.window_origin = window_origin(
             source=source, window=window, slots=info.slots if info is not None else None
@@ -348,7 +349,7 @@ async def _generate(
             fit_safety=0.95 if is_openai(cfg.base_url) else 0.85,
             long_documents=cfg.long_documents,
             prompts_dir=cfg.prompts_dir,
-            cache_keys=takes_cache_key(cfg.base_url),
+            cache_keys=cache_keys,
         )
 
         def lower_window(server_window: int) -> None:
