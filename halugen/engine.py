@@ -1,9 +1,9 @@
 """A generation run from start to end: set up, resume, run the pipeline, report.
 
 ``generate(config)`` is the Python API behind ``halugen run`` and ``halugen demo``: it
-chooses how the run's calls are made (sent now, or with ``--batch`` batch mode's passes,
-batch/run.py) and runs ``generate_session`` with that choice; ``batch export`` runs one
-planning pass of ``generate_session`` itself.
+settles the run's tasks, inputs and model once, then runs one session that sends its calls
+now, or, with ``--batch``, hands batch/run.py ``generate_session`` to open each of batch
+mode's passes; ``batch export`` runs one planning pass of ``generate_session`` itself.
 """
 
 from __future__ import annotations

@@ -203,13 +203,14 @@ async def _send_and_wait(
             base_url=cfg.base_url, api_key=cfg.api_key, transport=transport, timeouts=timeouts
         )
         ledger = Ledger(run["budget_pusd"], spent=store.spent(run_id))
+        counter = get_counter(price.tokenizer)
         jobs = BatchJobs(
             store=store,
             run_id=run_id,
             client=client,
             ledger=ledger,
             price=price,
-            counter=get_counter(price.tokenizer),
+            counter=counter,
             stats=state.stats,
             retry=cfg.retry,
             base_url=cfg.base_url,
