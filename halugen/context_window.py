@@ -30,7 +30,7 @@ from .store.writer import StoreWriter
 __all__ = [
     "effective_window",
     "remember_window",
-    "requeue_context_rejections",
+    "session_window",
     "window_learner",
 ]
 
@@ -67,15 +67,34 @@ def remember_window(
     writer.put([EndpointFactRow(base_url.rstrip("/"), model, window, source)])
 
 
-def requeue_context_rejections(store: Store, run_id: str, window: int) -> int:
-    """Put seeds rejected for context_length back in line if the window changed.
+def session_window(
+    store: Store,
+    run_id: str,
+    *,
+    flag: int | None,
+    info: EndpointInfo | None,
+    base_url: str,
+    model: str,
+    card_window: int,
+) -> tuple[int, str, int]:
+    """The window a session of the run works with: (window, where it came from, how many
+    seeds rejected for context_length were put back in line because it changed).
 
-    Returns how many. Records the window on the run either way.
+    The window is recorded on the run either way.
     """
+    window, source = effective_window(
+        store,
+        flag=flag,
+        info=info,
+        base_url=base_url,
+        model=model,
+        card_window=card_window,
+        run_id=run_id,
+    )
     previous = run_queries.run_window(store, run_id)
     store.update_run(run_id, context_window=window)
     if previous is None or previous == window:
-        return 0
+        return window, source, 0
     rows = run_queries.context_length_rejections(store, run_id)
     if rows:
         detail = f"the context window is now {window:,} tokens (was {previous:,})"
@@ -88,7 +107,7 @@ def requeue_context_rejections(store: Store, run_id: str, window: int) -> int:
             ]
         )
         store.writer.flush_blocking()
-    return len(rows)
+    return window, source, len(rows)
 
 
 def window_learner(

@@ -1,9 +1,9 @@
 """A generation run from start to end: set up, resume, run the pipeline, report.
 
 ``generate(config)`` is the Python API behind ``halugen run`` and ``halugen demo``: it
-chooses how the run's calls are made (sent now, or with ``--batch`` batch mode's passes,
-batch/run.py) and runs ``generate_session`` with that choice; ``batch export`` runs one
-planning pass of ``generate_session`` itself.
+settles the run's tasks, inputs and model once, then runs one session that sends its calls
+now, or, with ``--batch``, hands batch/run.py ``generate_session`` to open each of batch
+mode's passes; ``batch export`` runs one planning pass of ``generate_session`` itself.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from .batch.modes import SendNow
 from .batch.run import run_in_batches
 from .budget import Ledger
 from .config import RunConfig
-from .context_window import effective_window, requeue_context_rejections, window_learner
+from .context_window import session_window, window_learner
 from .cost.prices import ModelPrice, format_usd
 from .cut_note import cut_note, window_origin, window_phrase
 from .endings import closing, with_failed_work
@@ -82,12 +82,13 @@ class RunOutcome:
 def load_tasks(specs: Iterable[TaskSpec], prompts_dir: Path | None = None) -> dict[str, LoadedTask]:
     tasks = {}
     for spec in specs:
+        # the sampling templates, then the filter's: each read the same way
+        *sampling, filtering = (
+            task_template(spec, stem, prompts_dir)
+            for stem in (*spec.sample_templates, spec.filter_template)
+        )
         tasks[spec.name] = LoadedTask(
-            spec=spec,
-            sample_templates=tuple(
-                task_template(spec, t, prompts_dir) for t in spec.sample_templates
-            ),
-            filter_template=task_template(spec, spec.filter_template, prompts_dir),
+            spec=spec, sample_templates=tuple(sampling), filter_template=filtering
         )
     return tasks
 
@@ -227,16 +228,15 @@ async def generate(
         raise UsageError("no seed files given: pass --seeds FILE (or set seeds in halugen.toml)")
     if tasks is None:
         cfg, tasks = read_run_tasks(cfg)
-    if cfg.batch is None:
-        return await generate_session(
-            cfg, SendNow(), tasks=tasks, transport=transport, console=console, on_run=on_run
-        )
-    # the tasks, inputs and model are settled (and checked) once, before the first pass
-    cfg, _, _ = _read_tasks(cfg, tasks)
+    # the tasks, inputs and model are settled (and checked) once, before any call
+    cfg, files_of, loaded = _read_tasks(cfg, tasks)
     owned = transport is None
     transport = transport or AiohttpTransport()
     try:
-        cfg, _, _ = await prepare_endpoint(cfg, transport)
+        cfg, info, endpoint_notes = await prepare_endpoint(cfg, transport)
+        if cfg.batch is None:
+            return await _generate(cfg, files_of, loaded, info, endpoint_notes, transport,
+                                   console, on_run, SendNow())  # fmt: skip
         return await run_in_batches(
             partial(generate_session, tasks=tasks),
             cfg,
@@ -314,20 +314,20 @@ async def _generate(
         for loaded in tasks.values():  # a user's task folder: read back without the folder
             remember(store, loaded.spec)
         session.notes[:0] = endpoint_notes
-        window, source = effective_window(
+        window, source, requeued = session_window(
             store,
+            run_id,
             flag=cfg.context_window,
             info=info,
             base_url=cfg.base_url,
             model=cfg.model,
             card_window=session.price.context_window,
-            run_id=run_id,
         )
+        cache_keys = takes_cache_key(cfg.base_url)
         session.stats.window = window
         session.stats.window_origin = window_origin(
             source=source, window=window, slots=info.slots if info is not None else None
         )
-        requeued = requeue_context_rejections(store, run_id, window)
         if requeued:
             session.notes.append(
                 f"{requeued} seed(s) rejected for context_length are tried again: the context "
@@ -349,7 +349,7 @@ async def _generate(
             fit_safety=0.95 if is_openai(cfg.base_url) else 0.85,
             long_documents=cfg.long_documents,
             prompts_dir=cfg.prompts_dir,
-            cache_keys=takes_cache_key(cfg.base_url),
+            cache_keys=cache_keys,
         )
 
         def lower_window(server_window: int) -> None:

@@ -265,11 +265,11 @@ async def call_session(
     """
     price, notes = resolve_price(cfg)
     budget = usd_to_pusd(cfg.budget_usd) if cfg.budget_usd is not None else None
-    counter = get_counter(price.tokenizer)
     store = open_store(cfg.db)
     owned_transport = transport is None
     transport = transport or AiohttpTransport()
     try:
+        counter = get_counter(price.tokenizer)
         run_id, resumed = _open_run(
             store,
             cfg,
@@ -296,8 +296,9 @@ async def call_session(
         # a planning pass counts into the batch session's counters, so the last reports all
         stats = calls.stats if calls.stats is not None else RunStats()
         stats.run_id = run_id
+        fleet = cfg.fleet()
         pool = EndpointPool(
-            cfg.fleet(),
+            fleet,
             transport=transport,
             timeouts=cfg.timeouts,
             count_tokens=counter.count,

@@ -14,7 +14,8 @@ import orjson
 import pytest
 
 from halugen.cli import build_parser, main
-from halugen.cli.common import db_path, is_local_endpoint, run_config
+from halugen.cli.common import db_path, run_config
+from halugen.settings.endpoints import is_local_endpoint
 
 
 def test_estimate_counts_seeds_calls_and_cost(hotpot_file, capsys):

@@ -54,6 +54,8 @@ FLOORS: dict[str, int] = {
     "llm": 4,
     **dict.fromkeys(("reply_contract", "context_window", "progress_figures", "progress"), 5),
     **dict.fromkeys(("tasks", "seeds", "simulate"), 6),
+    # a command's RunConfig: the settings, a budget's text (cost) and --map (seeds) read
+    "run_settings": 6,
     # the annotation track and the read-only view stand on the store and the seeds alone:
     # evaluation and export read their label resolution (annotate/resolve.py)
     **dict.fromkeys(("session", "annotate", "view"), 7),

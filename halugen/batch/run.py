@@ -159,7 +159,7 @@ async def run_in_batches(
             try:
                 step = await _send_and_wait(cfg, opts, plan, outcome, transport, console, state)
             except HalugenError as exc:
-                return _stop(cfg, outcome, state, "failed", f"{_what(outcome)} failed: {exc}")
+                step = ("failed", f"{_what(outcome)} failed: {exc}")
             if step == "nothing":
                 return _finish(outcome, state)
             if step != "collected":
@@ -194,7 +194,6 @@ async def _send_and_wait(
     try:
         run = store.get_run(run_id)
         assert run is not None
-        ledger = Ledger(run["budget_pusd"], spent=store.spent(run_id))
         timeouts = Timeouts(
             connect=cfg.timeouts.connect,
             read=max(cfg.timeouts.read, 600.0),  # batch files are large
@@ -203,13 +202,15 @@ async def _send_and_wait(
         client = BatchClient(
             base_url=cfg.base_url, api_key=cfg.api_key, transport=transport, timeouts=timeouts
         )
+        ledger = Ledger(run["budget_pusd"], spent=store.spent(run_id))
+        counter = get_counter(price.tokenizer)
         jobs = BatchJobs(
             store=store,
             run_id=run_id,
             client=client,
             ledger=ledger,
             price=price,
-            counter=get_counter(price.tokenizer),
+            counter=counter,
             stats=state.stats,
             retry=cfg.retry,
             base_url=cfg.base_url,
@@ -247,9 +248,7 @@ async def _send_and_wait(
                 await jobs.resume()
                 if plan.requests:
                     await jobs.submit(plan.requests.values(), opts, stop=lambda: presses > 0)
-                if not jobs.live:
-                    if presses:
-                        return ("interrupted", _interrupted(outcome, jobs, ledger, left=0))
+                if not jobs.live and not presses:
                     if jobs.budget_short:
                         ledger.exhausted = True
                         return ("budget_exhausted", _exhausted(outcome, plan, ledger))
@@ -257,19 +256,22 @@ async def _send_and_wait(
                     # or failed for good (too large for any batch): the next pass sees that
                     changed = plan.waiting or len(state.failures) > failures_before
                     return "collected" if changed else "nothing"
-                if view is not None:
-                    view.start()
-                store.update_run(
-                    run_id, status="running", status_detail=f"{len(jobs.live)} batch(es) running"
-                )
-                while True:
-                    if await jobs.poll():
-                        return "collected"
-                    if presses:
-                        break
-                    await _wait(opts.poll_seconds, lambda: presses > 0, view)
-                    if presses:
-                        break
+                if jobs.live:
+                    if view is not None:
+                        view.start()
+                    store.update_run(
+                        run_id,
+                        status="running",
+                        status_detail=f"{len(jobs.live)} batch(es) running",
+                    )
+                    while True:
+                        if await jobs.poll():
+                            return "collected"
+                        if presses:
+                            break
+                        await _wait(opts.poll_seconds, lambda: presses > 0, view)
+                        if presses:
+                            break
         finally:
             if view is not None:
                 view.stop()
@@ -279,13 +281,13 @@ async def _send_and_wait(
             store.writer.flush_blocking()
         # Ctrl-C while batches run: leave them (default) or cancel them
         left = len(jobs.live)
-        if presses == 1 and ask_on_interrupt(left) == "cancel":
+        cancelled = bool(left) and presses == 1 and ask_on_interrupt(left) == "cancel"
+        if cancelled:
             problems = await jobs.cancel_all()
             store.writer.flush_blocking()
             for problem in problems:
                 console.print(f"note: {problem}", markup=False, highlight=False)
-            return ("interrupted", _interrupted(outcome, jobs, ledger, left=left, cancelled=True))
-        return ("interrupted", _interrupted(outcome, jobs, ledger, left=left))
+        return ("interrupted", _interrupted(outcome, jobs, ledger, left=left, cancelled=cancelled))
     finally:
         store.close()
 
@@ -334,12 +336,12 @@ def _interrupted(
 def _exhausted(outcome: KindOutcome, plan: PassPlan, ledger: Ledger) -> str:
     from ..endings import closing_line
 
+    budget, spent = format_usd(ledger.budget), format_usd(ledger.spent)
     return closing_line(
         "budget_exhausted",
         what=_what(outcome),
-        budget=format_usd(ledger.budget),
-        summary=f"{len(plan.requests):,} request(s) wait for money; spent "
-        f"{format_usd(ledger.spent)}",
+        budget=budget,
+        summary=f"{len(plan.requests):,} request(s) wait for money; spent {spent}",
     )
 
 

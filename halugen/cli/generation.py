@@ -65,7 +65,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..cost.prices import format_usd
     from ..engine import generate, read_run_tasks
 
-    cfg, catalog = read_run_tasks(run_config(args))  # task folders: read and checked here
+    cfg = run_config(args)
+    cfg, catalog = read_run_tasks(cfg)  # task folders: read and checked here
     tasks = ", ".join(cfg.tasks)
     budget = format_usd(int(cfg.budget_usd * 10**12)) if cfg.budget_usd else "none"
     on_run = announce("run", f"{tasks} with {{model}}, budget {budget}", cfg.db)

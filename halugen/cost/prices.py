@@ -30,6 +30,7 @@ __all__ = [
     "PriceCard",
     "PriceDetails",
     "TierPrice",
+    "budget_from_flag",
     "find_price",
     "format_usd",
     "load_price_cards",
@@ -52,6 +53,34 @@ def parse_budget(text: str) -> int:
     if amount <= 0:
         raise UsageError(f"budget {text!r} must be more than zero")
     return int(amount * PUSD_PER_USD)
+
+
+_BARE_AMOUNT = re.compile(r"\s*(\d*(?:\.\d+)?)\s*(usd)?\s*", re.IGNORECASE)
+
+
+def budget_from_flag(text: str) -> int:
+    """``--budget`` in picodollars; a value the shell mangled gets a message that says so.
+
+    Unquoted, ``--budget $50`` reaches us as ``0``: the shell reads ``$5`` as its fifth
+    positional parameter (empty) and keeps the ``0``; ``$5`` arrives as the empty string.
+    """
+    bare = _BARE_AMOUNT.fullmatch(text)
+    if bare is not None:
+        number, unit = bare.group(1), bare.group(2)
+        if not number or float(number) == 0:
+            got = "an empty value" if not text.strip() else repr(text)
+            raise UsageError(
+                f"--budget got {got}: typed without quotes, --budget $50 reaches halugen as "
+                f"'0' (and $5 as nothing), because the shell replaces '$5' with an empty "
+                f"variable. Write --budget 50usd or quote it: --budget '$50'"
+            )
+        if not unit:
+            raise UsageError(
+                f"--budget {text!r} has no currency: write {number}usd. (Typed without "
+                f"quotes, a dollar amount loses its '$' and first digit to the shell: "
+                f"$12.5 arrives as '2.5'; quote it: --budget '$12.5')"
+            )
+    return parse_budget(text)
 
 
 def usd_to_pusd(usd: float | str | Decimal) -> int:

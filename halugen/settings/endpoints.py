@@ -3,15 +3,24 @@ flags, as the run's ``Endpoint`` objects (keys read from the environment variabl
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..config import AUTH_SCHEMES, Endpoint
 from ..errors import UsageError
 
-__all__ = ["ENDPOINT_KEYS", "check_endpoint_types", "parse_endpoint_flag", "resolve_endpoints"]
+__all__ = [
+    "ENDPOINT_KEYS",
+    "check_endpoint_types",
+    "is_local_endpoint",
+    "parse_endpoint_flag",
+    "require_api_key",
+    "resolve_endpoints",
+]
 
 # key of an [[endpoints]] table (or option of --endpoint) -> its type
 ENDPOINT_KEYS: dict[str, type | tuple[type, ...]] = {
@@ -121,3 +130,38 @@ def resolve_endpoints(
             )
         )
     return tuple(endpoints)
+
+
+_LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")  # Tailscale and other overlay networks
+
+
+def is_local_endpoint(url: str) -> bool:
+    """True for a server on this machine or a private network (such servers rarely want keys).
+
+    IP addresses: loopback, private, link-local and 100.64/10. Names: ``localhost``, names
+    under .local/.internal/.lan/.home.arpa, and single-label names (a container or a host
+    in /etc/hosts); any other name counts as public: no DNS lookup is made to find out.
+    """
+    try:
+        host = (urlsplit(url).hostname or "").lower().rstrip(".")
+    except ValueError:
+        return False
+    if not host:
+        return False
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host == "localhost" or host.endswith(_LOCAL_SUFFIXES) or "." not in host
+    return ip.is_loopback or ip.is_private or ip.is_link_local or ip in _CGNAT
+
+
+def require_api_key(base_url: str, api_key: str | None) -> None:
+    """Refuse, before any call, to send requests without a key to a public endpoint."""
+    if api_key or is_local_endpoint(base_url):
+        return
+    raise UsageError(
+        f"no API key for {base_url}: set OPENAI_API_KEY or pass --api-key (a server on this "
+        f"machine or a private network needs none; for a public server without keys, pass "
+        f"--api-key none)"
+    )
