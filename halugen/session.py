@@ -486,10 +486,11 @@ def _quiet_gc() -> Iterator[None]:
     At thousands of calls per second the collector's passes over everything imported and
     set up (hundreds of thousands of long-lived objects) cost a fifth of the event loop's
     time. Freezing what exists now and collecting the young generation less often keeps
-    that cost small; the previous settings come back afterwards.
+    that cost small; the previous settings come back afterwards. No full collection first:
+    what is garbage now is only held until the run ends (``unfreeze`` hands it back), and a
+    full pass over a large heap (a process that loaded torch: 0.2 s) costs every session.
     """
     threshold = gc.get_threshold()
-    gc.collect()
     gc.freeze()
     gc.set_threshold(20_000, 50, 100)
     try:
