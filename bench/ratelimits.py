@@ -571,7 +571,9 @@ def main() -> None:
     ap.add_argument("--cases", default="compare,rate,capacity,fleet,concurrency,inflight")
     ap.add_argument("--capacity-seeds", type=int, default=64)
     ap.add_argument("--capacity-latency-ms", type=float, default=250.0)
-    ap.add_argument("--concurrency-limits", default="", help="e.g. 3000/6000, 30000@1000 (default: all)")
+    ap.add_argument(
+        "--concurrency-limits", default="", help="e.g. 3000/6000, 30000@1000 (default: all)"
+    )
     ap.add_argument("--inflight", type=int, default=2000, help="requests held open")
     ap.add_argument("--hold-open", metavar="URL", help=argparse.SUPPRESS)  # inflight's child
     args = ap.parse_args()
