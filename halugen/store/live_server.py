@@ -59,7 +59,9 @@ class LiveReadServer:
         self._running = 0  # queries between admission and their last byte
         self._parked = 0  # clients told "closing", waiting for the file to be free
         self._closing = False
-        self._released = threading.Event()  # set once the file is free
+        self._letting_go = False  # close() was called and the file is not free yet
+        self._free_file: Callable[[], None] | None = None  # how to free it, given by close()
+        self._file_free = threading.Event()  # set once it is
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self.queries = 0
@@ -110,24 +112,27 @@ class LiveReadServer:
             with self._acting:  # one that was running has ended: its resources may go
                 pass
 
-    # -- shutdown, in two steps around the closing of the file (see Store.close) -----------
+    # -- shutdown, in steps around the closing of the file (see Store.close) ----------------
     def stop_answering(self) -> None:
-        """Admit no more queries (later ones wait to be released), interrupt running ones
-        (they never delay the holder's exit) and let running actions end."""
+        """Admit no more queries (later ones wait to be released) and interrupt running ones;
+        waits for nothing (they stop at their next chunk while the holder goes on closing)."""
         with self._state:
             self._closing = True
         self.guard.close()
-        with self._state:
-            # an interrupted query ends at its next chunk; a thread DuckDB does not give
-            # back (it cannot happen, but if it did) must not hold the run: it is a daemon
-            if not self._state.wait_for(lambda: self._running == 0, 10.0):
-                logging.getLogger(__name__).warning(
-                    "%d live quer(ies) did not end when interrupted; closing the store anyway",
-                    self._running,
-                )
 
-    def close(self) -> None:
-        """The file is free: stop listening, release waiting clients, remove the socket."""
+    def wait_ended(self, timeout: float) -> bool:
+        """Wait at most ``timeout`` seconds for the interrupted queries to end; False when
+        one has not (then ``close`` leaves the file to be freed when it does)."""
+        if not self.guard.wait_ended(timeout):
+            return False
+        with self._state:
+            return self._state.wait_for(lambda: self._running == 0, timeout)
+
+    def close(self, free_file: Callable[[], None] | None = None) -> None:
+        """Stop listening, free the file (``free_file``: the holder's connection closing) and
+        release the clients waiting for it, then remove the socket. A query still running
+        (one DuckDB did not give back when interrupted) keeps the file: it is freed when that
+        query ends, on its thread, and never holds the holder's exit."""
         self.stop_answering()
         sock, self._sock = self._sock, None
         if sock is not None:
@@ -136,11 +141,35 @@ class LiveReadServer:
             sock.close()
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
-        self._released.set()
+        with self._state:
+            self._letting_go, self._free_file = True, free_file
+            straggling = self._running
+        if straggling:
+            logging.getLogger(__name__).warning(
+                "%d live quer(ies) did not end when interrupted; the store's file is let go "
+                "of when they do",
+                straggling,
+            )
+        else:
+            self._let_go()
         if self._thread is not None:
             self._thread.join(5)
-        with self._parent_lock, contextlib.suppress(duckdb.Error):
-            self._parent.close()
+
+    def _let_go(self) -> None:
+        """Free the file, once, and release the clients waiting for it."""
+        with self._state:
+            if not self._letting_go:
+                return
+            free_file, self._free_file, self._letting_go = self._free_file, None, False
+        try:
+            # the watcher leaves once no query runs: its connection must be idle to close
+            self.guard.wait_ended(_CLIENT_TIMEOUT)
+            with self._parent_lock, contextlib.suppress(duckdb.Error):
+                self._parent.close()
+            if free_file is not None:
+                free_file()
+        finally:
+            self._file_free.set()
 
     @property
     def parked(self) -> int:
@@ -218,6 +247,9 @@ class LiveReadServer:
             with self._state:
                 self._running -= 1
                 self._state.notify_all()
+                last_straggler = self._running == 0 and self._letting_go
+            if last_straggler:
+                self._let_go()
         if not started:  # it waited for a slot while the holder began to close
             self._park(stream)
 
@@ -228,7 +260,7 @@ class LiveReadServer:
             self._state.notify_all()
         try:
             _reply_error(stream, "the holder is closing the store", "closing")
-            self._released.wait(live._RELEASE_TIMEOUT)
+            self._file_free.wait(live._RELEASE_TIMEOUT)
         finally:
             with self._state:
                 self._parked -= 1
