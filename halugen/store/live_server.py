@@ -8,6 +8,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ Action = Callable[[dict[str, Any]], dict[str, Any]]
 
 _MAX_QUERIES_AT_ONCE = 2  # queries share the holder's cores with the run: keep them few
 _CLIENT_TIMEOUT = 60.0  # a peer that stops reading or writing is dropped after this
+_ACTION_END_WAIT = 10.0  # how long the holder's close lets an action it runs for others end
 
 
 def _private_dir(path: Path) -> str | None:
@@ -114,19 +116,25 @@ class LiveReadServer:
 
     # -- shutdown, in steps around the closing of the file (see Store.close) ----------------
     def stop_answering(self) -> None:
-        """Admit no more queries (later ones wait to be released) and interrupt running ones;
-        waits for nothing (they stop at their next chunk while the holder goes on closing)."""
+        """Admit no more queries (later ones wait to be released), interrupt running ones
+        without waiting for them (they stop at their next chunk while the holder goes on
+        closing), and let a running action end (the holder's own code, which may write)."""
         with self._state:
             self._closing = True
         self.guard.close()
+        if self._acting.acquire(timeout=_ACTION_END_WAIT):
+            self._acting.release()
 
     def wait_ended(self, timeout: float) -> bool:
         """Wait at most ``timeout`` seconds for the interrupted queries to end; False when
         one has not (then ``close`` leaves the file to be freed when it does)."""
+        deadline = time.monotonic() + timeout
         if not self.guard.wait_ended(timeout):
             return False
         with self._state:
-            return self._state.wait_for(lambda: self._running == 0, timeout)
+            return self._state.wait_for(
+                lambda: self._running == 0, max(0.0, deadline - time.monotonic())
+            )
 
     def close(self, free_file: Callable[[], None] | None = None) -> None:
         """Stop listening, free the file (``free_file``: the holder's connection closing) and
