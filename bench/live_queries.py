@@ -11,10 +11,12 @@ alternating the two kinds of run so that drift on a shared machine hits both ali
 
 With ``--trial heavy`` / ``--trial long`` it runs the two trials of issue 25 instead: a
 ``halugen run`` in its own process while another process asks a 30-million-row window sort
-(heavy), or while two processes ask endless queries and are killed 5 s later (long); each
-prints the run's exit code and how long after its last stored call it exited.
+(heavy), or while two processes ask endless queries and are killed 5 s later (long), or
+with no query (none, the baseline); each prints the run's exit code and how long after its
+last stored call it exited, ``--repeat`` times, then the median of each kind (the kinds
+alternate, so that drift on a shared machine hits them alike).
 
-    python bench/live_queries.py --seeds 3000 --trial heavy --trial long
+    python bench/live_queries.py --seeds 3000 --repeat 3 --trial none --trial heavy --trial long
 """
 
 from __future__ import annotations
@@ -125,11 +127,12 @@ except Exception as exc:
 """
 
 
-def trial(url: str, seeds: Path, db: Path, kind: str) -> str:
+def trial(url: str, seeds: Path, db: Path, kind: str) -> tuple[str, float]:
     """A ``halugen run`` in its own process while other processes query it: ``heavy`` (the
     window sort, let to finish) or ``long`` (two endless queries whose clients are killed
     after 5 s). Returns one line: the run's exit code, its error if any, and how long after
-    its last stored call it exited (a query must never keep a finished run alive)."""
+    its last stored call it exited (a query must never keep a finished run alive), and
+    those seconds."""
     from datetime import UTC, datetime
 
     import duckdb
@@ -161,10 +164,11 @@ def trial(url: str, seeds: Path, db: Path, kind: str) -> str:
         (last,) = con.execute("SELECT max(created_at) FROM calls").fetchone()
     tail = (exited - last).total_seconds() if last is not None else float("nan")
     problem = stderr.strip().splitlines()[-1] if run.returncode not in (0, 3) and stderr else ""
-    return (
+    line = (
         f"{kind}: run exit {run.returncode}{f' ({problem})' if problem else ''}, exited "
         f"{tail:.1f} s after its last call; queries: {'; '.join(answers)}"
     )
+    return line, tail
 
 
 def main() -> None:
@@ -182,8 +186,18 @@ def main() -> None:
     if args.trial:
         with tempfile.TemporaryDirectory() as tmp, simulator_process("--latency-ms", "200") as url:
             seeds = write_hotpot(Path(tmp) / "seeds.json", args.seeds)
-            for i, kind in enumerate(args.trial):
-                print(trial(url, seeds, Path(tmp) / f"trial{i}.duckdb", kind), flush=True)
+            tails: dict[str, list[float]] = {kind: [] for kind in args.trial}
+            for i in range(args.repeat):
+                for j, kind in enumerate(args.trial):
+                    line, tail = trial(url, seeds, Path(tmp) / f"trial{i}-{j}.duckdb", kind)
+                    tails[kind].append(tail)
+                    print(f"  {line}", flush=True)
+            for kind, seconds in tails.items():
+                listed = " / ".join(f"{t:.1f}" for t in seconds)
+                print(
+                    f"{kind}: exit after the last call, median {statistics.median(seconds):.1f} s "
+                    f"({listed})"
+                )
         return
     rates: dict[bool, list[float]] = {False: [], True: []}
     answers: list[float] = []

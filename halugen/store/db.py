@@ -148,7 +148,11 @@ class Store:
 
     def close(self) -> None:
         # Queries that arrive while we close wait, and are released once the file is free:
-        # they then open the file themselves instead of failing.
+        # they then open the file themselves instead of failing. Running ones are
+        # interrupted first and end while the writer closes; the connection cannot close
+        # under a running cursor, so one DuckDB does not give back within
+        # ``QUERY_END_WAIT`` closes it when it ends, not this thread (every commit is in
+        # the WAL by then: an exit before it loses nothing, the next open replays it).
         server, self._live_server = self._live_server, None
         try:
             if server is not None:
@@ -157,11 +161,15 @@ class Store:
                 self._writer.close()
                 self._writer = None
         finally:
-            try:
+            if server is None:
                 self.conn.close()
-            finally:
-                if server is not None:
+            elif server.wait_ended(QUERY_END_WAIT):
+                try:
+                    self.conn.close()
+                finally:
                     server.close()
+            else:
+                server.close(free_file=self.conn.close)
 
     def __enter__(self) -> Store:
         return self
@@ -384,6 +392,9 @@ WRITER_MEMORY_LIMIT = "64MB"  # the run's own share
 # holder interrupts a query past either (live_guard.py: DuckDB's limit is one for the
 # whole database, so the shares are kept by watching, not by DuckDB).
 LIVE_QUERY_LIMITS = QueryLimits(memory_bytes=64 * 2**20, temp_bytes=2 * 2**30, timeout=60.0)
+# how long the holder's close waits for the live queries it interrupted to end (DuckDB stops
+# one at its next chunk: milliseconds); past it, the last of them closes the store
+QUERY_END_WAIT = 1.0
 STORE_MEMORY_LIMIT = "128MB"  # the two shares together: DuckDB's memory_limit
 _WRITER_CONFIG: dict[str, Any] = {
     "threads": 1,

@@ -142,11 +142,15 @@ class QueryGuard:
             query.stop(reason)
         return len(queries)
 
-    def close(self, wait: float = 5.0) -> int:
+    def close(self) -> int:
         """Interrupt what still runs, say so, and stop watching; how many were interrupted.
-        Waits at most ``wait`` seconds for them to end (they stop at their next chunk)."""
+        Waits for nothing: the queries stop at their next chunk while the holder goes on
+        closing (``wait_ended``, just before its connection closes, is the only wait)."""
         with self._lock:
+            if self._closed:
+                return 0
             self._closed = True
+            started = self._thread is not None
             self._lock.notify_all()
         n = self.interrupt_all(FINISHING)
         if n:
@@ -155,20 +159,31 @@ class QueryGuard:
                 n,
                 "y" if n == 1 else "ies",
             )
+        if not started:  # else the watcher closes its connection as it leaves
+            with contextlib.suppress(duckdb.Error):
+                self._monitor.close()
+        return n
+
+    def wait_ended(self, timeout: float) -> bool:
+        """After ``close``: wait at most ``timeout`` seconds for the interrupted queries and
+        the watcher to end (the store's connection cannot close under a running cursor);
+        False when one has not (DuckDB did not give its thread back)."""
+        deadline = time.monotonic() + timeout
         with self._lock:
-            if not self._lock.wait_for(lambda: not self._running, min(1.0, wait)):
+            if not self._lock.wait_for(lambda: not self._running, timeout / 2):
                 # one stuck sending to a client that stopped reading: cut the client off
                 for query in self._running:
                     if query.client is not None:
                         with contextlib.suppress(OSError):
                             query.client.shutdown(socket.SHUT_RDWR)
-                self._lock.wait_for(lambda: not self._running, wait)
+                if not self._lock.wait_for(
+                    lambda: not self._running, max(0.0, deadline - time.monotonic())
+                ):
+                    return False
         if self._thread is not None:
-            self._thread.join(wait)
-        if not self._running:
-            with contextlib.suppress(duckdb.Error):
-                self._monitor.close()
-        return n
+            self._thread.join(max(0.0, deadline - time.monotonic()))
+            return not self._thread.is_alive()
+        return True
 
     # -- the watcher -------------------------------------------------------------------------
     def check(self) -> None:
@@ -210,18 +225,24 @@ class QueryGuard:
                 query.stop(over)
 
     def _usage(self) -> tuple[int, int]:
-        row = self._monitor.execute(_USAGE_SQL).fetchone()
-        return (int(row[0]), int(row[1])) if row else (0, 0)
+        # fetchall, not fetchone: DuckDB keeps a ``duckdb_memory()`` read's autocommit
+        # transaction open until its result is consumed, and an open transaction makes it
+        # refuse every checkpoint; the WAL then grew for the rest of the run and the close's
+        # checkpoint took seconds (measured: 56 MB, 3-5 s after the last seed)
+        rows = self._monitor.execute(_USAGE_SQL).fetchall()
+        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
     def _watch_loop(self) -> None:
         while True:
             with self._lock:
                 self._lock.wait_for(lambda: self._running or self._closed)
                 if self._closed and not self._running:
-                    return
+                    break
             self.check()
             with self._lock:
                 self._lock.wait(_LOOK_EVERY)
+        with contextlib.suppress(duckdb.Error):
+            self._monitor.close()
 
 
 def _client_gone(client: socket.socket) -> bool:

@@ -8,6 +8,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ Action = Callable[[dict[str, Any]], dict[str, Any]]
 
 _MAX_QUERIES_AT_ONCE = 2  # queries share the holder's cores with the run: keep them few
 _CLIENT_TIMEOUT = 60.0  # a peer that stops reading or writing is dropped after this
+_ACTION_END_WAIT = 10.0  # how long the holder's close lets an action it runs for others end
 
 
 def _private_dir(path: Path) -> str | None:
@@ -59,7 +61,9 @@ class LiveReadServer:
         self._running = 0  # queries between admission and their last byte
         self._parked = 0  # clients told "closing", waiting for the file to be free
         self._closing = False
-        self._released = threading.Event()  # set once the file is free
+        self._letting_go = False  # close() was called and the file is not free yet
+        self._free_file: Callable[[], None] | None = None  # how to free it, given by close()
+        self._file_free = threading.Event()  # set once it is
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self.queries = 0
@@ -110,24 +114,33 @@ class LiveReadServer:
             with self._acting:  # one that was running has ended: its resources may go
                 pass
 
-    # -- shutdown, in two steps around the closing of the file (see Store.close) -----------
+    # -- shutdown, in steps around the closing of the file (see Store.close) ----------------
     def stop_answering(self) -> None:
         """Admit no more queries (later ones wait to be released), interrupt running ones
-        (they never delay the holder's exit) and let running actions end."""
+        without waiting for them (they stop at their next chunk while the holder goes on
+        closing), and let a running action end (the holder's own code, which may write)."""
         with self._state:
             self._closing = True
         self.guard.close()
-        with self._state:
-            # an interrupted query ends at its next chunk; a thread DuckDB does not give
-            # back (it cannot happen, but if it did) must not hold the run: it is a daemon
-            if not self._state.wait_for(lambda: self._running == 0, 10.0):
-                logging.getLogger(__name__).warning(
-                    "%d live quer(ies) did not end when interrupted; closing the store anyway",
-                    self._running,
-                )
+        if self._acting.acquire(timeout=_ACTION_END_WAIT):
+            self._acting.release()
 
-    def close(self) -> None:
-        """The file is free: stop listening, release waiting clients, remove the socket."""
+    def wait_ended(self, timeout: float) -> bool:
+        """Wait at most ``timeout`` seconds for the interrupted queries to end; False when
+        one has not (then ``close`` leaves the file to be freed when it does)."""
+        deadline = time.monotonic() + timeout
+        if not self.guard.wait_ended(timeout):
+            return False
+        with self._state:
+            return self._state.wait_for(
+                lambda: self._running == 0, max(0.0, deadline - time.monotonic())
+            )
+
+    def close(self, free_file: Callable[[], None] | None = None) -> None:
+        """Stop listening, free the file (``free_file``: the holder's connection closing) and
+        release the clients waiting for it, then remove the socket. A query still running
+        (one DuckDB did not give back when interrupted) keeps the file: it is freed when that
+        query ends, on its thread, and never holds the holder's exit."""
         self.stop_answering()
         sock, self._sock = self._sock, None
         if sock is not None:
@@ -136,11 +149,35 @@ class LiveReadServer:
             sock.close()
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
-        self._released.set()
+        with self._state:
+            self._letting_go, self._free_file = True, free_file
+            straggling = self._running
+        if straggling:
+            logging.getLogger(__name__).warning(
+                "%d live quer(ies) did not end when interrupted; the store's file is let go "
+                "of when they do",
+                straggling,
+            )
+        else:
+            self._let_go()
         if self._thread is not None:
             self._thread.join(5)
-        with self._parent_lock, contextlib.suppress(duckdb.Error):
-            self._parent.close()
+
+    def _let_go(self) -> None:
+        """Free the file, once, and release the clients waiting for it."""
+        with self._state:
+            if not self._letting_go:
+                return
+            free_file, self._free_file, self._letting_go = self._free_file, None, False
+        try:
+            # the watcher leaves once no query runs: its connection must be idle to close
+            self.guard.wait_ended(_CLIENT_TIMEOUT)
+            with self._parent_lock, contextlib.suppress(duckdb.Error):
+                self._parent.close()
+            if free_file is not None:
+                free_file()
+        finally:
+            self._file_free.set()
 
     @property
     def parked(self) -> int:
@@ -218,6 +255,9 @@ class LiveReadServer:
             with self._state:
                 self._running -= 1
                 self._state.notify_all()
+                last_straggler = self._running == 0 and self._letting_go
+            if last_straggler:
+                self._let_go()
         if not started:  # it waited for a slot while the holder began to close
             self._park(stream)
 
@@ -228,7 +268,7 @@ class LiveReadServer:
             self._state.notify_all()
         try:
             _reply_error(stream, "the holder is closing the store", "closing")
-            self._released.wait(live._RELEASE_TIMEOUT)
+            self._file_free.wait(live._RELEASE_TIMEOUT)
         finally:
             with self._state:
                 self._parked -= 1
