@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import orjson
 from rich.console import Console
 
 from ._groups import most_serious
@@ -32,17 +31,14 @@ from .llm.outbox import Outbox
 from .llm.pool import EndpointPool
 from .llm.strategy import CallMode, CallStrategy, StageWriter
 from .llm.transport import AiohttpTransport, Transport
-from .records import fingerprint
 from .signals import on_signals
 from .stats import RunStats
 from .store.db import Store, open_store
-from .store.rows import LedgerRow
+from .store.run_open import OnOpen, mark_lost_reservations, open_run
 from .tokens import TokenCounter, get_counter
-from .version import __version__
 
 __all__ = [
     "CallSession",
-    "OnOpen",
     "OnRun",
     "StopFlags",
     "call_session",
@@ -56,7 +52,6 @@ __all__ = [
 OnRun = Callable[[str, bool, str], None]
 # told when a session has made its run or found the one to resume, before that one is marked
 # running: (store, run id, resumed?); raising refuses the session (seeds/stamps.py)
-OnOpen = Callable[[Store, str, bool], None]
 
 STOP_WAIT_S = 30.0  # after the first Ctrl-C, how long requests at the provider may take
 PACE_RECORD_S = 10.0  # how often the run records what binds its pace, for `halugen status`
@@ -167,80 +162,9 @@ def resolve_price(cfg: RunConfig) -> tuple[ModelPrice, list[str]]:
     )
 
 
-def _open_run(
-    store: Store,
-    cfg: RunConfig,
-    *,
-    kind: str,
-    identity: dict[str, Any],
-    tasks: str,
-    price: ModelPrice,
-    budget: int | None,
-    on_open: OnOpen | None = None,
-) -> tuple[str, bool]:
-    config_hash = fingerprint(identity)
-    run = None
-    if cfg.run_id:
-        run = store.get_run(cfg.run_id)
-        if run is None:
-            raise UsageError(f"no run {cfg.run_id!r} in {store.path} (see 'halugen status')")
-        if run["config_hash"] != config_hash or run["kind"] != kind:
-            raise UsageError(
-                f"run {cfg.run_id} was made with other settings (task, inputs, model, prompts "
-                f"or sampling); repeat its settings, or start a new run with --fresh"
-            )
-    elif not cfg.fresh:
-        run = store.find_run(config_hash=config_hash, kind=kind)
-    if run is None:
-        run_id = store.create_run(
-            kind=kind,
-            config_hash=config_hash,
-            config=identity,
-            tasks=tasks,
-            model=cfg.model,
-            base_url=cfg.endpoint_label,
-            price=price.as_record(),
-            budget_pusd=budget,
-            version=__version__,
-        )
-        if on_open is not None:
-            on_open(store, run_id, False)
-        return run_id, False
-    run_id = run["run_id"]
-    if on_open is not None:
-        on_open(store, run_id, True)
-    updates: dict[str, Any] = {
-        "status": "running",
-        "status_detail": None,
-        "price_json": orjson.dumps(price.as_record()).decode(),
-    }
-    if budget is not None:
-        updates["budget_pusd"] = budget
-    store.update_run(run_id, **updates)
-    return run_id, True
-
-
 def _say(message: str) -> None:
     """A one-line message while a run goes (an endpoint out of rotation); above a live view."""
     Console(stderr=True, highlight=False, soft_wrap=True).print(message, markup=False)
-
-
-def _mark_lost(store: Store, run_id: str) -> int:
-    """Reservations never closed (a crash): count them as spent. Returns how many.
-
-    A reservation is durable only once its request is about to leave, so these are the
-    requests that were at the provider when the session died (at most its concurrency).
-    """
-    rows = store.open_reservations(run_id)
-    if rows:
-        store.writer.put(
-            [
-                LedgerRow(call_id, res_no, run_id, "lost", pusd, None, None, None, None, None)
-                for call_id, res_no, pusd in rows
-            ]
-        )
-        store.writer.flush_blocking()
-    return len(rows)
 
 
 @contextlib.asynccontextmanager
@@ -270,19 +194,22 @@ async def call_session(
     transport = transport or AiohttpTransport()
     try:
         counter = get_counter(price.tokenizer)
-        run_id, resumed = _open_run(
+        run_id, resumed = open_run(
             store,
-            cfg,
+            run_id=cfg.run_id,
+            fresh=cfg.fresh,
             kind=kind,
             identity=identity,
             tasks=tasks,
-            price=price,
+            model=cfg.model,
+            endpoint=cfg.endpoint_label,
+            price=price.as_record(),
             budget=budget,
             on_open=on_open,
         )
         if on_run is not None:
             on_run(run_id, resumed, cfg.model)
-        lost = _mark_lost(store, run_id)
+        lost = mark_lost_reservations(store, run_id)
         if lost:
             notes.append(
                 f"{lost} request(s) at the provider when the last session stopped were "

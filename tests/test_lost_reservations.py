@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from halugen.session import _mark_lost
 from halugen.store.db import open_store
 from halugen.store.rows import LedgerRow
+from halugen.store.run_open import mark_lost_reservations
 
 USD = 10**12
 
@@ -50,7 +50,7 @@ def test_open_reservations_of_a_crashed_session_count_as_spent_once(tmp_path: Pa
 
     with open_store(db) as store:  # the next session
         assert store.spent("r1") == USD
-        assert _mark_lost(store, "r1") == 1
+        assert mark_lost_reservations(store, "r1") == 1
         assert store.spent("r1") == USD + 3 * USD
-        assert _mark_lost(store, "r1") == 0  # counted once
+        assert mark_lost_reservations(store, "r1") == 0  # counted once
         assert store.spent("r2") == 0  # the other run is left alone

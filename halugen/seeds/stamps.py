@@ -67,7 +67,7 @@ def record_stamps(store: Any, run_id: str, stamps: Sequence[FileStamp]) -> None:
 
 
 def settle_stamps(stamps: Sequence[FileStamp]) -> Callable[[Any, str, bool], None]:
-    """What a session does with ``stamps`` once it has its run (``session.OnOpen``): record
+    """What a session does with ``stamps`` once it has its run (``store.run_open.OnOpen``): record
     them with a new run, check them against the recorded ones on resume."""
 
     def settle(store: Any, run_id: str, resumed: bool) -> None:
