@@ -27,10 +27,11 @@ _CLAUSE = re.compile(r"(?<!\d),|,(?!\s?\d)|[;:()\[\]\"“”]|[.!?](?:\s|$)|\n")
 _EDGE = "'\"“”‘’()[];:!?"
 
 
-def _word_shape(word: str) -> str:
+def _word_shape(word: str, norm: str) -> str:
+    """``word``'s shape; ``norm`` is ``normalise(word)``."""
     if any(c.isdigit() for c in word):
         return "9"
-    if normalise(word) in STOP:
+    if norm in STOP:
         return "s"
     if word[:1].isupper():
         return "A"
@@ -40,19 +41,36 @@ def _word_shape(word: str) -> str:
 def shape_of(text: str) -> tuple[str, ...]:
     """Word by word: "9" a number, "s" a stop word ("The" too: it is no name), "A"
     another capitalised word, "a" another lower-case word."""
-    return tuple(_word_shape(w) for w in text.split())
+    return tuple(_word_shape(w, normalise(w)) for w in text.split())
+
+
+@lru_cache(maxsize=256)
+def _clauses(record: str) -> tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...]:
+    """Each clause of ``record``: its words, their shapes and their normalised forms (each
+    word's computed once, however many runs it stands in)."""
+    out = []
+    for clause in _CLAUSE.split(record):
+        words = tuple(w for w in (w.strip(_EDGE) for w in clause.split()) if w)
+        norms = tuple(normalise(w) for w in words)
+        out.append((words, tuple(map(_word_shape, words, norms)), norms))
+    return tuple(out)
 
 
 @lru_cache(maxsize=1024)
-def _runs(record: str, size: int) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """Every run of ``size`` words inside one clause of ``record``, with its shape."""
-    out: list[tuple[str, tuple[str, ...]]] = []
-    for clause in _CLAUSE.split(record):
-        words = [w.strip(_EDGE) for w in clause.split()]
-        words = [w for w in words if w]
+def _runs(record: str, size: int) -> tuple[tuple[str, tuple[str, ...], str], ...]:
+    """Every run of ``size`` words inside one clause of ``record``: its text, its shape and
+    its normalised text (``normalise`` of the text: the words' normalised forms joined, an
+    empty one left out)."""
+    out: list[tuple[str, tuple[str, ...], str]] = []
+    for words, shapes, norms in _clauses(record):
         for i in range(len(words) - size + 1):
-            run = words[i : i + size]
-            out.append((" ".join(run), tuple(_word_shape(w) for w in run)))
+            out.append(
+                (
+                    " ".join(words[i : i + size]),
+                    shapes[i : i + size],
+                    " ".join(n for n in norms[i : i + size] if n),
+                )
+            )
     return tuple(out)
 
 
@@ -75,8 +93,7 @@ def record_span(
     seen = {norm_right}
     avoided = f" {normalise(avoid)} "
     tiers: tuple[list[str], list[str], list[str]] = ([], [], [])
-    for text, run_shape in _runs(record, len(words)):
-        norm = normalise(text)
+    for text, run_shape, norm in _runs(record, len(words)):
         if run_shape != shape or not norm or norm in seen or f" {norm} " in avoided:
             continue
         seen.add(norm)
