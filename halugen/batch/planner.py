@@ -30,7 +30,8 @@ from ..llm.strategy import DEFERRED
 from ..records import ChatRequest, ChatResult
 from ..stats import RunStats
 from ..store import batch_queries
-from ..store.db import KeyIndex, Store
+from ..store.db import Store
+from ..store.key_index import KeyIndex
 from ..store.rows import CandidateRow, FilterDecisionRow, SeedOutcomeRow
 from ..store.writer import WriterRow
 from ..tokens import TokenCounter

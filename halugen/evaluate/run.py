@@ -38,7 +38,7 @@ from ..llm.transport import Transport
 from ..prompts import Template
 from ..session import CallSession, OnRun, call_session, drive, resolve_model
 from ..store import session_queries
-from ..store.db import KeyIndex, key_prefix
+from ..store.key_index import KeyIndex, key_prefix
 from ..tasks.base import TaskSpec
 from ..tasks.catalog import TaskCatalog, read_task
 from ..tasks.stored import remember

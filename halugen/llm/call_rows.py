@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from ..errors import LLMError
 from ..records import ChatRequest, ChatResult
-from ..store.db import key_prefix
+from ..store.key_index import key_prefix
 from ..store.rows import CallLogRow, LedgerRow
 
 __all__ = [

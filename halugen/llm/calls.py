@@ -43,7 +43,8 @@ from ..errors import (
 from ..prompts import PER_MESSAGE_TOKENS, PER_REQUEST_TOKENS
 from ..records import ChatRequest, ChatResult
 from ..stats import RunStats, StageStats
-from ..store.db import KeyIndex, Store
+from ..store.db import Store
+from ..store.key_index import KeyIndex
 from ..store.rows import CallRequestRow, LedgerRow
 from ..tokens import TokenCounter
 from .calibration import FirstCallAlone
@@ -176,7 +177,7 @@ class CallRunner:
         self._next_call_id += 1
 
         if key in self._known:
-            cached = self._from_cache(request, key, call_id, stage, task, seed_key)
+            cached = await self._from_cache(request, key, call_id, stage, task, seed_key)
             if cached is not None:
                 st.done += 1
                 st.cached += 1
@@ -445,10 +446,10 @@ class CallRunner:
             message = f"{message}; {retry_history(earlier)}"
         self.writer.put([log_row(call, self.run_id, status, error=error, message=message[:1000])])
 
-    def _from_cache(
+    async def _from_cache(
         self, request: ChatRequest, key: str, call_id: int, stage: str, task: str, seed_key: str
     ) -> ChatResult | None:
-        row = self.store.cached_response(key)
+        row = await self.store.answers.get(key)
         result = stored_result(row, request.model) if row is not None else None
         if row is None or result is None:
             return None  # an unreadable cache entry is simply not a hit

@@ -40,7 +40,7 @@ from ..options.table import default
 from ..records import BadRecord, ChatRequest, fingerprint
 from ..session import CallSession, OnRun, call_session, drive, resolve_model
 from ..store import session_queries
-from ..store.db import KeyIndex, key_prefix
+from ..store.key_index import KeyIndex, key_prefix
 from ..store.rows import (
     BadRecordRow,
     PreselectDroppedRow,

@@ -23,7 +23,7 @@ from anyio.abc import ObjectSendStream
 
 from ..errors import InputError
 from ..records import BadRecord, Seed
-from ..store.db import KeyIndex
+from ..store.key_index import KeyIndex
 from ..store.rows import BadRecordRow, SeedOutcomeRow, SeedRow
 from .context import GenContext
 from .fit import FitResult, fit_to_context

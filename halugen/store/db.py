@@ -12,9 +12,7 @@ import logging
 import os
 import re
 import uuid
-from array import array
-from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,8 +21,10 @@ import duckdb
 import orjson
 
 from ..errors import StoreError, StoreInUse, UnusableStore
+from .answer_lookup import AnswerRow, StoredAnswers, answer_row
 from .failures import damaged_store, is_locked, open_failure, write_error
 from .journal import Journal, journal_path, replay
+from .key_index import KeyIndex, key_prefix
 from .live import LiveConnection, connect_live
 from .live_guard import QueryLimits
 from .live_server import Action, LiveReadServer
@@ -32,60 +32,12 @@ from .migrations import MIGRATIONS
 from .views import VIEWS
 from .writer import StoreWriter
 
-__all__ = ["KeyIndex", "RunRow", "Store", "now", "open_store"]
+__all__ = ["RunRow", "Store", "now", "open_store"]
 
 
 def now() -> datetime:
     """UTC wall time without tzinfo (DuckDB TIMESTAMP)."""
     return datetime.now(UTC).replace(tzinfo=None)
-
-
-def key_prefix(key: str) -> int:
-    """First 8 bytes of a hex key as a signed 64-bit integer."""
-    v = int(key[:16], 16)
-    return v - (1 << 64) if v >= (1 << 63) else v
-
-
-class KeyIndex:
-    """A sorted array of 64-bit key prefixes: 8 bytes per key, membership in O(log n).
-
-    Used to know, without a query, whether the store may hold something for a key; a hit
-    is confirmed against the full key in the store.
-
-    Keys added while a run goes wait in a small set (a Python int in a set costs about
-    70 bytes) and are merged into the array every ``MERGE_EVERY`` keys, so a run that adds
-    a key per call or per seed stays at about 8 bytes per key.
-    """
-
-    MERGE_EVERY = 4096
-
-    def __init__(self, prefixes: Iterable[int] = ()) -> None:
-        self._sorted = array("q", sorted(prefixes))
-        self._added: set[int] = set()
-
-    def __len__(self) -> int:
-        return len(self._sorted) + len(self._added)
-
-    def add(self, key: str) -> None:
-        self._added.add(key_prefix(key))
-        if len(self._added) >= self.MERGE_EVERY:
-            self._merge()
-
-    def _merge(self) -> None:
-        import numpy as np  # loaded by the store writer already; not by `import halugen`
-
-        added = np.fromiter(self._added, dtype=np.int64, count=len(self._added))
-        merged = np.concatenate((np.frombuffer(self._sorted, dtype=np.int64), added))
-        merged.sort(kind="stable")
-        self._sorted = array("q", merged.tobytes())
-        self._added = set()
-
-    def __contains__(self, key: str) -> bool:
-        p = key_prefix(key)
-        if p in self._added:
-            return True
-        i = bisect_left(self._sorted, p)
-        return i < len(self._sorted) and self._sorted[i] == p
 
 
 class RunRow(dict[str, Any]):
@@ -97,6 +49,7 @@ class Store:
         self.path = path
         self.conn: Any = conn
         self._writer: StoreWriter | None = None
+        self._answers: StoredAnswers | None = None
         self._live_server: LiveReadServer | None = None
 
     @property
@@ -118,6 +71,16 @@ class Store:
                 journal=lambda: Journal(self.path, conn.cursor()),
             )
         return self._writer
+
+    @property
+    def answers(self) -> StoredAnswers:
+        """Stored answers by request key, fetched in groups off the event loop."""
+        if self.is_live:
+            raise StoreError(f"store {self.path} is held by a running halugen process: read only")
+        if self._answers is None:
+            writer = self.writer
+            self._answers = StoredAnswers(self.conn.cursor, writer.journaled_answer)
+        return self._answers
 
     @property
     def live_server(self) -> LiveReadServer | None:
@@ -157,6 +120,9 @@ class Store:
         try:
             if server is not None:
                 server.stop_answering()
+            if self._answers is not None:
+                self._answers.close()
+                self._answers = None
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
@@ -246,23 +212,17 @@ class Store:
         rows = self.conn.execute("SELECT key_prefix FROM call_log WHERE status = 'ok'").fetchall()
         return KeyIndex(r[0] for r in rows)
 
-    def cached_response(self, key: str) -> tuple[Any, ...] | None:
+    def cached_response(self, key: str) -> AnswerRow | None:
         """(response_json, prompt_tokens, completion_tokens, cached_tokens,
-        usage_estimated) of a key's stored answer."""
+        usage_estimated) of a key's stored answer (many at once: ``answers``)."""
         if self._writer is not None:  # durable in the journal, maybe not in DuckDB yet
             row = self._writer.journaled_answer(key)
             if row is not None:
-                return (
-                    row.response_json,
-                    row.prompt_tokens,
-                    row.completion_tokens,
-                    row.cached_tokens,
-                    row.usage_estimated,
-                )
+                return answer_row(row)
         return self.conn.execute(
             "SELECT response_json, prompt_tokens, completion_tokens, cached_tokens, "
             "usage_estimated FROM call_log WHERE key_prefix = ? AND key = ? AND status = 'ok' "
-            "LIMIT 1",
+            "ORDER BY call_id LIMIT 1",
             [key_prefix(key), key],
         ).fetchone()
 

@@ -13,7 +13,8 @@ import duckdb
 from halugen.budget import Ledger
 from halugen.engine import _finish
 from halugen.stats import RunStats
-from halugen.store.db import STORE_MEMORY_LIMIT, KeyIndex, open_store
+from halugen.store.db import STORE_MEMORY_LIMIT, open_store
+from halugen.store.key_index import KeyIndex
 from halugen.store.rows import LedgerRow, SeedOutcomeRow, SeedRow
 
 

@@ -8,7 +8,8 @@ import duckdb
 import pytest
 
 from halugen.errors import StoreError
-from halugen.store.db import KeyIndex, key_prefix, open_store
+from halugen.store.db import open_store
+from halugen.store.key_index import KeyIndex, key_prefix
 from halugen.store.migrations import MIGRATIONS
 from halugen.store.rows import TABLE_COLUMNS, BadRecordRow, LedgerRow, SeedOutcomeRow, Statement
 from halugen.store.writer import StoreWriter
