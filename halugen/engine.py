@@ -26,6 +26,7 @@ from .budget import Ledger
 from .config import RunConfig
 from .context_window import session_window, window_learner
 from .cost.prices import ModelPrice, format_usd
+from .cost.run_price import RunPrice, check_judge_price, resolve_price
 from .cut_note import cut_note, window_origin, window_phrase
 from .endings import closing, with_failed_work
 from .errors import UsageError
@@ -36,10 +37,10 @@ from .llm.transport import AiohttpTransport, Transport
 from .records import Seed
 from .seeds import expand_paths, formats_by_task, read_seeds
 from .seeds.stamps import settle_stamps, stamp_files
-from .session import OnRun, call_session, drive, prepare_endpoint, resolve_price
+from .session import OnRun, call_session, drive, prepare_endpoint
 from .stages.context import GenContext
 from .stages.seeds import SeedSource
-from .stages.verify import check_judge_price, verify_run
+from .stages.verify import verify_run
 from .stages.wiring import run_pipeline
 from .stats import RunStats
 from .store import session_queries
@@ -228,18 +229,17 @@ async def generate(
         raise UsageError("no seed files given: pass --seeds FILE (or set seeds in halugen.toml)")
     if tasks is None:
         cfg, tasks = read_run_tasks(cfg)
-    # the tasks, inputs and model are settled (and checked) once, before any call
-    cfg, files_of, loaded = _read_tasks(cfg, tasks)
     owned = transport is None
     transport = transport or AiohttpTransport()
     try:
-        cfg, info, endpoint_notes = await prepare_endpoint(cfg, transport)
+        # the tasks, inputs, model and price are settled (and checked) once, before any call
+        run = await _settle(cfg, tasks, transport)
         if cfg.batch is None:
-            return await _generate(cfg, files_of, loaded, info, endpoint_notes, transport,
-                                   console, on_run, SendNow())  # fmt: skip
+            return await _generate(run, transport, console, on_run, SendNow())
         return await run_in_batches(
             partial(generate_session, tasks=tasks),
-            cfg,
+            run.cfg,
+            run.price.price,
             transport=transport,
             console=console,
             on_run=on_run,
@@ -260,40 +260,48 @@ async def generate_session(
 ) -> RunOutcome:
     """One session of generation for ``cfg``, its calls made as ``calls`` says; ``tasks``
     holds the tasks ``cfg.tasks`` names (``read_run_tasks``)."""
-    cfg, files_of, loaded = _read_tasks(cfg, tasks)
     owned = transport is None
     transport = transport or AiohttpTransport()
     try:
-        cfg, info, endpoint_notes = await prepare_endpoint(cfg, transport)
-        return await _generate(cfg, files_of, loaded, info, endpoint_notes, transport, console,
+        return await _generate(await _settle(cfg, tasks, transport), transport, console,
                                on_run, calls)  # fmt: skip
     finally:
         if owned:
             await transport.aclose()
 
 
-def _read_tasks(
-    cfg: RunConfig, catalog: TaskCatalog
-) -> tuple[RunConfig, dict[str, list[str]], dict[str, LoadedTask]]:
-    """``cfg`` with its tasks resolved, the seed files of each, and its loaded tasks."""
+@dataclass(frozen=True)
+class _Settled:
+    """What a session of generation settles before its run opens."""
+
+    cfg: RunConfig  # its tasks resolved, its model settled
+    files_of: dict[str, list[str]]  # the seed files of each task
+    tasks: dict[str, LoadedTask]
+    info: EndpointInfo  # what the server said of itself
+    notes: list[str]  # the endpoint's notes, for the user
+    price: RunPrice
+
+
+async def _settle(cfg: RunConfig, catalog: TaskCatalog, transport: Transport) -> _Settled:
+    """``cfg``'s tasks, inputs, model and price, each read and checked once."""
     if not cfg.seeds:
         raise UsageError("no seed files given: pass --seeds FILE (or set seeds in halugen.toml)")
     cfg, files_of = resolve_tasks(cfg, catalog)
-    return cfg, files_of, load_tasks((catalog[name] for name in cfg.tasks), cfg.prompts_dir)
+    tasks = load_tasks((catalog[name] for name in cfg.tasks), cfg.prompts_dir)
+    cfg, info, notes = await prepare_endpoint(cfg, transport)
+    price = resolve_price(cfg)
+    check_judge_price(cfg, price.price)  # before the run opens
+    return _Settled(cfg, files_of, tasks, info, notes, price)
 
 
 async def _generate(
-    cfg: RunConfig,
-    files_of: dict[str, list[str]],
-    tasks: dict[str, LoadedTask],
-    info: EndpointInfo,
-    endpoint_notes: list[str],
+    run: _Settled,
     transport: Transport,
     console: Console | None,
     on_run: OnRun | None,
     calls: CallMode,
 ) -> RunOutcome:
-    check_judge_price(cfg, resolve_price(cfg)[0])  # before the run opens
+    cfg, files_of, tasks, info = run.cfg, run.files_of, run.tasks, run.info
     files = expand_paths([path for paths in files_of.values() for path in paths])
     async with call_session(
         cfg,
@@ -301,6 +309,7 @@ async def _generate(
         identity=cfg.identity(template_hashes(tasks)),
         tasks=",".join(cfg.tasks),
         calls=calls,
+        run_price=run.price,
         transport=transport,
         on_run=on_run,
         modes={JSON_SCHEMA: cfg.structured},
@@ -313,7 +322,7 @@ async def _generate(
         tasks = plan_tasks(tasks, session.price, session.runner.counter, batch=plan == "batch")
         for loaded in tasks.values():  # a user's task folder: read back without the folder
             remember(store, loaded.spec)
-        session.notes[:0] = endpoint_notes
+        session.notes[:0] = run.notes
         window, source, requeued = session_window(
             store,
             run_id,

@@ -31,14 +31,14 @@ from rich.console import Console
 
 from ..budget import Ledger
 from ..config import BatchOptions, RunConfig, Timeouts
-from ..cost.prices import format_usd
+from ..cost.prices import ModelPrice, format_usd
 from ..errors import EXIT_CODES, HalugenError
 from ..llm.batch_client import BatchClient
 from ..llm.calls import CallFailure
 from ..llm.limiter import RateLimiter
 from ..llm.transport import AiohttpTransport, Transport
 from ..progress import ProgressView
-from ..session import OnRun, resolve_price
+from ..session import OnRun
 from ..signals import on_signals
 from ..stats import RunStats
 from ..store.db import open_store
@@ -110,6 +110,7 @@ def ask_on_interrupt(live: int) -> str:
 async def run_in_batches(
     open_pass: OpenPass[Out],
     cfg: RunConfig,
+    price: ModelPrice,
     *,
     transport: Transport | None = None,
     console: Console | None = None,
@@ -117,7 +118,7 @@ async def run_in_batches(
 ) -> Out:
     """Run a kind's pipeline in batch mode (``cfg.batch``), one planning pass after another:
     each pass is the session ``open_pass(pass settings, PlanForBatch(plan), transport=,
-    console=, on_run=)``."""
+    console=, on_run=)``. ``cfg``'s model and its ``price`` are settled by the caller."""
     opts = cfg.batch
     assert opts is not None
     console = console or Console(stderr=True)
@@ -157,7 +158,9 @@ async def run_in_batches(
                     highlight=False,
                 )
             try:
-                step = await _send_and_wait(cfg, opts, plan, outcome, transport, console, state)
+                step = await _send_and_wait(
+                    cfg, opts, price, plan, outcome, transport, console, state
+                )
             except HalugenError as exc:
                 step = ("failed", f"{_what(outcome)} failed: {exc}")
             if step == "nothing":
@@ -177,6 +180,7 @@ def _quiet() -> Console:
 async def _send_and_wait(
     cfg: RunConfig,
     opts: BatchOptions,
+    price: ModelPrice,
     plan: PassPlan,
     outcome: KindOutcome,
     transport: Transport,
@@ -188,7 +192,6 @@ async def _send_and_wait(
     Returns "collected" (plan again), "nothing" (no batch and nothing to send: done), or
     (status, message) for a stop: budget_exhausted or interrupted.
     """
-    price, _ = resolve_price(cfg)
     run_id = outcome.run_id
     store = open_store(cfg.db)
     try:
