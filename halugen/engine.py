@@ -14,10 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import anyio
-import orjson
 from rich.console import Console
 
 from .batch.modes import SendNow
@@ -34,7 +32,6 @@ from .llm.capabilities import JSON_SCHEMA
 from .llm.endpoint import EndpointInfo, is_openai, takes_cache_key
 from .llm.strategy import CallMode
 from .llm.transport import AiohttpTransport, Transport
-from .records import Seed
 from .seeds import expand_paths, formats_by_task, read_seeds
 from .seeds.stamps import settle_stamps, stamp_files
 from .session import OnRun, call_session, drive, prepare_endpoint
@@ -46,6 +43,7 @@ from .stats import RunStats
 from .store import session_queries
 from .store.db import Store
 from .store.queries import cut_counts
+from .store.run_open import pending_seeds
 from .tasks import TASK_NAMES
 from .tasks.base import TaskSpec
 from .tasks.catalog import TaskCatalog, read_tasks
@@ -196,20 +194,6 @@ def template_hashes(tasks: dict[str, LoadedTask]) -> dict[str, str]:
     return out
 
 
-def _seed_from_row(task: str, row: tuple[Any, ...]) -> Seed:
-    seed_key, seed_id, dataset, source_file, source_line, fields_json, truncated = row
-    return Seed(
-        task=task,
-        fields=orjson.loads(fields_json),
-        seed_id=seed_id or "",
-        source_file=source_file or "",
-        source_line=source_line or 0,
-        dataset=dataset or "",
-        key=seed_key,
-        truncated_tokens=truncated or 0,
-    )
-
-
 async def generate(
     cfg: RunConfig,
     *,
@@ -323,6 +307,22 @@ async def _generate(
         for loaded in tasks.values():  # a user's task folder: read back without the folder
             remember(store, loaded.spec)
         session.notes[:0] = run.notes
+
+        def lower_window(server_window: int) -> None:
+            if server_window < ctx.context_window:
+                ctx.context_window = server_window
+                ctx.stats.window = server_window
+                ctx.stats.window_origin = window_origin(
+                    source="learned", window=server_window, slots=None
+                )
+
+        # a window a context-length reply names lowers the session's (``ctx``, made below
+        # before any call) and is remembered for the endpoint's next runs
+        session.runner.on_context_window = window_learner(
+            store.writer, base_url=cfg.base_url, model=cfg.model, apply=lower_window
+        )
+        # seeds rejected for an earlier, smaller window are queued again: before the pending
+        # seeds are read below
         window, source, requeued = session_window(
             store,
             run_id,
@@ -333,15 +333,6 @@ async def _generate(
             card_window=session.price.context_window,
         )
         cache_keys = takes_cache_key(cfg.base_url)
-        session.stats.window = window
-        session.stats.window_origin = window_origin(
-            source=source, window=window, slots=info.slots if info is not None else None
-        )
-        if requeued:
-            session.notes.append(
-                f"{requeued} seed(s) rejected for context_length are tried again: the context "
-                f"window is now {window:,} tokens (from {source})"
-            )
         ctx = GenContext(
             run_id=run_id,
             model=cfg.model,
@@ -360,21 +351,9 @@ async def _generate(
             prompts_dir=cfg.prompts_dir,
             cache_keys=cache_keys,
         )
-
-        def lower_window(server_window: int) -> None:
-            if server_window < ctx.context_window:
-                ctx.context_window = server_window
-                ctx.stats.window = server_window
-                ctx.stats.window_origin = window_origin(
-                    source="learned", window=server_window, slots=None
-                )
-
-        session.runner.on_context_window = window_learner(
-            store.writer, base_url=cfg.base_url, model=cfg.model, apply=lower_window
-        )
         sources = []
         for task in cfg.tasks:
-            pending = [_seed_from_row(task, r) for r in store.pending_seeds(run_id, task)]
+            pending = pending_seeds(store, run_id, task)
             for seed in pending:
                 rows = store.stored_candidates(run_id, task, seed.key)
                 if rows:
@@ -399,6 +378,15 @@ async def _generate(
                 )
             )
             session.stats.seeds_total[task] = cfg.limit
+        session.stats.window = window
+        session.stats.window_origin = window_origin(
+            source=source, window=window, slots=info.slots if info is not None else None
+        )
+        if requeued:
+            session.notes.append(
+                f"{requeued} seed(s) rejected for context_length are tried again: the context "
+                f"window is now {window:,} tokens (from {source})"
+            )
 
         async def pipeline() -> None:
             await run_pipeline(ctx, sources, wanted=session.pool.wanted)
