@@ -307,6 +307,8 @@ async def _generate(
         for loaded in tasks.values():  # a user's task folder: read back without the folder
             remember(store, loaded.spec)
         session.notes[:0] = run.notes
+        announced = info.window(cfg.model)  # what the server says of its window, if anything
+        cache_keys = takes_cache_key(cfg.base_url)
 
         def lower_window(server_window: int) -> None:
             if server_window < ctx.context_window:
@@ -327,12 +329,12 @@ async def _generate(
             store,
             run_id,
             flag=cfg.context_window,
-            info=info,
+            announced=announced,
+            announced_by=info.source,
             base_url=cfg.base_url,
             model=cfg.model,
             card_window=session.price.context_window,
         )
-        cache_keys = takes_cache_key(cfg.base_url)
         ctx = GenContext(
             run_id=run_id,
             model=cfg.model,
