@@ -241,17 +241,7 @@ async def _send_and_wait(
         # the batches' lines
         for name in ("seeds_total", "sampled", "rejected", "failed", "bad_records", "words"):
             setattr(state.stats, name, getattr(state.pass_stats, name))
-        view = (
-            ProgressView(
-                stats=state.stats,
-                ledger=ledger,
-                limiter_snapshot=RateLimiter(cfg.rate).snapshot,
-                console=console,
-                batches=jobs.rows,
-            )
-            if cfg.progress
-            else None
-        )
+        view: ProgressView | None = None
         presses = 0
         scope = anyio.CancelScope()
 
@@ -267,6 +257,15 @@ async def _send_and_wait(
                 await jobs.resume()
                 if plan.requests:
                     await jobs.submit(plan.requests.values(), opts, stop=lambda: presses > 0)
+                # the view: the batches now at the provider, beside the budget
+                if cfg.progress:
+                    view = ProgressView(
+                        stats=state.stats,
+                        ledger=ledger,
+                        limiter_snapshot=RateLimiter(cfg.rate).snapshot,
+                        console=console,
+                        batches=jobs.rows,
+                    )
                 if not jobs.live and not presses:
                     if jobs.budget_short:
                         ledger.exhausted = True
