@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .llm.endpoint import EndpointInfo
 from .store import run_queries
 from .store.db import Store
 from .store.rows import EndpointFactRow, SeedOutcomeRow
@@ -39,18 +38,20 @@ def effective_window(
     store: Store,
     *,
     flag: int | None,
-    info: EndpointInfo | None,
+    announced: int | None,
+    announced_by: str,
     base_url: str,
     model: str,
     card_window: int,
     run_id: str | None = None,
 ) -> tuple[int, str]:
-    """(window, where it came from); ``run_id``: the run whose earlier window may be used."""
+    """(window, where it came from). ``announced``: the window the server says it serves
+    ``model`` with (``llm.endpoint.EndpointInfo.window``), ``announced_by`` which of its
+    answers said so; ``run_id``: the run whose earlier window may be used."""
     if flag:
         return flag, "--context-window"
-    announced = info.window(model) if info is not None else None
     if announced:
-        return announced, f"the server ({info.source if info else ''})"
+        return announced, f"the server ({announced_by})"
     told = run_queries.endpoint_window(store, base_url.rstrip("/"), model)
     if told is not None:
         return told, "an earlier context-length reply of the server"
@@ -72,7 +73,8 @@ def session_window(
     run_id: str,
     *,
     flag: int | None,
-    info: EndpointInfo | None,
+    announced: int | None,
+    announced_by: str,
     base_url: str,
     model: str,
     card_window: int,
@@ -85,7 +87,8 @@ def session_window(
     window, source = effective_window(
         store,
         flag=flag,
-        info=info,
+        announced=announced,
+        announced_by=announced_by,
         base_url=base_url,
         model=model,
         card_window=card_window,

@@ -14,10 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import anyio
-import orjson
 from rich.console import Console
 
 from .batch.modes import SendNow
@@ -26,6 +24,7 @@ from .budget import Ledger
 from .config import RunConfig
 from .context_window import session_window, window_learner
 from .cost.prices import ModelPrice, format_usd
+from .cost.run_price import RunPrice, check_judge_price, resolve_price
 from .cut_note import cut_note, window_origin, window_phrase
 from .endings import closing, with_failed_work
 from .errors import UsageError
@@ -33,18 +32,18 @@ from .llm.capabilities import JSON_SCHEMA
 from .llm.endpoint import EndpointInfo, is_openai, takes_cache_key
 from .llm.strategy import CallMode
 from .llm.transport import AiohttpTransport, Transport
-from .records import Seed
 from .seeds import expand_paths, formats_by_task, read_seeds
 from .seeds.stamps import settle_stamps, stamp_files
-from .session import OnRun, call_session, drive, prepare_endpoint, resolve_price
+from .session import OnRun, call_session, drive, prepare_endpoint
 from .stages.context import GenContext
 from .stages.seeds import SeedSource
-from .stages.verify import check_judge_price, verify_run
+from .stages.verify import verify_run
 from .stages.wiring import run_pipeline
 from .stats import RunStats
 from .store import session_queries
 from .store.db import Store
 from .store.queries import cut_counts
+from .store.run_open import pending_seeds
 from .tasks import TASK_NAMES
 from .tasks.base import TaskSpec
 from .tasks.catalog import TaskCatalog, read_tasks
@@ -195,20 +194,6 @@ def template_hashes(tasks: dict[str, LoadedTask]) -> dict[str, str]:
     return out
 
 
-def _seed_from_row(task: str, row: tuple[Any, ...]) -> Seed:
-    seed_key, seed_id, dataset, source_file, source_line, fields_json, truncated = row
-    return Seed(
-        task=task,
-        fields=orjson.loads(fields_json),
-        seed_id=seed_id or "",
-        source_file=source_file or "",
-        source_line=source_line or 0,
-        dataset=dataset or "",
-        key=seed_key,
-        truncated_tokens=truncated or 0,
-    )
-
-
 async def generate(
     cfg: RunConfig,
     *,
@@ -228,18 +213,17 @@ async def generate(
         raise UsageError("no seed files given: pass --seeds FILE (or set seeds in halugen.toml)")
     if tasks is None:
         cfg, tasks = read_run_tasks(cfg)
-    # the tasks, inputs and model are settled (and checked) once, before any call
-    cfg, files_of, loaded = _read_tasks(cfg, tasks)
     owned = transport is None
     transport = transport or AiohttpTransport()
     try:
-        cfg, info, endpoint_notes = await prepare_endpoint(cfg, transport)
+        # the tasks, inputs, model and price are settled (and checked) once, before any call
+        run = await _settle(cfg, tasks, transport)
         if cfg.batch is None:
-            return await _generate(cfg, files_of, loaded, info, endpoint_notes, transport,
-                                   console, on_run, SendNow())  # fmt: skip
+            return await _generate(run, transport, console, on_run, SendNow())
         return await run_in_batches(
             partial(generate_session, tasks=tasks),
-            cfg,
+            run.cfg,
+            run.price.price,
             transport=transport,
             console=console,
             on_run=on_run,
@@ -260,40 +244,48 @@ async def generate_session(
 ) -> RunOutcome:
     """One session of generation for ``cfg``, its calls made as ``calls`` says; ``tasks``
     holds the tasks ``cfg.tasks`` names (``read_run_tasks``)."""
-    cfg, files_of, loaded = _read_tasks(cfg, tasks)
     owned = transport is None
     transport = transport or AiohttpTransport()
     try:
-        cfg, info, endpoint_notes = await prepare_endpoint(cfg, transport)
-        return await _generate(cfg, files_of, loaded, info, endpoint_notes, transport, console,
+        return await _generate(await _settle(cfg, tasks, transport), transport, console,
                                on_run, calls)  # fmt: skip
     finally:
         if owned:
             await transport.aclose()
 
 
-def _read_tasks(
-    cfg: RunConfig, catalog: TaskCatalog
-) -> tuple[RunConfig, dict[str, list[str]], dict[str, LoadedTask]]:
-    """``cfg`` with its tasks resolved, the seed files of each, and its loaded tasks."""
+@dataclass(frozen=True)
+class _Settled:
+    """What a session of generation settles before its run opens."""
+
+    cfg: RunConfig  # its tasks resolved, its model settled
+    files_of: dict[str, list[str]]  # the seed files of each task
+    tasks: dict[str, LoadedTask]
+    info: EndpointInfo  # what the server said of itself
+    notes: list[str]  # the endpoint's notes, for the user
+    price: RunPrice
+
+
+async def _settle(cfg: RunConfig, catalog: TaskCatalog, transport: Transport) -> _Settled:
+    """``cfg``'s tasks, inputs, model and price, each read and checked once."""
     if not cfg.seeds:
         raise UsageError("no seed files given: pass --seeds FILE (or set seeds in halugen.toml)")
     cfg, files_of = resolve_tasks(cfg, catalog)
-    return cfg, files_of, load_tasks((catalog[name] for name in cfg.tasks), cfg.prompts_dir)
+    tasks = load_tasks((catalog[name] for name in cfg.tasks), cfg.prompts_dir)
+    cfg, info, notes = await prepare_endpoint(cfg, transport)
+    price = resolve_price(cfg)
+    check_judge_price(cfg, price.price)  # before the run opens
+    return _Settled(cfg, files_of, tasks, info, notes, price)
 
 
 async def _generate(
-    cfg: RunConfig,
-    files_of: dict[str, list[str]],
-    tasks: dict[str, LoadedTask],
-    info: EndpointInfo,
-    endpoint_notes: list[str],
+    run: _Settled,
     transport: Transport,
     console: Console | None,
     on_run: OnRun | None,
     calls: CallMode,
 ) -> RunOutcome:
-    check_judge_price(cfg, resolve_price(cfg)[0])  # before the run opens
+    cfg, files_of, tasks, info = run.cfg, run.files_of, run.tasks, run.info
     files = expand_paths([path for paths in files_of.values() for path in paths])
     async with call_session(
         cfg,
@@ -301,6 +293,7 @@ async def _generate(
         identity=cfg.identity(template_hashes(tasks)),
         tasks=",".join(cfg.tasks),
         calls=calls,
+        run_price=run.price,
         transport=transport,
         on_run=on_run,
         modes={JSON_SCHEMA: cfg.structured},
@@ -313,26 +306,35 @@ async def _generate(
         tasks = plan_tasks(tasks, session.price, session.runner.counter, batch=plan == "batch")
         for loaded in tasks.values():  # a user's task folder: read back without the folder
             remember(store, loaded.spec)
-        session.notes[:0] = endpoint_notes
+        session.notes[:0] = run.notes
+        announced = info.window(cfg.model)  # what the server says of its window, if anything
+        cache_keys = takes_cache_key(cfg.base_url)
+
+        def lower_window(server_window: int) -> None:
+            if server_window < ctx.context_window:
+                ctx.context_window = server_window
+                ctx.stats.window = server_window
+                ctx.stats.window_origin = window_origin(
+                    source="learned", window=server_window, slots=None
+                )
+
+        # a window a context-length reply names lowers the session's (``ctx``, made below
+        # before any call) and is remembered for the endpoint's next runs
+        session.runner.on_context_window = window_learner(
+            store.writer, base_url=cfg.base_url, model=cfg.model, apply=lower_window
+        )
+        # seeds rejected for an earlier, smaller window are queued again: before the pending
+        # seeds are read below
         window, source, requeued = session_window(
             store,
             run_id,
             flag=cfg.context_window,
-            info=info,
+            announced=announced,
+            announced_by=info.source,
             base_url=cfg.base_url,
             model=cfg.model,
             card_window=session.price.context_window,
         )
-        cache_keys = takes_cache_key(cfg.base_url)
-        session.stats.window = window
-        session.stats.window_origin = window_origin(
-            source=source, window=window, slots=info.slots if info is not None else None
-        )
-        if requeued:
-            session.notes.append(
-                f"{requeued} seed(s) rejected for context_length are tried again: the context "
-                f"window is now {window:,} tokens (from {source})"
-            )
         ctx = GenContext(
             run_id=run_id,
             model=cfg.model,
@@ -351,21 +353,9 @@ async def _generate(
             prompts_dir=cfg.prompts_dir,
             cache_keys=cache_keys,
         )
-
-        def lower_window(server_window: int) -> None:
-            if server_window < ctx.context_window:
-                ctx.context_window = server_window
-                ctx.stats.window = server_window
-                ctx.stats.window_origin = window_origin(
-                    source="learned", window=server_window, slots=None
-                )
-
-        session.runner.on_context_window = window_learner(
-            store.writer, base_url=cfg.base_url, model=cfg.model, apply=lower_window
-        )
         sources = []
         for task in cfg.tasks:
-            pending = [_seed_from_row(task, r) for r in store.pending_seeds(run_id, task)]
+            pending = pending_seeds(store, run_id, task)
             for seed in pending:
                 rows = store.stored_candidates(run_id, task, seed.key)
                 if rows:
@@ -390,6 +380,15 @@ async def _generate(
                 )
             )
             session.stats.seeds_total[task] = cfg.limit
+        session.stats.window = window
+        session.stats.window_origin = window_origin(
+            source=source, window=window, slots=info.slots if info is not None else None
+        )
+        if requeued:
+            session.notes.append(
+                f"{requeued} seed(s) rejected for context_length are tried again: the context "
+                f"window is now {window:,} tokens (from {source})"
+            )
 
         async def pipeline() -> None:
             await run_pipeline(ctx, sources, wanted=session.pool.wanted)

@@ -14,6 +14,7 @@ import gc
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -22,8 +23,9 @@ from rich.console import Console
 from ._groups import most_serious
 from .budget import Ledger
 from .config import RunConfig
-from .cost.prices import ModelPrice, find_price, usd_to_pusd
-from .errors import BudgetExhausted, HalugenError, RunStopping, UsageError
+from .cost.prices import ModelPrice, usd_to_pusd
+from .cost.run_price import RunPrice
+from .errors import BudgetExhausted, HalugenError, RunStopping
 from .llm.calls import CallRunner
 from .llm.capabilities import Capabilities
 from .llm.endpoint import EndpointInfo, describe_endpoint, is_openai, pick_model
@@ -40,16 +42,29 @@ from .tokens import TokenCounter, get_counter
 __all__ = [
     "CallSession",
     "OnRun",
+    "RunStart",
     "StopFlags",
     "call_session",
     "drive",
     "prepare_endpoint",
     "resolve_model",
-    "resolve_price",
 ]
 
-# told when a session opens its run: (run id, resumed?, the model it calls)
-OnRun = Callable[[str, bool, str], None]
+
+@dataclass(frozen=True)
+class RunStart:
+    """What a session says as it opens (or resumes) its run, to its ``OnRun``."""
+
+    run_id: str
+    resumed: bool
+    model: str  # the model it calls (known only once the endpoint was asked)
+    tasks: tuple[str, ...]
+    budget_pusd: int | None
+    db: Path
+
+
+# told when a session opens its run
+OnRun = Callable[[RunStart], None]
 # told when a session has made its run or found the one to resume, before that one is marked
 # running: (store, run id, resumed?); raising refuses the session (seeds/stamps.py)
 
@@ -140,28 +155,6 @@ async def resolve_model(cfg: RunConfig, transport: Transport | None = None) -> R
     return cfg
 
 
-def resolve_price(cfg: RunConfig) -> tuple[ModelPrice, list[str]]:
-    """The price to account with, and notes for the user. Unknown + budget is an error."""
-    price = find_price(
-        cfg.model, card=cfg.price_card, price_in=cfg.price_in, price_out=cfg.price_out
-    )
-    if price is not None:
-        return price, []
-    if cfg.budget_usd is not None:
-        raise UsageError(
-            f"no price card lists model {cfg.model!r}, so a budget cannot be enforced; give "
-            f"--price-in and --price-out (USD per million tokens), or --price-card local for "
-            f"a self-hosted server"
-        )
-    return (
-        ModelPrice.per_million(cfg.model, 0.0, 0.0, card="unpriced"),
-        [
-            f"no price is known for model {cfg.model!r}: costs are counted as $0 "
-            f"(give --price-in/--price-out to count them)"
-        ],
-    )
-
-
 def _say(message: str) -> None:
     """A one-line message while a run goes (an endpoint out of rotation); above a live view."""
     Console(stderr=True, highlight=False, soft_wrap=True).print(message, markup=False)
@@ -175,6 +168,7 @@ async def call_session(
     identity: dict[str, Any],
     tasks: str,
     calls: CallMode,
+    run_price: RunPrice,
     transport: Transport | None = None,
     on_run: OnRun | None = None,
     modes: Mapping[str, str] | None = None,
@@ -183,11 +177,12 @@ async def call_session(
     """Open (or resume) the run of ``kind`` whose settings are ``identity``.
 
     ``calls``: how the pipeline's calls are made, as the caller chose (llm/strategy.py).
+    ``run_price``: the run's price, settled by the caller before the session (cost/run_price.py).
     ``modes``: how to ask about each capability (llm/capabilities.py), auto | on | off.
     ``on_open``: what a generation run does with its run before it starts (``OnOpen``):
     record the stamps of the files it reads, or check them on resume (``seeds.stamps``).
     """
-    price, notes = resolve_price(cfg)
+    price, notes = run_price.price, list(run_price.notes)
     budget = usd_to_pusd(cfg.budget_usd) if cfg.budget_usd is not None else None
     store = open_store(cfg.db)
     owned_transport = transport is None
@@ -208,7 +203,7 @@ async def call_session(
             on_open=on_open,
         )
         if on_run is not None:
-            on_run(run_id, resumed, cfg.model)
+            on_run(RunStart(run_id, resumed, cfg.model, tuple(tasks.split(",")), budget, cfg.db))
         lost = mark_lost_reservations(store, run_id)
         if lost:
             notes.append(

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from ..batch.modes import SendNow
 from ..config import RunConfig
+from ..cost.run_price import check_judge_price, resolve_price
 from ..errors import UsageError
 from ..label_noise import SEPARATION_NOTE, flagged_share, judge_answers, judge_separates
 from ..llm.capabilities import JSON_SCHEMA
@@ -29,7 +30,6 @@ from ..stages.verify import (
     Verifier,
     VerifyItem,
     check_items,
-    check_judge_price,
     verify_templates,
 )
 from ..store.label_checks import latest_checks
@@ -111,9 +111,8 @@ async def verify_items(
     templates, notes = verify_templates(specs.values(), cfg.prompts_dir)
     if not templates:
         raise UsageError("; ".join(notes))
-    from ..session import resolve_price
-
-    check_judge_price(cfg, resolve_price(cfg)[0])
+    run_price = resolve_price(cfg)
+    check_judge_price(cfg, run_price.price)
     judge = cfg.judge_model
     identity = {
         "verify_data": [[s.path, s.sha256] for s in stamp_files(list(paths))],
@@ -128,6 +127,7 @@ async def verify_items(
         identity=identity,
         tasks=",".join(templates),
         calls=SendNow(),
+        run_price=run_price,
         transport=transport,
         modes={JSON_SCHEMA: cfg.structured},
     ) as session:

@@ -31,14 +31,15 @@ from rich.console import Console
 
 from ..budget import Ledger
 from ..config import BatchOptions, RunConfig, Timeouts
-from ..cost.prices import format_usd
+from ..cost.prices import ModelPrice, format_usd
+from ..endings import closing_line
 from ..errors import EXIT_CODES, HalugenError
 from ..llm.batch_client import BatchClient
 from ..llm.calls import CallFailure
 from ..llm.limiter import RateLimiter
 from ..llm.transport import AiohttpTransport, Transport
 from ..progress import ProgressView
-from ..session import OnRun, resolve_price
+from ..session import OnRun
 from ..signals import on_signals
 from ..stats import RunStats
 from ..store.db import open_store
@@ -88,6 +89,21 @@ class _Session:
     settled_pusd: int = 0
 
 
+@dataclass(frozen=True)
+class _Stopped:
+    """Why a batch session stops before its work is done, with the figures its closing line
+    says (``_stop``)."""
+
+    status: str  # budget_exhausted | interrupted | failed
+    detail: str = ""  # failed: what failed
+    spent: int = 0
+    reserved: int = 0
+    budget: int | None = None
+    waiting: int = 0  # budget_exhausted: requests that wait for money
+    left: int = 0  # interrupted: batches still running at the provider
+    cancelled: bool = False  # interrupted: they were asked to cancel
+
+
 def pass_config(cfg: RunConfig, run_id: str) -> RunConfig:
     """The settings of one planning pass: after the first, the run the first one opened."""
     if run_id:  # later passes resume that run (never --fresh again)
@@ -110,6 +126,7 @@ def ask_on_interrupt(live: int) -> str:
 async def run_in_batches(
     open_pass: OpenPass[Out],
     cfg: RunConfig,
+    price: ModelPrice,
     *,
     transport: Transport | None = None,
     console: Console | None = None,
@@ -117,7 +134,7 @@ async def run_in_batches(
 ) -> Out:
     """Run a kind's pipeline in batch mode (``cfg.batch``), one planning pass after another:
     each pass is the session ``open_pass(pass settings, PlanForBatch(plan), transport=,
-    console=, on_run=)``."""
+    console=, on_run=)``. ``cfg``'s model and its ``price`` are settled by the caller."""
     opts = cfg.batch
     assert opts is not None
     console = console or Console(stderr=True)
@@ -157,13 +174,15 @@ async def run_in_batches(
                     highlight=False,
                 )
             try:
-                step = await _send_and_wait(cfg, opts, plan, outcome, transport, console, state)
+                step = await _send_and_wait(
+                    cfg, opts, price, plan, outcome, transport, console, state
+                )
             except HalugenError as exc:
-                step = ("failed", f"{_what(outcome)} failed: {exc}")
+                step = _Stopped("failed", detail=f"{_what(outcome)} failed: {exc}")
             if step == "nothing":
                 return _finish(outcome, state)
-            if step != "collected":
-                return _stop(cfg, outcome, state, step[0], step[1])
+            if isinstance(step, _Stopped):
+                return _stop(cfg, outcome, state, step)
     finally:
         if own_transport:
             await transport.aclose()
@@ -177,18 +196,18 @@ def _quiet() -> Console:
 async def _send_and_wait(
     cfg: RunConfig,
     opts: BatchOptions,
+    price: ModelPrice,
     plan: PassPlan,
     outcome: KindOutcome,
     transport: Transport,
     console: Console,
     state: _Session,
-) -> Any:
+) -> str | _Stopped:
     """Send what was planned, then poll until a batch is collected.
 
     Returns "collected" (plan again), "nothing" (no batch and nothing to send: done), or
-    (status, message) for a stop: budget_exhausted or interrupted.
+    why it stops: budget_exhausted or interrupted.
     """
-    price, _ = resolve_price(cfg)
     run_id = outcome.run_id
     store = open_store(cfg.db)
     try:
@@ -222,17 +241,7 @@ async def _send_and_wait(
         # the batches' lines
         for name in ("seeds_total", "sampled", "rejected", "failed", "bad_records", "words"):
             setattr(state.stats, name, getattr(state.pass_stats, name))
-        view = (
-            ProgressView(
-                stats=state.stats,
-                ledger=ledger,
-                limiter_snapshot=RateLimiter(cfg.rate).snapshot,
-                console=console,
-                batches=jobs.rows,
-            )
-            if cfg.progress
-            else None
-        )
+        view: ProgressView | None = None
         presses = 0
         scope = anyio.CancelScope()
 
@@ -248,10 +257,24 @@ async def _send_and_wait(
                 await jobs.resume()
                 if plan.requests:
                     await jobs.submit(plan.requests.values(), opts, stop=lambda: presses > 0)
+                # the view: the batches now at the provider, beside the budget
+                if cfg.progress:
+                    view = ProgressView(
+                        stats=state.stats,
+                        ledger=ledger,
+                        limiter_snapshot=RateLimiter(cfg.rate).snapshot,
+                        console=console,
+                        batches=jobs.rows,
+                    )
                 if not jobs.live and not presses:
                     if jobs.budget_short:
                         ledger.exhausted = True
-                        return ("budget_exhausted", _exhausted(outcome, plan, ledger))
+                        return _Stopped(
+                            "budget_exhausted",
+                            spent=ledger.spent,
+                            budget=ledger.budget,
+                            waiting=len(plan.requests),
+                        )
                     # requests waited for batches that turned out never to have been made,
                     # or failed for good (too large for any batch): the next pass sees that
                     changed = plan.waiting or len(state.failures) > failures_before
@@ -287,7 +310,13 @@ async def _send_and_wait(
             store.writer.flush_blocking()
             for problem in problems:
                 console.print(f"note: {problem}", markup=False, highlight=False)
-        return ("interrupted", _interrupted(outcome, jobs, ledger, left=left, cancelled=cancelled))
+        return _Stopped(
+            "interrupted",
+            spent=ledger.spent,
+            reserved=ledger.reserved,
+            left=left,
+            cancelled=cancelled,
+        )
     finally:
         store.close()
 
@@ -310,41 +339,6 @@ def _what(outcome: KindOutcome) -> str:
     return f"run {outcome.run_id}"
 
 
-def _interrupted(
-    outcome: KindOutcome, jobs: BatchJobs, ledger: Ledger, *, left: int, cancelled: bool = False
-) -> str:
-    from ..endings import closing_line
-
-    spent = format_usd(ledger.spent)
-    noun = "batch" if left == 1 else "batches"
-    parts = {"what": _what(outcome), "summary": f"spent {spent}"}
-    if cancelled:
-        parts.update(
-            detail=f"{left} {noun} asked to cancel",
-            summary=f"spent {spent} so far",
-            next_step="Run the same command again to use what they finished and continue",
-        )
-    elif left:
-        parts.update(
-            detail=f"{left} {noun} left running at the provider",
-            summary=f"spent {spent} so far, {format_usd(ledger.reserved)} reserved",
-            next_step="Run the same command again to use their answers and continue",
-        )
-    return closing_line("interrupted", **parts)
-
-
-def _exhausted(outcome: KindOutcome, plan: PassPlan, ledger: Ledger) -> str:
-    from ..endings import closing_line
-
-    budget, spent = format_usd(ledger.budget), format_usd(ledger.spent)
-    return closing_line(
-        "budget_exhausted",
-        what=_what(outcome),
-        budget=budget,
-        summary=f"{len(plan.requests):,} request(s) wait for money; spent {spent}",
-    )
-
-
 def _notes(outcome: KindOutcome, state: _Session) -> tuple[str, ...]:
     notes = tuple(outcome.notes)
     if state.batches:
@@ -359,8 +353,11 @@ def _finish(outcome: Out, state: _Session) -> Out:
     return dataclasses.replace(outcome, notes=_notes(outcome, state))
 
 
-def _stop(cfg: RunConfig, outcome: Out, state: _Session, status: str, message: str) -> Out:
-    """The outcome of a batch session that stopped (budget, Ctrl-C, a Batch API failure)."""
+def _stop(cfg: RunConfig, outcome: Out, state: _Session, stopped: _Stopped) -> Out:
+    """The outcome of a batch session that stopped (budget, Ctrl-C, a Batch API failure):
+    its closing line, recorded on the run."""
+    status = stopped.status
+    message = _closing(outcome, stopped)
     run_id = outcome.run_id
     with open_store(cfg.db) as store:
         store.update_run(run_id, status=status, status_detail=message[:1000])
@@ -374,3 +371,32 @@ def _stop(cfg: RunConfig, outcome: Out, state: _Session, status: str, message: s
         changes["spent_pusd"] = spent
     changes["notes"] = _notes(outcome, state)
     return dataclasses.replace(outcome, **changes)
+
+
+def _closing(outcome: KindOutcome, stopped: _Stopped) -> str:
+    """The closing line of a batch session that stopped."""
+    if stopped.status == "failed":
+        return stopped.detail
+    spent = format_usd(stopped.spent)
+    if stopped.status == "budget_exhausted":
+        return closing_line(
+            "budget_exhausted",
+            what=_what(outcome),
+            budget=format_usd(stopped.budget),
+            summary=f"{stopped.waiting:,} request(s) wait for money; spent {spent}",
+        )
+    noun = "batch" if stopped.left == 1 else "batches"
+    parts = {"what": _what(outcome), "summary": f"spent {spent}"}
+    if stopped.cancelled:
+        parts.update(
+            detail=f"{stopped.left} {noun} asked to cancel",
+            summary=f"spent {spent} so far",
+            next_step="Run the same command again to use what they finished and continue",
+        )
+    elif stopped.left:
+        parts.update(
+            detail=f"{stopped.left} {noun} left running at the provider",
+            summary=f"spent {spent} so far, {format_usd(stopped.reserved)} reserved",
+            next_step="Run the same command again to use their answers and continue",
+        )
+    return closing_line("interrupted", **parts)

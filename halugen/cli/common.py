@@ -19,7 +19,7 @@ from ..errors import HalugenError, UsageError
 from .flags import resolve_settings
 
 if TYPE_CHECKING:
-    from ..session import OnRun
+    from ..session import OnRun, RunStart
 
 __all__ = [
     "LazyConsole",
@@ -85,13 +85,18 @@ def run_config(args: argparse.Namespace, *, calls: bool = True) -> RunConfig:
     return make_run_config(resolved, calls=calls)
 
 
-def announce(kind: str, detail: str, db: Path) -> OnRun:
+def announce(kind: str, detail: str) -> OnRun:
     """The ``on_run`` of a command that runs a session: one line as the run starts or resumes.
-    ``{model}`` in ``detail`` becomes the model the session calls (known only then)."""
+    ``{model}``, ``{tasks}`` and ``{budget}`` in ``detail`` become the run's, as the session
+    opened it (the model is known only then)."""
 
-    def on_run(run_id: str, resumed: bool, model: str) -> None:
-        verb = "resuming" if resumed else "starting"
-        err.print(f"{verb} {kind} {run_id} ({detail.format(model=model)}) -> {db}")
+    def on_run(start: RunStart) -> None:
+        from ..cost.prices import format_usd
+
+        verb = "resuming" if start.resumed else "starting"
+        budget = format_usd(start.budget_pusd) if start.budget_pusd else "none"
+        said = detail.format(model=start.model, tasks=", ".join(start.tasks), budget=budget)
+        err.print(f"{verb} {kind} {start.run_id} ({said}) -> {start.db}")
 
     return on_run
 

@@ -133,7 +133,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         )
     ecfg = assemble(EvalConfig, resolve_settings(args), run=cfg, task=args.task, labels=labels)
 
-    on_run = announce("eval run", f"{args.task}/{args.strategy} with {{model}}", cfg.db)
+    on_run = announce("eval run", f"{args.task}/{args.strategy} with {{model}}")
     return report_outcome(anyio.run(lambda: evaluate(ecfg, task=spec, console=err, on_run=on_run)))
 
 

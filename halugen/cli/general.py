@@ -119,7 +119,7 @@ def cmd_preselect(args: argparse.Namespace) -> int:
     pcfg = assemble(PreselectConfig, resolve_settings(args), run=cfg, queries=tuple(args.queries))
 
     detail = f"{args.responses} responses per query with {{model}}"
-    on_run = announce("pre-selection run", detail, cfg.db)
+    on_run = announce("pre-selection run", detail)
     outcome = anyio.run(lambda: preselect(pcfg, console=err, on_run=on_run))
     report_outcome(outcome)
     if outcome.kept:

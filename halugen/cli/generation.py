@@ -62,17 +62,12 @@ def add_parsers(sub: Any) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     import anyio
 
-    from ..cost.prices import format_usd
-    from ..engine import generate, read_run_tasks
+    from ..engine import generate
 
     cfg = run_config(args)
-    cfg, catalog = read_run_tasks(cfg)  # task folders: read and checked here
-    tasks = ", ".join(cfg.tasks)
-    budget = format_usd(int(cfg.budget_usd * 10**12)) if cfg.budget_usd else "none"
-    on_run = announce("run", f"{tasks} with {{model}}, budget {budget}", cfg.db)
-    return report_outcome(
-        anyio.run(lambda: generate(cfg, tasks=catalog, console=err, on_run=on_run))
-    )
+    on_run = announce("run", "{tasks} with {model}, budget {budget}")
+    # generate reads --task (names or task folders) once, before anything is called
+    return report_outcome(anyio.run(lambda: generate(cfg, console=err, on_run=on_run)))
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
@@ -89,7 +84,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     cfg, files_of = resolve_tasks(cfg, catalog)
     import anyio
 
-    from ..session import resolve_model, resolve_price
+    from ..cost.run_price import resolve_price
+    from ..session import resolve_model
 
     cfg = anyio.run(resolve_model, cfg)  # asks the server which model, as every command does
     price, notes = resolve_price(cfg)

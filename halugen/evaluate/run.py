@@ -29,6 +29,7 @@ from ..batch.modes import SendNow
 from ..batch.run import run_in_batches
 from ..config import RunConfig
 from ..cost.prices import format_usd
+from ..cost.run_price import resolve_price
 from ..crew import crew_size, run_crew
 from ..endings import closing, with_failed_work
 from ..errors import UsageError
@@ -128,6 +129,7 @@ async def evaluate(
     return await run_in_batches(
         partial(_batch_pass, cfg, spec),
         cfg.run,
+        resolve_price(cfg.run).price,
         transport=transport,
         console=console,
         on_run=on_run,
@@ -192,6 +194,7 @@ async def _evaluate_session(
         identity=run_identity(cfg, template),
         tasks=cfg.task,
         calls=calls,
+        run_price=resolve_price(cfg.run),
         transport=transport,
         on_run=on_run,
         modes={JSON_SCHEMA: cfg.structured},

@@ -29,6 +29,7 @@ from ..batch.modes import SendNow
 from ..batch.run import run_in_batches
 from ..config import RunConfig
 from ..cost.prices import format_usd
+from ..cost.run_price import resolve_price
 from ..crew import crew_size, run_crew
 from ..endings import closing, with_failed_work
 from ..errors import RunStopping, UsageError
@@ -316,6 +317,7 @@ async def preselect(
     return await run_in_batches(
         partial(_batch_pass, cfg, scorer),
         cfg.run,
+        resolve_price(cfg.run).price,
         transport=transport,
         console=console,
         on_run=on_run,
@@ -383,6 +385,7 @@ async def _preselect_session(
         identity=_identity(cfg, scorer.name),
         tasks="general",
         calls=calls,
+        run_price=resolve_price(cfg.run),
         transport=transport,
         on_run=on_run,
         modes={N_CHOICES: _N_MODES[cfg.use_n]},

@@ -30,10 +30,9 @@ from typing import Any
 import anyio
 from anyio.abc import ObjectReceiveStream
 
-from ..config import RunConfig, Sampling
-from ..cost.prices import ModelPrice, find_price
+from ..config import Sampling
 from ..crew import crew_size, run_crew
-from ..errors import ConfigError, RunStopping, UsageError
+from ..errors import ConfigError, RunStopping
 from ..llm.calls import CallFailure
 from ..llm.capabilities import Capabilities
 from ..llm.strategy import DEFERRED, CallStrategy
@@ -58,7 +57,6 @@ __all__ = [
     "Verifier",
     "VerifyItem",
     "check_items",
-    "check_judge_price",
     "outcome_of",
     "stored_items",
     "verdict_format",
@@ -129,30 +127,6 @@ def verify_templates(
                 f"labels are not verified"
             )
     return templates, notes
-
-
-def check_judge_price(cfg: RunConfig, price: ModelPrice) -> None:
-    """Refuse a ``--verify-model`` the run's price would count wrong.
-
-    A session accounts every call at one price (the run's model's); a judge model priced
-    otherwise would make the budget count its calls at the wrong price. Prices given on the
-    command line apply to both models, and a local card prices both at 0.
-    """
-    judge = cfg.judge_model
-    if not cfg.verify or judge == cfg.model:
-        return
-    found = find_price(judge, card=cfg.price_card, price_in=cfg.price_in, price_out=cfg.price_out)
-    same = found is not None and (found.input, found.output, found.cached_input) == (
-        price.input,
-        price.output,
-        price.cached_input,
-    )
-    if not same:
-        raise UsageError(
-            f"--verify-model {judge} is priced differently from the run's model {cfg.model} "
-            f"(or has no price), and a run counts its calls at one price: verify with the "
-            f"run's model, with a model of the same price, or give --price-in/--price-out"
-        )
 
 
 class _Deferred(Exception):

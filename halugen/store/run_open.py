@@ -1,6 +1,6 @@
 """Named state changes at the start of a session: find, resume or create the run whose
 settings have a given fingerprint, and count the reservations a dead session left open as
-spent."""
+spent; and the seeds a resumed run still owes, as records."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from typing import Any
 import orjson
 
 from ..errors import UsageError
-from ..records import fingerprint
+from ..records import Seed, fingerprint
 from ..version import __version__
 from .db import Store
 from .rows import LedgerRow
 
-__all__ = ["OnOpen", "mark_lost_reservations", "open_run"]
+__all__ = ["OnOpen", "mark_lost_reservations", "open_run", "pending_seeds"]
 
 # What a caller does with its run once it has it, before anything is sent: (store, run id,
 # resumed). A generation run records the stamps of the files it reads, or checks them on
@@ -98,3 +98,23 @@ def mark_lost_reservations(store: Store, run_id: str) -> int:
         )
         store.writer.flush_blocking()
     return len(rows)
+
+
+def pending_seeds(store: Store, run_id: str, task: str) -> list[Seed]:
+    """The seeds of ``task`` the run admitted and has not finished (``Store.pending_seeds``),
+    oldest first: a resumed session finishes them first."""
+    return [
+        Seed(
+            task=task,
+            fields=orjson.loads(fields_json),
+            seed_id=seed_id or "",
+            source_file=source_file or "",
+            source_line=source_line or 0,
+            dataset=dataset or "",
+            key=seed_key,
+            truncated_tokens=truncated or 0,
+        )
+        for seed_key, seed_id, dataset, source_file, source_line, fields_json, truncated in (
+            store.pending_seeds(run_id, task)
+        )
+    ]

@@ -201,8 +201,8 @@ def test_the_simulators_judge_is_deterministic_with_a_minority_of_flipped_verdic
 def test_a_judge_model_the_runs_price_would_count_wrong_is_refused():
     from halugen.config import RunConfig
     from halugen.cost.prices import find_price
+    from halugen.cost.run_price import check_judge_price
     from halugen.errors import UsageError
-    from halugen.stages.verify import check_judge_price
 
     price = find_price("gpt-4o-mini")
     assert price is not None
