@@ -142,3 +142,39 @@ def test_task_check_lists_each_guard_with_its_settings(capsys) -> None:
     assert "final_punctuation(marks='.!?'), casing, knowledge_overlap(max_gap=0.25)" in out
     assert "knowledge_overlap(max_gap=0.25), knowledge_span" in out
     assert "short_span_form(span_words=3), length_class(max_gap=1)" in out
+
+
+def test_a_seeds_knowledge_and_right_text_are_read_once_for_all_its_candidates(
+    monkeypatch,
+) -> None:
+    """The guards compare each candidate with the same seed texts: normalising the
+    knowledge and the right text (the costly part of a check) happens once per seed, not
+    several times per candidate."""
+    import unicodedata
+
+    from halugen.tasks import base, form_guards
+
+    spec = task_spec("qa")
+    knowledge = KNOWLEDGE + " The annex of the hall seats 1,200 people."
+    fields = {"knowledge": knowledge, "question": "Which river?", "right_answer": "Serin"}
+    base.normalise.cache_clear()
+    form_guards._knowledge_words.cache_clear()
+    seen: list[str] = []
+    real = unicodedata.normalize
+
+    def counting(form: str, text: str) -> str:
+        seen.append(text)
+        return real(form, text)
+
+    monkeypatch.setattr(base.unicodedata, "normalize", counting)
+    candidates = ["Vallona", "Tamm", "Aldo Vallona", "Ostra", "Brun"]
+    assert [steps.check(spec, fields, c) for c in candidates] == [
+        "",
+        "knowledge_overlap",
+        "not_in_knowledge",
+        "knowledge_overlap",
+        "",
+    ]
+    assert seen.count(knowledge) == 1
+    assert seen.count("Serin") == 1
+    assert all(seen.count(c) == 1 for c in candidates)
