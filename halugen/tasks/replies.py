@@ -95,7 +95,10 @@ def read_candidate(
     "no_answer_label", "empty_answer", "placeholder_answer". Equality with the right answer
     and form checks are the engine's and the task's, not this function's.
     """
-    body = FENCE_LINE.sub("", text or "").strip()
+    body = text or ""
+    if "```" in body:  # only a fence line needs the regex's pass over the reply
+        body = FENCE_LINE.sub("", body)
+    body = body.strip()
     if not body:
         return ParsedCandidate(answer="", pattern="unstated", problem="empty_reply")
 
