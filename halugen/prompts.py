@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -48,6 +48,22 @@ class Template:
     parts: tuple[tuple[str, tuple[str | tuple[str], ...]], ...]
     # the variant with the ``=== if cached`` blocks (None: the template has none, or is it)
     padded: Template | None = None
+    # per message: its text when it has no field (demonstrations, instructions: most of a
+    # conversational template), else None. Every call renders and counts its template:
+    # the fixed messages are joined once, and their tokens counted once per counter
+    _fixed: tuple[str | None, ...] = field(init=False, repr=False, compare=False)
+    _field_names: tuple[str, ...] = field(init=False, repr=False, compare=False)  # in order
+    _fixed_tokens: dict[TokenCounter, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        fixed = tuple(
+            None if any(isinstance(seg, tuple) for seg in segs) else "".join(map(str, segs))
+            for _, segs in self.parts
+        )
+        names = tuple(seg[0] for _, segs in self.parts for seg in segs if isinstance(seg, tuple))
+        object.__setattr__(self, "_fixed", fixed)
+        object.__setattr__(self, "_field_names", names)
+        object.__setattr__(self, "_fixed_tokens", {})
 
     def variant(self, *, padded: bool) -> Template:
         """The variant to send: with the cached-only blocks when ``padded`` and it has any."""
@@ -60,20 +76,20 @@ class Template:
     def render(self, values: Mapping[str, str]) -> tuple[dict[str, str], ...]:
         """The messages with every ``{{field}}`` filled from ``values``."""
         messages = []
-        for role, segs in self.parts:
-            out = []
-            for seg in segs:
-                if isinstance(seg, tuple):
-                    try:
-                        out.append(values[seg[0]])
-                    except KeyError:
-                        raise ConfigError(
-                            f"prompt template {self.name} needs field {seg[0]!r}, which the "
-                            f"record does not have (it has: {', '.join(sorted(values))})"
-                        ) from None
-                else:
-                    out.append(seg)
-            messages.append({"role": role, "content": "".join(out)})
+        try:
+            for (role, segs), fixed in zip(self.parts, self._fixed, strict=True):
+                if fixed is None:
+                    out = []
+                    for seg in segs:
+                        out.append(values[seg[0]] if isinstance(seg, tuple) else seg)
+                    fixed = "".join(out)
+                messages.append({"role": role, "content": fixed})
+        except KeyError:
+            missing = next(name for name in self._field_names if name not in values)
+            raise ConfigError(
+                f"prompt template {self.name} needs field {missing!r}, which the "
+                f"record does not have (it has: {', '.join(sorted(values))})"
+            ) from None
         return tuple(messages)
 
     def estimate_tokens(self, values: Mapping[str, str], counter: TokenCounter) -> int:
@@ -82,12 +98,17 @@ class Template:
         Splitting at the fields can differ from counting the joined text by a token or two
         per boundary; the budget's reservation margin absorbs that.
         """
-        total = PER_REQUEST_TOKENS
-        count, static = counter.count, counter.count_static
-        for _, segs in self.parts:
-            total += PER_MESSAGE_TOKENS
-            for seg in segs:
-                total += count(values.get(seg[0], "")) if isinstance(seg, tuple) else static(seg)
+        total = self._fixed_tokens.get(counter)
+        if total is None:  # the request's, the messages' and the fixed pieces' tokens
+            static = counter.count_static
+            total = PER_REQUEST_TOKENS + sum(
+                PER_MESSAGE_TOKENS + sum(static(s) for s in segs if not isinstance(s, tuple))
+                for _, segs in self.parts
+            )
+            self._fixed_tokens[counter] = total
+        count = counter.count
+        for name in self._field_names:
+            total += count(values.get(name, ""))
         return total
 
 

@@ -33,6 +33,10 @@ class Outbox:
         self.at_provider = 0  # requests that have left and not finished
         self.released = 0  # attempts released by ``close()``
         self._waiting: set[Place] = set()
+        # the running backend's cancel scope class, found by the first place: creating one
+        # through ``anyio.CancelScope()`` looks the backend up every time (a third of the
+        # cost of a place, which every attempt takes)
+        self._scope_type: type[anyio.CancelScope] | None = None
 
     @property
     def waiting(self) -> int:
@@ -68,7 +72,11 @@ class Place:
 
     def __init__(self, box: Outbox) -> None:
         self._box = box
-        self._scope = anyio.CancelScope()
+        if box._scope_type is None:
+            self._scope = anyio.CancelScope()
+            box._scope_type = type(self._scope)
+        else:
+            self._scope = box._scope_type()
         self._left = False
         self._released = False
 

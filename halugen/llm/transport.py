@@ -128,6 +128,14 @@ def _small_tls_buffers() -> None:
         protocol.max_size = TLS_READ_BUFFER
 
 
+def _read(timeouts: Timeouts) -> float | None:
+    """The read timeout aiohttp is given: none when it cannot end an attempt sooner than the
+    total does (``--timeout`` sets both alike). A gap between bytes starts after the
+    attempt did, so its deadline is never before the total's; without it, aiohttp skips
+    moving a timer on every chunk of every answer."""
+    return timeouts.read if timeouts.read < timeouts.total else None
+
+
 class AiohttpTransport:
     """One pooled ``aiohttp.ClientSession`` for the life of a run."""
 
@@ -158,7 +166,7 @@ class AiohttpTransport:
         timeout = self._timeouts.get(timeouts)
         if timeout is None:
             timeout = self._timeouts[timeouts] = aiohttp.ClientTimeout(
-                total=timeouts.total, sock_connect=timeouts.connect, sock_read=timeouts.read
+                total=timeouts.total, sock_connect=timeouts.connect, sock_read=_read(timeouts)
             )
         try:
             async with session.post(url, data=body, headers=headers, timeout=timeout) as resp:

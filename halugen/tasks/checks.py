@@ -37,11 +37,10 @@ __all__ = [
 
 def contains_span(longer: str, shorter: str) -> bool:
     """Is ``shorter`` a run of whole words of ``longer``, both normalised?"""
-    a, b = normalise(longer).split(), normalise(shorter).split()
-    if not b or len(b) > len(a):
-        return False
-    first = b[0]
-    return any(a[i] == first and a[i : i + len(b)] == b for i in range(len(a) - len(b) + 1))
+    words = normalise(shorter)
+    # normalised texts are words joined by single spaces: a run of whole words is a
+    # substring between spaces
+    return bool(words) and f" {words} " in f" {normalise(longer)} "
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,9 @@ texts are never edited.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .base import content_words, normalise
 
@@ -28,6 +30,12 @@ __all__ = [
 
 # closing quotes and brackets after the last mark do not hide it: 'He said "no."'
 _TRAILING_CLOSERS = "'\"”’)]»"
+_NOT_ASCII_LETTERS = re.compile("[^A-Za-z]+")
+# Knowledge texts whose content words are remembered: a seed's knowledge is read twice by
+# every check of each of its candidates (the candidate's share and the right text's), and a
+# long document holds hundreds of words. Enough for the seeds in flight at the default
+# concurrency; a long document's set is some tens of KB.
+KNOWLEDGE_TEXTS = 512
 
 
 def final_mark(text: str, marks: str = ".!?") -> str:
@@ -45,6 +53,13 @@ def casing_class(text: str) -> str:
     """ "upper" (every letter upper case, two or more), "capital" (the first letter upper
     case), "lower" (the first letter lower case: "the euro", "the Czech koruna"), or "none"
     (at most one letter: "1865", "A")."""
+    if text.isascii():  # the cased letters of ASCII text are A-Z and a-z: found in C
+        found = _NOT_ASCII_LETTERS.sub("", text)
+        if len(found) < 2:
+            return "none"
+        if found.isupper():
+            return "upper"
+        return "capital" if found[0].isupper() else "lower"
     letters = [c for c in text if c.isalpha() and c.lower() != c.upper()]
     if len(letters) < 2:
         return "none"
@@ -101,7 +116,12 @@ def knowledge_share(text: str, knowledge: str) -> float | None:
     words = {w for w in content_words(text) if not w.isdigit()}
     if not words:
         return None
-    return len(words & content_words(knowledge)) / len(words)
+    return len(words & _knowledge_words(knowledge)) / len(words)
+
+
+@lru_cache(maxsize=KNOWLEDGE_TEXTS)
+def _knowledge_words(knowledge: str) -> frozenset[str]:
+    return frozenset(content_words(knowledge))
 
 
 @dataclass(frozen=True)
@@ -137,9 +157,10 @@ class KnowledgeOverlap:
 def in_knowledge(text: str, knowledge: str) -> bool:
     """Is ``text`` a run of whole words of ``knowledge``, both normalised (case and
     punctuation aside)?"""
-    words, among = normalise(text).split(), normalise(knowledge).split()
-    size = len(words)
-    return bool(words) and any(among[i : i + size] == words for i in range(len(among) - size + 1))
+    words = normalise(text)
+    # normalised texts are words joined by single spaces: a run of whole words is a
+    # substring between spaces
+    return bool(words) and f" {words} " in f" {normalise(knowledge)} "
 
 
 @dataclass(frozen=True)

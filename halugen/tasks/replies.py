@@ -53,17 +53,18 @@ def first_labelled(text: str, labels: Sequence[str], stops: Sequence[str]) -> st
     return None
 
 
+_OPENING_QUOTES = tuple(left for left, _ in _QUOTES)
+
+
 def unquote(text: str) -> str:
     """Drop quotes wrapping the whole text; quotes inside it (or a lone apostrophe) stay."""
-    while len(text) >= 2:
+    while len(text) >= 2 and text.startswith(_OPENING_QUOTES):  # most answers: no quote
         for left, right in _QUOTES:
+            if not (text.startswith(left) and text.endswith(right)):
+                continue
             inner = text[len(left) : -len(right)]
             # '"a" and "b"' is not one quoted answer: the inner text must hold no such quote.
-            if (
-                text.startswith(left)
-                and text.endswith(right)
-                and not (left in inner or right in inner)
-            ):
+            if not (left in inner or right in inner):
                 text = inner.strip()
                 break
         else:
@@ -95,7 +96,10 @@ def read_candidate(
     "no_answer_label", "empty_answer", "placeholder_answer". Equality with the right answer
     and form checks are the engine's and the task's, not this function's.
     """
-    body = FENCE_LINE.sub("", text or "").strip()
+    body = text or ""
+    if "```" in body:  # only a fence line needs the regex's pass over the reply
+        body = FENCE_LINE.sub("", body)
+    body = body.strip()
     if not body:
         return ParsedCandidate(answer="", pattern="unstated", problem="empty_reply")
 

@@ -142,3 +142,43 @@ def test_task_check_lists_each_guard_with_its_settings(capsys) -> None:
     assert "final_punctuation(marks='.!?'), casing, knowledge_overlap(max_gap=0.25)" in out
     assert "knowledge_overlap(max_gap=0.25), knowledge_span" in out
     assert "short_span_form(span_words=3), length_class(max_gap=1)" in out
+
+
+def test_a_seeds_knowledge_and_right_text_are_read_once_for_all_its_candidates() -> None:
+    """The guards compare each candidate with the same seed texts: normalising the
+    knowledge and the right text (the costly part of a check) and finding the knowledge's
+    content words happen once per seed, not several times per candidate."""
+    from halugen.tasks import base, form_guards
+
+    spec = task_spec("qa")
+    knowledge = KNOWLEDGE + " The annex of the hall seats 1,200 people."
+    fields = {"knowledge": knowledge, "question": "Which river?", "right_answer": "Serin"}
+    base.normalise.cache_clear()
+    form_guards._knowledge_words.cache_clear()
+    candidates = ["Vallona", "Tamm", "Aldo Vallona", "Ostra", "Brun"]
+    assert [steps.check(spec, fields, c) for c in candidates] == [
+        "",
+        "knowledge_overlap",
+        "not_in_knowledge",
+        "knowledge_overlap",
+        "",
+    ]
+    # each text normalised once: the knowledge, the right text, every candidate
+    assert base.normalise.cache_info().misses == 2 + len(candidates)
+    assert form_guards._knowledge_words.cache_info().misses == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Hello, World! (it's 3.5 km)", "a_b\tc\x1cd--e", "", "  ", "Héllo, Wörld!", "ﬁne — İstanbul"],
+)
+def test_normalise_reads_ascii_and_other_text_alike(text) -> None:
+    """ASCII text takes a short way (no NFKC pass, punctuation by a byte table); it must
+    come out as the general way makes it."""
+    import re
+    import unicodedata
+
+    from halugen.tasks.base import normalise
+
+    general = re.sub(r"[^\w\s]", " ", unicodedata.normalize("NFKC", text).casefold())
+    assert normalise(text) == " ".join(general.split())

@@ -332,3 +332,39 @@ def test_simulator_judge_reads_the_numbered_candidates(task: str) -> None:
     for answers, expected in (([wrong, right], 2), ([right, wrong], 1)):
         messages = _template(task, "filter").render(steps.lay_out_candidates(spec, seed, answers))
         assert steps.read_choice(ask(sim, messages), answers) == expected
+
+
+def test_a_templates_fixed_pieces_are_counted_once_per_counter() -> None:
+    """Every call renders and counts its template: the messages without a field are joined
+    once and the fixed pieces' tokens counted once per counter; each call counts only its
+    fields, and the estimate is what counting every piece gives."""
+    from halugen.prompts import PER_MESSAGE_TOKENS, PER_REQUEST_TOKENS, parse_template
+
+    class Counting:
+        def __init__(self) -> None:
+            self.static_calls = 0
+
+        def count(self, text: str) -> int:
+            return len(text.split())
+
+        def count_static(self, text: str) -> int:
+            self.static_calls += 1
+            return len(text.split())
+
+    template = parse_template(
+        "t/conv",
+        "=== system\nYou write wrong answers.\n=== user\nWhat is 2 + 2?\n"
+        "=== assistant\nFive.\n=== user\nQuestion: {{question}} ({{question}})\n",
+    )
+    counter = Counting()
+    values = {"question": "Which river flows through Vallona?"}
+    # the fixed messages (4, 5 and 1 words), the fixed pieces around the fields (1 + 1 + 1)
+    by_piece = PER_REQUEST_TOKENS + 4 * PER_MESSAGE_TOKENS + (4 + 5 + 1) + (1 + 1 + 1) + 2 * 5
+    assert template.estimate_tokens(values, counter) == by_piece  # type: ignore[arg-type]
+    calls = counter.static_calls
+    assert template.estimate_tokens(values, counter) == by_piece  # type: ignore[arg-type]
+    assert counter.static_calls == calls  # the second call counted no fixed piece
+    assert template.render(values)[1] == {"role": "user", "content": "What is 2 + 2?"}
+    assert template.render(values)[3]["content"] == (
+        "Question: Which river flows through Vallona? (Which river flows through Vallona?)"
+    )
