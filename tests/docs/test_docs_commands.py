@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from halugen.simulate.config import BatchSimConfig
 from tests.audit import fixtures
 from tests.docs.page_shell import page_shell
 from tests.docs.shown_commands import shown_commands
@@ -76,8 +77,12 @@ def test_every_command_the_page_shows_runs(
     commands = shown_commands(page)
     lay_out_files(tmp_path, page.name)
     with page_shell(tmp_path, monkeypatch) as shell:
-        # OpenAI's stand-in: without --model, halugen asks OpenAI for gpt-4o-mini
-        openai = shell.start_simulator(served_models=("gpt-4o-mini",))
+        # OpenAI's stand-in: without --model, halugen asks OpenAI for gpt-4o-mini. Its batches
+        # are done when first looked at: a --batch command then collects them at once instead
+        # of waiting out --batch-poll (30 s of a real clock) for a batch two seconds long
+        openai = shell.start_simulator(
+            served_models=("gpt-4o-mini",), batch=BatchSimConfig(duration_s=0.0)
+        )
         monkeypatch.setenv("OPENAI_BASE_URL", openai)
         monkeypatch.setenv("OPENAI_API_KEY", "x")
         monkeypatch.delenv("HALUGEN_DB", raising=False)  # each page's store is its folder's
