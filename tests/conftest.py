@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
+from xdist.scheduler import LoadFileScheduling
 
 STORE_TESTS = Path(__file__).parent / "store"
 
@@ -50,6 +51,39 @@ SLOWEST_FILES = (
     "e2e/test_stopping.py",
     "store/test_store_errors.py",
 )
+
+
+# The files whose tests import torch and bert-score (preselection's BERTScore; 6-7 s of CPU
+# to import, before the model loads): one unit of work, so that one worker imports them
+# instead of each (tests/conftest.py's scheduler, below). The unit starts where its first
+# file stands in SLOWEST_FILES.
+TORCH_FILES = (
+    "batch/test_batch_mode.py",
+    "e2e/test_general_track.py",
+    "cli/test_preselect_output.py",
+    "preselect/test_scoring.py",
+    "preselect/test_capped_servers.py",
+    "preselect/test_hub.py",
+    "preselect/test_unusable_responses.py",
+)
+
+
+class _TorchFilesTogether(LoadFileScheduling):
+    """xdist's ``--dist loadfile`` (a file's tests go to one worker), except that the files
+    of ``TORCH_FILES`` go to one worker together."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        if path.removeprefix("tests/") in TORCH_FILES:
+            return "tests: the files that import torch"
+        return super()._split_scope(nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadFileScheduling | None:
+    """The controller's scheduler under ``--dist loadfile`` (pyproject's addopts)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    return _TorchFilesTogether(config, log)
 
 
 def pytest_configure(config: pytest.Config) -> None:
