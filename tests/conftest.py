@@ -8,40 +8,82 @@ import contextlib
 import os
 import shutil
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from xdist.scheduler import LoadFileScheduling
 
 STORE_TESTS = Path(__file__).parent / "store"
 
 # The test files that take longest (measured with --durations on this suite), slowest first.
 # The workers take whole files in collection order (pyproject's addopts), so these go first
 # and the short files fill in around them: no worker is left running one of them alone at
-# the end while the others idle. mypy (a cold cache: a minute or more) leads.
+# the end while the others idle. mypy (a cold cache: a minute or more) leads. Measured
+# again for issue 26 (one file at a time, wall time): files of 10 s or more.
 SLOWEST_FILES = (
     "test_types.py",
+    "docs/test_docs_commands.py",
     "batch/test_batch_mode.py",
-    "preselect/test_scoring.py",
-    "e2e/test_structured.py",
-    "store/test_live.py",
-    "batch/test_exchange.py",
-    "e2e/test_task_folder.py",
-    "annotate/test_browser.py",
-    "store/test_store_errors.py",
-    "batch/test_kill_resume.py",
-    "e2e/test_cost.py",
-    "e2e/test_verify.py",
-    "e2e/test_kill_resume.py",
-    "cli/test_preselect_output.py",
-    "e2e/test_tasks.py",
     "test_cli.py",
-    "export/test_live_exports.py",
-    "test_packaging.py",
+    "annotate/test_server.py",
+    "store/test_live.py",
+    "e2e/test_general_track.py",
+    "llm/test_limits_against_simulator.py",
+    "annotate/test_browser.py",
+    "cli/test_preselect_output.py",
+    "view/test_browser.py",
+    "batch/test_kill_resume.py",
+    "batch/test_exchange.py",
+    "e2e/test_kill_resume.py",
+    "llm/test_capabilities.py",
+    "e2e/test_generate.py",
+    "preselect/test_scoring.py",
+    "llm/test_fleet_against_simulators.py",
+    "llm/test_limiter.py",
+    "analysis/test_topics.py",
+    "store/test_journal.py",
+    "e2e/test_task_folder.py",
+    "e2e/test_structured.py",
+    "e2e/test_stopping.py",
+    "store/test_store_errors.py",
 )
+
+
+# The files whose tests import torch and bert-score (preselection's BERTScore; 6-7 s of CPU
+# to import, before the model loads): one unit of work, so that one worker imports them
+# instead of each (tests/conftest.py's scheduler, below). The unit starts where its first
+# file stands in SLOWEST_FILES.
+TORCH_FILES = (
+    "batch/test_batch_mode.py",
+    "e2e/test_general_track.py",
+    "cli/test_preselect_output.py",
+    "preselect/test_scoring.py",
+    "preselect/test_capped_servers.py",
+    "preselect/test_hub.py",
+    "preselect/test_unusable_responses.py",
+)
+
+
+class _TorchFilesTogether(LoadFileScheduling):
+    """xdist's ``--dist loadfile`` (a file's tests go to one worker), except that the files
+    of ``TORCH_FILES`` go to one worker together."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        if path.removeprefix("tests/") in TORCH_FILES:
+            return "tests: the files that import torch"
+        return super()._split_scope(nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadFileScheduling | None:
+    """The controller's scheduler under ``--dist loadfile`` (pyproject's addopts)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    return _TorchFilesTogether(config, log)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -57,6 +99,19 @@ def pytest_configure(config: pytest.Config) -> None:
     import compileall
 
     compileall.compile_dir(str(Path(__file__).parent.parent / "halugen"), quiet=1)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> Generator[None, int, int]:
+    """``-n auto`` (pyproject's addopts): one worker more than xdist would start, one per
+    core. Much of this suite waits rather than computes (simulators' latencies and rate
+    limits, processes starting, browsers, a run polling its batches): with one worker per
+    core the cores idled 28% of the time (11.3 min of CPU in a 7:52 run on 2 cores), and
+    one worker more fills them. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still sets the number."""
+    cores = yield
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return cores
+    return cores + 1
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -13,11 +13,14 @@ page cannot drift from the tool.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
+import orjson
 import pytest
 
+from halugen.simulate.config import BatchSimConfig
 from tests.audit import fixtures
 from tests.docs.page_shell import page_shell
 from tests.docs.shown_commands import shown_commands
@@ -43,9 +46,25 @@ PAGE_FILES = {
 # tests/docs/tables/NAME.jsonl is written as NAME.parquet, or where this says
 PARQUET_AT = {"my_rag_set": "my_rag_set/part-00000.parquet"}
 
-# a page's own file of a name: the audit page's hard split needs 100 hard items or more
+
+def example_seeds(n: int) -> Callable[[Path], None]:
+    """Writes the example file's first ``n`` seeds: for a run that waits on a slow or
+    rate-limited simulator, where how many seeds it makes is not what its page shows."""
+
+    def write(path: Path) -> None:
+        example = PAGE_FILES["halugen/examples/qa_seeds.json"]
+        path.write_bytes(orjson.dumps(orjson.loads(example.read_bytes())[:n]))
+
+    return write
+
+
+# a page's own file of a name: the audit page's hard split needs 100 hard items or more; the
+# run against the simulator at 600 requests a minute (providers) and the one watched while
+# it runs at 1.5 s an answer (view) take their time per call, so they get 3 seeds of 12
 PAGE_OWN_FILES = {
     "audit.md": {"qa_data.json": lambda path: fixtures.write(path, fixtures.balanceable(220))},
+    "providers.md": {"seeds.json": example_seeds(3)},
+    "view.md": {"halugen/examples/qa_seeds.json": example_seeds(3)},
 }
 
 
@@ -76,8 +95,12 @@ def test_every_command_the_page_shows_runs(
     commands = shown_commands(page)
     lay_out_files(tmp_path, page.name)
     with page_shell(tmp_path, monkeypatch) as shell:
-        # OpenAI's stand-in: without --model, halugen asks OpenAI for gpt-4o-mini
-        openai = shell.start_simulator(served_models=("gpt-4o-mini",))
+        # OpenAI's stand-in: without --model, halugen asks OpenAI for gpt-4o-mini. Its batches
+        # are done when first looked at: a --batch command then collects them at once instead
+        # of waiting out --batch-poll (30 s of a real clock) for a batch two seconds long
+        openai = shell.start_simulator(
+            served_models=("gpt-4o-mini",), batch=BatchSimConfig(duration_s=0.0)
+        )
         monkeypatch.setenv("OPENAI_BASE_URL", openai)
         monkeypatch.setenv("OPENAI_API_KEY", "x")
         monkeypatch.delenv("HALUGEN_DB", raising=False)  # each page's store is its folder's
