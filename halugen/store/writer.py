@@ -119,8 +119,10 @@ class _Lane:
             if self.grouped:
                 self._gather()
             else:
-                # sleep out the interval unless asked to hurry (flush, close, a full queue)
-                self.wake.wait(self._interval)
+                # sleep out the interval unless asked to hurry (flush, close, a full queue);
+                # once closing, never: the wake that asked for the last commit is used up
+                if not owner.closing:
+                    self.wake.wait(self._interval)
                 self.wake.clear()
             batch: list[_Item] = []
             n = 0
