@@ -4,6 +4,7 @@ its interval once more (every command closes a store: that sleep was half a seco
 from __future__ import annotations
 
 import threading
+from typing import ClassVar
 
 from halugen.store import writer as writer_module
 from halugen.store.db import open_store
@@ -13,8 +14,8 @@ from halugen.store.rows import LedgerRow
 class RecordingEvent(threading.Event):
     """A lane's wake-up event, noting each timed wait and whether the store was closing."""
 
-    waits: list[tuple[float | None, bool]] = []
-    closing: list[bool] = [False]
+    waits: ClassVar[list[tuple[float | None, bool]]] = []
+    closing: ClassVar[list[bool]] = [False]
 
     def wait(self, timeout: float | None = None) -> bool:
         RecordingEvent.waits.append((timeout, RecordingEvent.closing[0]))
