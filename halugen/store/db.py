@@ -74,9 +74,8 @@ class Store:
 
     @property
     def answers(self) -> StoredAnswers:
-        """Stored answers by request key, fetched in groups off the event loop."""
-        if self.is_live:
-            raise StoreError(f"store {self.path} is held by a running halugen process: read only")
+        """Stored answers by request key, fetched in groups off the event loop (a store
+        held by another process has none to give: ``writer`` refuses it)."""
         if self._answers is None:
             writer = self.writer
             self._answers = StoredAnswers(self.conn.cursor, writer.journaled_answer)

@@ -16,8 +16,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .base import normalise
-from .form_guards import Casing, FinalPunctuation, KnowledgeOverlap, KnowledgeSpan
+from .form_guards import Casing, FinalPunctuation, KnowledgeOverlap, KnowledgeSpan, in_knowledge
 
 __all__ = [
     "GUARDS",
@@ -37,10 +36,7 @@ __all__ = [
 
 def contains_span(longer: str, shorter: str) -> bool:
     """Is ``shorter`` a run of whole words of ``longer``, both normalised?"""
-    words = normalise(shorter)
-    # normalised texts are words joined by single spaces: a run of whole words is a
-    # substring between spaces
-    return bool(words) and f" {words} " in f" {normalise(longer)} "
+    return in_knowledge(shorter, longer)  # the same test as the knowledge_span guard
 
 
 @dataclass(frozen=True)
