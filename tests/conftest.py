@@ -213,6 +213,8 @@ def serve_simulator(**kwargs: Any) -> tuple[SimHandle, Callable[[], None]]:
         asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+        if not loop.is_running():
+            loop.close()  # a loop left open fails in its finalizer, in whichever test collects it
 
     port = box["port"]
     return SimHandle(f"http://127.0.0.1:{port}/v1", port, runner.app[SIMULATOR], loop), stop

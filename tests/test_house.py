@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.python_source import parse_file
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "halugen"
 
@@ -88,7 +90,7 @@ def _room(module: str) -> str:
 def _imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
     """The modules of this package that ``module`` imports, anywhere in its text."""
     is_package = path.name == "__init__.py"
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parse_file(path)):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]

@@ -16,6 +16,8 @@ import functools
 import re
 from pathlib import Path
 
+from tests.python_source import parse_file
+
 PACKAGE = Path(__file__).resolve().parents[1] / "halugen"
 
 # (module, a piece of the literal) -> why it may stay
@@ -59,7 +61,7 @@ def _modules() -> list[tuple[str, list[ast.AST]]]:
 @functools.cache
 def _parsed(package: Path) -> list[tuple[str, list[ast.AST]]]:
     return [
-        (p.relative_to(package).as_posix(), list(ast.walk(ast.parse(p.read_text("utf-8")))))
+        (p.relative_to(package).as_posix(), list(ast.walk(parse_file(p))))
         for p in sorted(package.rglob("*.py"))
         if p.relative_to(package).parts[0] != "store"
     ]

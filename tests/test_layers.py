@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.python_source import parse_file
+
 ROOT = Path(__file__).resolve().parents[1] / "halugen"
 
 
@@ -33,7 +35,7 @@ def imports_of(path: Path) -> set[str]:
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parse_file(path)):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.split(".")[0] == "halugen")
         elif isinstance(node, ast.ImportFrom):

@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.python_source import parse_file
+
 COST = Path(__file__).resolve().parents[2] / "halugen" / "cost"
 # the halugen modules cost/ may import besides its own
 GROUND = {"config", "errors", "prompts", "records", "resources", "tokens"}
@@ -23,7 +25,7 @@ def _halugen_module(name: str) -> set[str]:
 def _halugen_imports(path: Path) -> set[str]:
     """The top-level halugen modules ``path`` imports (anywhere in it), cost's own as 'cost'."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parse_file(path)):
         if isinstance(node, ast.ImportFrom):
             if node.level == 1:  # from .prices import ..., from . import x
                 found.add("cost")

@@ -86,6 +86,8 @@ def sims() -> Iterator[Callable[..., Sim]]:
         sim.stop()
         sim.loop.call_soon_threadsafe(sim.loop.stop)
         thread.join(10)
+        if not sim.loop.is_running():
+            sim.loop.close()
 
 
 def config(seeds: Path, db: Path, fleet: list[Sim], **kw: object) -> RunConfig:

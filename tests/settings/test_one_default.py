@@ -20,6 +20,7 @@ from halugen.options.table import SETTINGS, setting
 from halugen.preselect.run import PreselectConfig
 from halugen.settings.build import assemble, fills
 from halugen.settings.resolve import resolve
+from tests.python_source import parse_source
 
 RUN_OBJECTS = (RunConfig, EvalConfig, PreselectConfig)
 ENV = ("HALUGEN_DB", "OPENAI_BASE_URL", "OPENAI_API_KEY")
@@ -102,7 +103,7 @@ def test_eval_and_preselect_write_no_default_of_their_own(cls: type):
     """A field a setting fills takes its default from the setting (``default("<name>")``),
     never a literal of its own."""
     filled = {path.split(".", 1)[0] for _, path in fills(cls)}
-    tree = ast.parse(inspect.getsource(cls))
+    tree = parse_source(inspect.getsource(cls))
     fields = [
         node
         for node in ast.walk(tree)

@@ -10,6 +10,7 @@ import pytest
 from halugen.errors import ConfigError
 from halugen.stages.follow_ups import load_follow_ups
 from halugen.tokens import get_counter
+from tests.python_source import parse_file
 
 TASKS = Path(__file__).resolve().parents[2] / "halugen" / "tasks"
 
@@ -19,7 +20,7 @@ def _guard_problem_codes() -> set[str]:
     a guard class, and each string a guard's ``__call__`` (or the equality check) returns."""
     codes: set[str] = set()
     for path in TASKS.glob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parse_file(path)
         for node in ast.walk(tree):
             if (
                 isinstance(node, ast.AnnAssign)

@@ -16,6 +16,7 @@ import pytest
 
 from halugen.errors import UsageError
 from halugen.tasks.catalog import TaskCatalog, read_tasks
+from tests.python_source import parse_file
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "halugen"
@@ -36,10 +37,7 @@ API_ENTRIES = {
 
 
 def _sources() -> dict[str, ast.Module]:
-    return {
-        p.relative_to(ROOT).as_posix(): ast.parse(p.read_text(encoding="utf-8"))
-        for p in sorted(PACKAGE.rglob("*.py"))
-    }
+    return {p.relative_to(ROOT).as_posix(): parse_file(p) for p in sorted(PACKAGE.rglob("*.py"))}
 
 
 SOURCES = _sources()
