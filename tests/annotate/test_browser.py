@@ -450,6 +450,7 @@ def test_guidelines_on_the_page(
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.goto(served.server.url)
     login(page, "ann1")
+    expect(page.locator("#item")).to_be_visible()  # the keys below act on the shown item
     guide = page.locator("#guidelines")
     text = page.locator("#guidelines-text")
     expect(guide).to_have_attribute("open", "")  # a newcomer reads them first
