@@ -55,6 +55,7 @@ import stat
 import struct
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,7 @@ import duckdb
 import orjson
 
 from ..errors import StoreError, StoreInUse, UsageError
+from .failures import is_locked
 
 __all__ = [
     "HolderGone",
@@ -75,6 +77,8 @@ __all__ = [
 
 _BATCH_ROWS = 10_000  # rows per Arrow batch, on both sides
 _RELEASE_TIMEOUT = 600.0  # how long a client waits for a closing holder to let go of the file
+_LET_GO_WAIT_S = 10.0  # how long a lock may outlive the holder's "let go" (its exit, a straggler)
+_LOCK_LOOK_EVERY_S = 0.05
 
 
 def socket_path(db: str | os.PathLike[str]) -> Path:
@@ -252,11 +256,18 @@ class _Route:
         self._lock = threading.Lock()
 
     def open_file(self) -> duckdb.DuckDBPyConnection:
+        """The file, opened read-only. The holder has let go of it or is going: a lock still
+        on it (a holder freeing it after a straggling query, an exit under way) is waited out
+        for up to ``_LET_GO_WAIT_S``."""
         with self._lock:
-            if self.local is None:
+            deadline = time.monotonic() + _LET_GO_WAIT_S
+            while self.local is None:
                 try:
                     self.local = duckdb.connect(str(self.db), read_only=True, config={"threads": 1})
                 except duckdb.Error as exc:
+                    if is_locked(exc) and time.monotonic() < deadline:
+                        time.sleep(_LOCK_LOOK_EVERY_S)
+                        continue
                     raise StoreError(
                         f"store {self.db}: the halugen process that held it let go, and the "
                         f"file cannot be opened now ({str(exc).splitlines()[0]}); run the "

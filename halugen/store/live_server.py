@@ -137,18 +137,13 @@ class LiveReadServer:
             )
 
     def close(self, free_file: Callable[[], None] | None = None) -> None:
-        """Stop listening, free the file (``free_file``: the holder's connection closing) and
-        release the clients waiting for it, then remove the socket. A query still running
-        (one DuckDB did not give back when interrupted) keeps the file: it is freed when that
-        query ends, on its thread, and never holds the holder's exit."""
+        """Free the file (``free_file``: the holder's connection closing), release the clients
+        waiting for it, then stop listening and remove the socket. Until the file is free the
+        socket stays: a client that comes meanwhile is held until it is, never sent to a file
+        still locked. A query still running (one DuckDB did not give back when interrupted)
+        keeps the file: it is freed when that query ends, on its thread, and never holds the
+        holder's exit (the socket goes now; a client then waits for the lock, live.py)."""
         self.stop_answering()
-        sock, self._sock = self._sock, None
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
         with self._state:
             self._letting_go, self._free_file = True, free_file
             straggling = self._running
@@ -160,8 +155,18 @@ class LiveReadServer:
             )
         else:
             self._let_go()
+        self._stop_listening()
         if self._thread is not None:
             self._thread.join(5)
+
+    def _stop_listening(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
 
     def _let_go(self) -> None:
         """Free the file, once, and release the clients waiting for it."""

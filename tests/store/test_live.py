@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #   close  one more pair, then close the store -> "closed"
 #   stop   stop answering queries -> "stopped"; once one query waits, one more pair, then
 #          close the store -> "closed"
+#   slow-close  one more pair, then close the store, pausing as the file is freed: says
+#          "letting-go" there and goes on at the next line on stdin -> "closed"
 _HOLDER = textwrap.dedent(
     """
     import sys
@@ -62,6 +64,23 @@ _HOLDER = textwrap.dedent(
             write(call_id)
             print("wrote", flush=True)
         elif command == "close":
+            write(call_id)
+            break
+        elif command == "slow-close":
+            class PausesAsItCloses:  # the server's own connection, held at its close
+                def __init__(self, inner):
+                    self.inner = inner
+
+                def __getattr__(self, name):
+                    return getattr(self.inner, name)
+
+                def close(self):
+                    print("letting-go", flush=True)
+                    sys.stdin.readline()
+                    self.inner.close()
+
+            server = store.live_server
+            server._parent = PausesAsItCloses(server._parent)
             write(call_id)
             break
         elif command == "stop":
@@ -283,6 +302,61 @@ def test_a_query_arriving_while_the_holder_closes_waits_for_the_file(holder, tmp
     holder.expect("closed")
     assert store.conn.on_file
     store.close()
+
+
+def test_the_socket_stays_until_the_file_is_free(holder):
+    # a client that comes while the holder frees the file must be held until it is free, not
+    # told "no holder" and sent to a file still locked (a failure the docs' pages met: the
+    # socket was gone while the holder's last connection still held the lock)
+    holder.command("slow-close", "letting-go")
+    assert socket_path(holder.db).exists()
+    got: dict[str, int] = {}
+
+    def ask() -> None:
+        with open_store(holder.db, read_only=True) as store:
+            got["spent"] = store.spent("held-run")
+
+    asker = threading.Thread(target=ask)
+    asker.start()
+    holder.proc.stdin.write("go\n")
+    holder.proc.stdin.flush()
+    holder.expect("closed")
+    asker.join(120)
+    assert got == {"spent": 6 * 10**9}
+    assert not socket_path(holder.db).exists()
+
+
+def test_a_lock_left_after_the_holder_let_go_is_waited_out(tmp_path, monkeypatch):
+    db = tmp_path / "free.duckdb"
+    open_store(db).close()
+    real_connect = duckdb.connect
+    refusals = iter([True, True, False])
+
+    def connect(*args, **kwargs):
+        if next(refusals):
+            raise duckdb.IOException(
+                f'IO Error: Could not set lock on file "{db}": Conflicting lock'
+            )
+        return real_connect(*args, **kwargs)
+
+    monkeypatch.setattr(live.duckdb, "connect", connect)
+    monkeypatch.setattr(live, "_LOCK_LOOK_EVERY_S", 0.0)
+    route = live._Route(socket_path(db), db)
+    assert route.open_file().execute("SELECT 1").fetchone() == (1,)
+    route.close()
+
+
+def test_a_lock_that_stays_is_reported(tmp_path, monkeypatch):
+    db = tmp_path / "held.duckdb"
+    open_store(db).close()
+
+    def connect(*args, **kwargs):
+        raise duckdb.IOException(f'IO Error: Could not set lock on file "{db}": Conflicting lock')
+
+    monkeypatch.setattr(live.duckdb, "connect", connect)
+    monkeypatch.setattr(live, "_LET_GO_WAIT_S", 0.0)
+    with pytest.raises(StoreError, match="let go, and the file cannot be opened now"):
+        live._Route(socket_path(db), db).open_file()
 
 
 def test_the_socket_is_private(held_store):
