@@ -66,6 +66,9 @@ class RunningQuery:
     timeout: float
     stopped: str | None = None  # why it was interrupted, in the user's words
     client_gone: bool = False
+    # its rows are being written to the client: only then can a client that stopped
+    # reading hold the query's thread (an interrupt does not reach a blocked write)
+    sending: bool = False
     _stop_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def stop(self, reason: str) -> bool:
@@ -171,9 +174,11 @@ class QueryGuard:
         deadline = time.monotonic() + timeout
         with self._lock:
             if not self._lock.wait_for(lambda: not self._running, timeout / 2):
-                # one stuck sending to a client that stopped reading: cut the client off
+                # one stuck sending to a client that stopped reading: cut the client off.
+                # Only a sending one: a query still at work in DuckDB (a loaded machine
+                # reaches its next chunk late) keeps its client, who is then told "closing"
                 for query in self._running:
-                    if query.client is not None:
+                    if query.sending and query.client is not None:
                         with contextlib.suppress(OSError):
                             query.client.shutdown(socket.SHUT_RDWR)
                 if not self._lock.wait_for(

@@ -340,6 +340,7 @@ class LiveReadServer:
                         _reply_error(stream, *_query_refusal(exc, str(exc), watched.stopped))
                     return True
                 self.queries += 1
+                watched.sending = True
                 stream.write(b'{"ok":true}\n')
                 failure = _write_arrow(stream, reader)
                 if failure is None:
