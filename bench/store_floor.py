@@ -38,8 +38,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from halugen.store.db import open_store
+from halugen.store.inserting import insert_rows
 from halugen.store.journal import encode_group
-from halugen.store.rows import CallLogRow, LedgerRow, insert_rows
+from halugen.store.rows import CallLogRow, LedgerRow
 
 _RESPONSE = '{"id":"x","choices":[{"message":{"content":"' + "a" * 180 + '"}}]}'
 

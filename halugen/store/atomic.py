@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-from .rows import insert_rows
+from .inserting import insert_rows
 
 __all__ = ["insert_at_once"]
 

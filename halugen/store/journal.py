@@ -47,7 +47,8 @@ import duckdb
 import orjson
 
 from .failures import resolve_writes, write_error
-from .rows import RECORDS, CallLogRow, Record, RowViews, Statement, insert_rows, table_of
+from .inserting import RowViews, insert_rows
+from .rows import RECORDS, CallLogRow, Record, Statement, table_of
 
 __all__ = [
     "FEED_SECONDS",

@@ -40,8 +40,9 @@ from typing import Any
 import duckdb
 
 from .failures import resolve_writes, write_error
+from .inserting import RowViews, insert_rows
 from .journal import Journal
-from .rows import CallLogRow, Record, RowViews, Statement, insert_rows, table_of
+from .rows import CallLogRow, Record, Statement, table_of
 
 __all__ = ["StoreWriter", "WriterRow"]
 
@@ -67,7 +68,7 @@ class _Lane:
         grouped: bool = False,
     ) -> None:
         self._conn = conn
-        self._views: RowViews = {}  # this lane's column buffers (rows.py)
+        self._views: RowViews = {}  # this lane's column buffers (inserting.py)
         self._interval = interval
         self._max_rows = max_rows
         self._owner = owner

@@ -10,7 +10,8 @@ import duckdb
 import pytest
 
 from halugen.store.db import open_store
-from halugen.store.rows import CallRequestRow, insert_rows
+from halugen.store.inserting import insert_rows
+from halugen.store.rows import CallRequestRow
 
 pytestmark = pytest.mark.skipif(
     tuple(int(p) for p in re.findall(r"\d+", duckdb.__version__)[:2]) < (1, 2),
