@@ -22,8 +22,8 @@ from ..store.rows import JudgementRow
 from ..tasks.base import TaskSpec
 from . import judge
 from .config import EvalConfig
+from .logprob_verdicts import verdict_from_logprobs
 from .readers import read_pick, read_verdict
-from .verdicts import verdict_from_logprobs
 
 __all__ = ["Judged", "judge_worker"]
 

@@ -9,8 +9,8 @@ import pytest
 
 from halugen.errors import UsageError
 from halugen.evaluate.judge import response_format
+from halugen.evaluate.logprob_verdicts import verdict_from_logprobs
 from halugen.evaluate.readers import check_reader, read_pick, read_verdict
-from halugen.evaluate.verdicts import verdict_from_logprobs
 
 
 @pytest.mark.parametrize(

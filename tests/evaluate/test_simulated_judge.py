@@ -15,8 +15,9 @@ from halugen.evaluate.judge import (
     shown_texts,
     strategies_for,
 )
+from halugen.evaluate.logprob_verdicts import verdict_from_logprobs
 from halugen.evaluate.metrics import Judged, compute
-from halugen.evaluate.verdicts import parse_contrast, parse_verdict, verdict_from_logprobs
+from halugen.evaluate.verdicts import parse_contrast, parse_verdict
 from halugen.simulate import SimConfig, Simulator
 from tests.task_specs import task_spec
 

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from halugen.evaluate.verdicts import parse_contrast, parse_verdict, verdict_from_logprobs
+from halugen.evaluate.logprob_verdicts import verdict_from_logprobs
+from halugen.evaluate.verdicts import parse_contrast, parse_verdict
 
 
 @pytest.mark.parametrize(
