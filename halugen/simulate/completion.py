@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from . import answers
+from . import answers, prompt_reading
 from .config import SimConfig
 from .keys import key64, unit
 from .request import ChatBody
@@ -41,7 +41,9 @@ def chat_completion(
     decided by the request's ``digest``; ``oracle`` holds normalised answer texts; tokens
     counted by ``rule``."""
     checking = verify_prompt(req.last_user, req.contents[:-1])  # the verify stage's judge
-    info = checking or answers.with_record(answers.parse_prompt(req.last_user), req.contents[:-1])
+    info = checking or prompt_reading.with_record(
+        prompt_reading.parse_prompt(req.last_user), req.contents[:-1]
+    )
     prompt_key = key64(cfg.seed, info.text)  # a follow-up: the record's message decides
     choices = []
     completion_tokens = 0

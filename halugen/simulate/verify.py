@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..reply_contract import VERDICT
-from . import answers
+from . import answers, prompt_reading
 from .keys import unit
 from .words import content_words, normalise
 
@@ -44,7 +44,7 @@ _written: OrderedDict[str, None] = OrderedDict()
 _NOT_TEXT = frozenset({"pattern", "explanation", "reasoning", "reason", "note", "notes"})
 
 
-def remember(info: answers.PromptInfo, reply: answers.Reply) -> None:
+def remember(info: prompt_reading.PromptInfo, reply: answers.Reply) -> None:
     """Keep the hallucinated texts of a hallucination reply, normalised."""
     if info.kind != "hallucinate":
         return
@@ -55,20 +55,20 @@ def remember(info: answers.PromptInfo, reply: answers.Reply) -> None:
         _written.popitem(last=False)
 
 
-def _is_verify(info: answers.PromptInfo) -> bool:
+def _is_verify(info: prompt_reading.PromptInfo) -> bool:
     return info.kind == "verdict" and STATEMENT in info.fields and _ASKS in info.text.lower()
 
 
-def verify_prompt(last_user: str, earlier: Sequence[str]) -> answers.PromptInfo | None:
+def verify_prompt(last_user: str, earlier: Sequence[str]) -> prompt_reading.PromptInfo | None:
     """The verify prompt ``last_user`` is, or answers as the contract's re-ask (the record
     then comes from the latest earlier verify message); None for any other prompt."""
-    info = answers.parse_prompt(last_user)
+    info = prompt_reading.parse_prompt(last_user)
     if _is_verify(info):
         return info
     if last_user.strip() != VERDICT.reask():
         return None
     for text in reversed(earlier):
-        first = answers.parse_prompt(text)
+        first = prompt_reading.parse_prompt(text)
         if _is_verify(first):
             return replace(first, follow_up=True)
     return None
@@ -90,7 +90,7 @@ def supported(statement: str, grounding: str) -> bool:
 
 
 def verify_reply(
-    info: answers.PromptInfo, prompt_key: int, *, structured: bool = False
+    info: prompt_reading.PromptInfo, prompt_key: int, *, structured: bool = False
 ) -> answers.Reply:
     """The reply to a verify prompt (``verify_prompt``): a hedge for a share of first
     replies (never when a schema constrains the reply), else the contract line."""

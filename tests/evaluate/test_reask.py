@@ -18,7 +18,8 @@ from halugen.evaluate.config import EvalOutcome
 from halugen.evaluate.readers import read_verdict
 from halugen.evaluate.verdicts import parse_verdict
 from halugen.simulate import SimConfig
-from halugen.simulate.answers import parse_prompt, reply, with_record
+from halugen.simulate.answers import reply
+from halugen.simulate.prompt_reading import parse_prompt, with_record
 from tests.e2e.test_eval import run_eval, write_qa
 from tests.e2e.test_generate import query
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from halugen.simulate.answers import choose, parse_prompt, reply, verdict
+from halugen.simulate.answers import choose, reply, verdict
 from halugen.simulate.keys import key64, mix, pick, unit
 from halugen.simulate.mutate import hallucinate
 from halugen.simulate.plain import CONTRADICT_SHARE, plain_answer
+from halugen.simulate.prompt_reading import parse_prompt
 from halugen.simulate.words import names, normalise
 from halugen.tasks.base import normalise as base_normalise
 

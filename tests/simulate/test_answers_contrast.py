@@ -6,8 +6,9 @@ import pytest
 
 from halugen.evaluate.verdicts import parse_contrast
 from halugen.simulate import SimConfig, Simulator
-from halugen.simulate.answers import contrast, parse_prompt, reply
+from halugen.simulate.answers import contrast, reply
 from halugen.simulate.keys import key64
+from halugen.simulate.prompt_reading import parse_prompt
 from halugen.simulate.words import normalise
 
 from ._support import body, call, texts
